@@ -1,0 +1,40 @@
+# kafkascope: every target installs what it needs first (apt packages, .venv with pinned deps).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+APT_PACKAGES := kcat
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test test-slow bench lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; fi
+	@test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.lock
+	$(PIP) install -q --no-deps -e .
+	@touch $(STAMP)
+
+demo: install
+	$(PY) -m kafkascope demo
+
+test: install
+	$(PY) -m pytest -q
+
+test-slow: install
+	$(PY) -m pytest -q -m slow
+
+bench: install
+	$(PY) -m benchmarks.run_all
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info
