@@ -1,0 +1,195 @@
+"""Classic consumer-group APIs over the GroupCoordinator: FindCoordinator (10), JoinGroup (11), Heartbeat (12),
+LeaveGroup (13), SyncGroup (14), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16),
+DeleteGroups (42), OffsetDelete (47)."""
+
+from __future__ import annotations
+
+from broker.errors import ErrorCode
+from broker.protocol.api import RequestContext, handler
+from broker.protocol.codec import ms
+
+GROUP_KEY_TYPE = 0
+NO_AUTHORIZED_OPERATIONS = -2147483648
+CLASSIC_GROUP_TYPE = "classic"
+
+
+def _has_partition(ctx: RequestContext, topic: str, partition: int) -> bool:
+    info = ctx.broker.metadata.topic(topic)
+    return info is not None and 0 <= partition < info.partitions
+
+
+# ------------------------------------------------------------ FindCoordinator
+
+@handler(10, 0, 6)
+async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
+    """Every group is coordinated here; transaction coordinators are not offered."""
+    broker = ctx.broker
+    key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
+
+    def entry(key: str) -> dict:
+        if key_type != GROUP_KEY_TYPE:
+            return {"key": key, "node_id": -1, "host": "", "port": -1,
+                    "error_code": ErrorCode.coordinator_not_available,
+                    "error_message": "The coordinator is not available."}
+        return {"key": key, "node_id": broker.node_id, "host": broker.advertised_host,
+                "port": broker.advertised_port, "error_code": ErrorCode.none, "error_message": None}
+
+    if ctx.api_version >= 4:
+        return {"throttle_time": 0, "coordinators": [entry(k) for k in req.coordinator_keys]}
+    return {"throttle_time": 0, **entry(req.key)}
+
+
+# ------------------------------------------------------------ JoinGroup / SyncGroup / Heartbeat / LeaveGroup
+
+@handler(11, 0, 9)
+async def handle_join_group(ctx: RequestContext, req) -> dict:
+    session_timeout = ms(req.session_timeout)
+    # v0 has no rebalance timeout; Kafka uses the session timeout.
+    rebalance_timeout = ms(getattr(req, "rebalance_timeout", req.session_timeout))
+    result = await ctx.broker.group_coordinator.join_group(
+        req.group_id, req.member_id, getattr(req, "group_instance_id", None), ctx.client_id or "",
+        ctx.client_host, session_timeout, rebalance_timeout, req.protocol_type,
+        [(p.name, bytes(p.metadata)) for p in req.protocols], require_known_member_id=ctx.api_version >= 4)
+    members = result.members
+    if result.skip_assignment and ctx.api_version < 9:
+        # Before v9 a leader cannot be told to skip the assignment; it gets no members and keeps the old one.
+        members = []
+    return {
+        "throttle_time": 0, "error_code": result.error, "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        # Nullable from v7 only; older versions need a string even on errors.
+        "protocol_name": result.protocol_name if ctx.api_version >= 7 else result.protocol_name or "",
+        "leader": result.leader_id, "skip_assignment": result.skip_assignment, "member_id": result.member_id,
+        "members": [{"member_id": m, "group_instance_id": i, "metadata": meta} for m, i, meta in members],
+    }
+
+
+@handler(14, 0, 5)
+async def handle_sync_group(ctx: RequestContext, req) -> dict:
+    result = await ctx.broker.group_coordinator.sync_group(
+        req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None),
+        getattr(req, "protocol_type", None), getattr(req, "protocol_name", None),
+        [(a.member_id, bytes(a.assignment)) for a in req.assignments])
+    return {"throttle_time": 0, "error_code": result.error, "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name, "assignment": result.assignment}
+
+
+@handler(12, 0, 4)
+async def handle_heartbeat(ctx: RequestContext, req) -> dict:
+    error = ctx.broker.group_coordinator.heartbeat(req.group_id, req.generation_id, req.member_id,
+                                                   getattr(req, "group_instance_id", None))
+    return {"throttle_time": 0, "error_code": error}
+
+
+@handler(13, 0, 5)
+async def handle_leave_group(ctx: RequestContext, req) -> dict:
+    coordinator = ctx.broker.group_coordinator
+    if ctx.api_version < 3:
+        [error] = coordinator.leave_group(req.group_id, [(req.member_id, None)])
+        return {"throttle_time": 0, "error_code": error}
+    leaving = [(m.member_id, m.group_instance_id) for m in req.members]
+    errors = coordinator.leave_group(req.group_id, leaving)
+    return {"throttle_time": 0, "error_code": ErrorCode.none,
+            "members": [{"member_id": m, "group_instance_id": i, "error_code": e}
+                        for (m, i), e in zip(leaving, errors, strict=True)]}
+
+
+# ------------------------------------------------------------ offsets
+
+@handler(8, 2, 9)
+async def handle_offset_commit(ctx: RequestContext, req) -> dict:
+    generation = getattr(req, "generation_id_or_member_epoch", None)
+    if generation is None:
+        generation = req.generation_id
+    results: dict[tuple[str, int], ErrorCode] = {}
+    offsets = []
+    for t in req.topics:
+        for p in t.partitions:
+            if not _has_partition(ctx, t.name, p.partition_index):
+                results[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+            else:
+                offsets.append((t.name, p.partition_index, p.committed_offset,
+                                getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
+    if offsets:
+        results.update(ctx.broker.group_coordinator.commit_offsets(
+            req.group_id, generation, req.member_id, getattr(req, "group_instance_id", None), offsets))
+    return {"throttle_time": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": results[(t.name, p.partition_index)]}
+                                        for p in t.partitions]}
+        for t in req.topics]}
+
+
+def _fetch_group(ctx: RequestContext, group_id: str, topics) -> list[dict]:
+    """One group's OffsetFetch topics; `topics` None asks for every committed partition."""
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, wanted)
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, partition), (offset, epoch, metadata) in fetched.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": epoch,
+             "metadata": metadata, "error_code": ErrorCode.none})
+    return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+
+
+@handler(9, 1, 9)
+async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
+    # require_stable (v7+) needs no wait: this coordinator has no pending transactional offsets.
+    if ctx.api_version >= 8:
+        return {"throttle_time": 0, "groups": [
+            {"group_id": g.group_id, "topics": _fetch_group(ctx, g.group_id, g.topics), "error_code": ErrorCode.none}
+            for g in req.groups]}
+    return {"throttle_time": 0, "topics": _fetch_group(ctx, req.group_id, req.topics), "error_code": ErrorCode.none}
+
+
+@handler(47, 0, 0)
+async def handle_offset_delete(ctx: RequestContext, req) -> dict:
+    partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    error, results = ctx.broker.group_coordinator.delete_offsets(req.group_id, partitions)
+    if error != ErrorCode.none:
+        return {"error_code": error, "throttle_time": 0, "topics": []}
+    return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": results[(t.name, p.partition_index)]}
+                                        for p in t.partitions]}
+        for t in req.topics]}
+
+
+# ------------------------------------------------------------ admin
+
+@handler(15, 0, 6)
+async def handle_describe_groups(ctx: RequestContext, req) -> dict:
+    coordinator = ctx.broker.group_coordinator
+    groups = []
+    for group_id in req.groups:
+        d = coordinator.describe_group(group_id)
+        entry = {"error_code": d.error, "error_message": None, "group_id": group_id, "group_state": d.state,
+                 "protocol_type": d.protocol_type, "protocol_data": d.protocol,
+                 "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+                 "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                              "client_id": m.client_id, "client_host": m.client_host,
+                              "member_metadata": m.metadata, "member_assignment": m.assignment}
+                             for m in d.members]}
+        if ctx.api_version >= 6 and d.state == "Dead" and not d.members:
+            # Kafka 4 (KIP-1043): v6 reports unknown groups as GROUP_ID_NOT_FOUND instead of a Dead group.
+            entry.update(error_code=ErrorCode.group_id_not_found, error_message=f"Group {group_id} not found.")
+        groups.append(entry)
+    return {"throttle_time": 0, "groups": groups}
+
+
+@handler(16, 0, 5)
+async def handle_list_groups(ctx: RequestContext, req) -> dict:
+    types = {t.lower() for t in getattr(req, "types_filter", ()) or ()}
+    if types and CLASSIC_GROUP_TYPE not in types:
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": []}
+    listed = ctx.broker.group_coordinator.list_groups(list(getattr(req, "states_filter", ()) or ()) or None)
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": [
+        {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": CLASSIC_GROUP_TYPE}
+        for g, ptype, state in listed]}
+
+
+@handler(42, 0, 2)
+async def handle_delete_groups(ctx: RequestContext, req) -> dict:
+    results = ctx.broker.group_coordinator.delete_groups(list(req.groups_names))
+    return {"throttle_time": 0,
+            "results": [{"group_id": g, "error_code": results[g]} for g in req.groups_names]}
