@@ -1,0 +1,53 @@
+"""`python -m broker CONFIG.properties [--override key=value ...]`"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.config import BrokerConfig, ConfigError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="broker", description="kafkascope Kafka-protocol broker")
+    p.add_argument("config", help="server.properties file (Kafka's keys)")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a property from the file (repeatable)")
+    return p
+
+
+async def serve(config: BrokerConfig) -> None:
+    from broker.broker import Broker
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await broker.start()
+    await stop.wait()
+    logging.getLogger("broker").info("shutting down")
+    await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    try:
+        config = BrokerConfig.load(args.config, args.override)
+    except ConfigError as e:
+        print(f"broker: {e}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve(config))
+    except OSError as e:  # e.g. the port is taken
+        print(f"broker: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

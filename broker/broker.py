@@ -1,0 +1,187 @@
+"""The broker: wires configuration, metadata, logs, the group coordinator and the network server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from broker.clock import Clock, SystemClock
+from broker.config import BrokerConfig, LogConfig
+from broker.coordinator.group_coordinator import GroupCoordinator
+from broker.errors import ErrorCode, KafkaError
+from broker.log.log import PartitionLog
+from broker.log.manager import LogManager
+from broker.log.records import Record, build_batch, decode_records, iter_batches
+from broker.metadata import OFFSETS_TOPIC, BrokerInfo, LocalMetadata, MetadataStore, TopicInfo, validate_topic_name
+from broker.purgatory import Purgatory
+from broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+LEADER_EPOCH = 0  # constant until replication (protocol.md §1.6.8)
+
+
+class ProducerIdManager:
+    """Hands out producer ids; blocks of ids are persisted so ids never repeat across restarts."""
+
+    BLOCK = 1000
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._next = int(path.read_text()) if path.exists() else 0
+        self._block_end = self._next
+
+    def allocate(self) -> int:
+        if self._next >= self._block_end:
+            self._block_end = self._next + self.BLOCK
+            tmp = self._path.with_suffix(".tmp")
+            tmp.write_text(str(self._block_end))
+            os.replace(tmp, self._path)
+        pid = self._next
+        self._next += 1
+        return pid
+
+
+class OffsetsTopicLog:
+    """The group coordinator's view of `__consumer_offsets`: keyed records appended as one batch."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
+        plog = self._broker.partition_log(OFFSETS_TOPIC, partition)
+        now = self._broker.clock.now_ms()
+        batch = build_batch([Record(timestamp=now, key=k, value=v) for k, v in records])
+        plog.append_as_leader(batch, LEADER_EPOCH)
+        self._broker.on_append(OFFSETS_TOPIC, partition)
+
+    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        plog = self._broker.logs.get(OFFSETS_TOPIC, partition)
+        if plog is None:
+            return
+        offset = plog.log_start_offset
+        while offset < plog.log_end_offset:
+            chunk = plog.read(offset, 1 << 20)
+            if not chunk:
+                return
+            for pos, header in iter_batches(chunk):
+                for rec in decode_records(memoryview(chunk)[pos:pos + header.size]):
+                    if rec.offset >= offset:
+                        yield rec.key, rec.value
+                offset = max(offset, header.next_offset)
+
+
+class Broker:
+    """A single Kafka broker process (standalone mode)."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.node_id = config.broker_id if config.broker_id >= 0 else 0
+        dirs = config.log_dir_list
+        for d in dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        adv = config.advertised
+        self.advertised_host, self.advertised_port = adv.host, adv.port
+        self.metadata: MetadataStore = LocalMetadata(dirs[0], BrokerInfo(self.node_id, adv.host, adv.port,
+                                                                         config.broker_rack or None),
+                                                     config.cluster_id)
+        self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms)
+        self.producer_ids = ProducerIdManager(dirs[0] / "__producer_id_block")
+        self.purgatory = Purgatory()
+        self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))
+        self.server = KafkaServer(self)
+        self._tasks: list[asyncio.Task] = []
+
+    # ------------------------------------------------------------ topics and logs
+
+    def log_config(self, topic: str) -> LogConfig:
+        info = self.metadata.topic(topic)
+        return self.config.log_config(info.configs if info else None)
+
+    def partition_log(self, topic: str, partition: int) -> PartitionLog:
+        """The local log of a partition this broker leads; raises UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self.metadata.topic(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        return self.logs.get_or_create(topic, partition)
+
+    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None) -> TopicInfo:
+        info = self.metadata.create_topic(
+            name,
+            self.config.num_partitions if partitions in (None, -1) else partitions,
+            self.config.default_replication_factor if replication_factor in (None, -1) else replication_factor,
+            configs or {},
+        )
+        for p in range(info.partitions):
+            self.logs.get_or_create(name, p)
+        return info
+
+    def auto_create(self, name: str) -> TopicInfo | None:
+        """Metadata/Produce auto-creation (auto.create.topics.enable)."""
+        if not self.config.auto_create_topics_enable:
+            return None
+        validate_topic_name(name)
+        return self.create_topic(name, replication_factor=min(self.config.default_replication_factor,
+                                                              len(self.metadata.brokers())))
+
+    def delete_topic(self, name: str) -> None:
+        self.metadata.delete_topic(name)
+        self.logs.delete_topic(name)
+
+    def add_partitions(self, name: str, total: int) -> None:
+        info = self.metadata.add_partitions(name, total)
+        for p in range(info.partitions):
+            self.logs.get_or_create(name, p)
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.metadata.set_topic_configs(name, configs)
+        self.logs.update_config(name)
+
+    def ensure_offsets_topic(self) -> None:
+        if self.metadata.topic(OFFSETS_TOPIC) is None:
+            self.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, 1,
+                              {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+
+    def on_append(self, topic: str, partition: int) -> None:
+        """Wake fetchers waiting on this partition."""
+        self.purgatory.notify((topic, partition))
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> int:
+        """Recover logs, rebuild groups, start listening; returns the bound port."""
+        loop_start = self.clock.monotonic()
+        self.logs.load_all()
+        for name, info in self.metadata.topics().items():
+            for p in range(info.partitions):
+                self.logs.get_or_create(name, p)
+        self.ensure_offsets_topic()
+        self.group_coordinator.load()
+        self.logs.start()
+        port = await self.server.start()
+        self._tasks.append(asyncio.create_task(self.group_coordinator.run(), name="group-coordinator"))
+        self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
+        log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
+                 self.clock.monotonic() - loop_start, len(self.logs.partitions()))
+        return port
+
+    async def _retention_loop(self) -> None:
+        interval = self.config.log_retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.logs.run_retention()
+            except Exception:
+                log.exception("retention check failed")
+
+    async def stop(self) -> None:
+        await self.server.stop()
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.group_coordinator.close()
+        self.logs.close()

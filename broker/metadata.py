@@ -1,0 +1,166 @@
+"""Cluster metadata behind one interface: topics, their partitions, ids and config overrides, brokers.
+
+`LocalMetadata` is the standalone implementation (one broker, state in a JSON file in the first log dir).
+The ZooKeeper-backed cluster implementation provides the same methods.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from broker.errors import ErrorCode, KafkaError
+
+MAX_TOPIC_NAME = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
+
+
+def validate_topic_name(name: str | None) -> str:
+    """Kafka's Topic.validate: raises INVALID_TOPIC_EXCEPTION with Kafka's reason."""
+    if not name:
+        raise KafkaError(ErrorCode.invalid_topic_exception, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise KafkaError(ErrorCode.invalid_topic_exception, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME:
+        raise KafkaError(ErrorCode.invalid_topic_exception,
+                         f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters")
+    if not _LEGAL.fullmatch(name):
+        raise KafkaError(ErrorCode.invalid_topic_exception,
+                         f"Topic name \"{name}\" is illegal, it contains a character other than "
+                         "ASCII alphanumerics, '.', '_' and '-'")
+    return name
+
+
+@dataclass
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    replication_factor: int = 1
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class MetadataStore(Protocol):
+    cluster_id: str
+    controller_id: int
+
+    def brokers(self) -> list[BrokerInfo]: ...
+    def topics(self) -> dict[str, TopicInfo]: ...
+    def topic(self, name: str) -> TopicInfo | None: ...
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: Mapping[str, str]) -> TopicInfo: ...
+    def delete_topic(self, name: str) -> TopicInfo: ...
+    def add_partitions(self, name: str, total: int) -> TopicInfo: ...
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo: ...
+
+
+class LocalMetadata:
+    """Standalone metadata: this broker is the only broker and the controller."""
+
+    FILE = "__cluster_metadata.json"
+
+    def __init__(self, data_dir: Path, me: BrokerInfo, cluster_id: str = "") -> None:
+        self._path = data_dir / self.FILE
+        self._me = me
+        self.controller_id = me.node_id
+        self._topics: dict[str, TopicInfo] = {}
+        state = json.loads(self._path.read_text()) if self._path.exists() else {}
+        self.cluster_id = state.get("cluster_id") or cluster_id or _new_cluster_id()
+        for t in state.get("topics", []):
+            info = TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["partitions"], t.get("replication_factor", 1),
+                             dict(t.get("configs", {})))
+            self._topics[info.name] = info
+        self._save()
+
+    def _save(self) -> None:
+        state = {"cluster_id": self.cluster_id, "topics": [
+            {"name": t.name, "topic_id": str(t.topic_id), "partitions": t.partitions,
+             "replication_factor": t.replication_factor, "configs": t.configs}
+            for t in self._topics.values()]}
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(state, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+
+    def brokers(self) -> list[BrokerInfo]:
+        return [self._me]
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return self._topics
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: Mapping[str, str]) -> TopicInfo:
+        validate_topic_name(name)
+        if name in self._topics:
+            raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        if partitions < 1:
+            raise KafkaError(ErrorCode.invalid_partitions, "Number of partitions must be larger than 0.")
+        if replication_factor < 1:
+            raise KafkaError(ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0.")
+        if replication_factor > len(self.brokers()):
+            raise KafkaError(ErrorCode.invalid_replication_factor,
+                             f"Replication factor: {replication_factor} larger than available brokers: "
+                             f"{len(self.brokers())}.")
+        info = TopicInfo(name, uuid.uuid4(), partitions, replication_factor, dict(configs))
+        self._topics[name] = info
+        self._save()
+        return info
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self._topics.pop(name, None)
+        if info is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        self._save()
+        return info
+
+    def add_partitions(self, name: str, total: int) -> TopicInfo:
+        info = self._require(name)
+        if total <= info.partitions:
+            raise KafkaError(ErrorCode.invalid_partitions,
+                             f"Topic currently has {info.partitions} partitions, {total} would not be an increase.")
+        info.partitions = total
+        self._save()
+        return info
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo:
+        info = self._require(name)
+        info.configs = dict(configs)
+        self._save()
+        return info
+
+    def _require(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        return info
+
+
+def _new_cluster_id() -> str:
+    import base64
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,0 +1,145 @@
+"""Framing and kio (de)serialisation, version-independent.
+
+Handlers speak plain dicts keyed by kio's snake_case field names; `build` turns such a dict into the kio
+response dataclass of whichever version the client asked for, dropping fields that version lacks and
+converting milliseconds, error codes and timestamps into kio's types. That keeps one code path per API.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, fields
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial._implicit_defaults import get_implicit_default
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+
+_UTC = datetime.UTC
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
+
+
+class UnparseableRequest(Exception):
+    """The frame is not a request we can decode; Kafka closes the connection."""
+
+
+def ms(value: datetime.timedelta | datetime.datetime | int | None) -> int:
+    """kio timedelta/datetime (or plain int) → integer milliseconds; None → -1."""
+    if value is None:
+        return -1
+    if isinstance(value, datetime.timedelta):
+        return value // datetime.timedelta(milliseconds=1)
+    if isinstance(value, datetime.datetime):
+        return (value - _EPOCH) // datetime.timedelta(milliseconds=1)
+    return int(value)
+
+
+@cache
+def request_class(api_key: int, api_version: int) -> type:
+    return load_request_schema(api_key, api_version)
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> type:
+    return load_response_schema(api_key, api_version)
+
+
+def parse_request(frame: bytes | memoryview) -> tuple[Any, Any]:
+    """Decode (header, body) of one request frame (without its length prefix)."""
+    api_key, api_version = struct.unpack_from(">hh", frame, 0)
+    try:
+        cls = request_class(api_key, api_version)
+        header, n = entity_reader(cls.__header_schema__)(frame, 0)
+        body, m = entity_reader(cls)(frame, n)
+    except Exception as e:  # kio raises many types (index errors, decode errors, KeyError on unknown tags)
+        raise UnparseableRequest(f"api_key={api_key} v{api_version}: {e!r}") from e
+    if n + m != len(frame):
+        raise UnparseableRequest(f"api_key={api_key} v{api_version}: {len(frame) - n - m} trailing bytes")
+    return header, body
+
+
+# ---------------------------------------------------------------- dict → kio dataclass
+
+def _convert_primitive(kafka_type: str, optional: bool) -> Callable[[Any], Any] | None:
+    if kafka_type == "timedelta_i32" or kafka_type == "timedelta_i64":
+        return lambda v: v if isinstance(v, datetime.timedelta) else datetime.timedelta(milliseconds=v)
+    if kafka_type == "datetime_i64":
+        def to_dt(v: Any) -> Any:
+            if v is None or isinstance(v, datetime.datetime):
+                return v
+            if v < 0:
+                return None if optional else _EPOCH
+            return _EPOCH + datetime.timedelta(milliseconds=v)
+        return to_dt
+    if kafka_type == "error_code":
+        return lambda v: v if isinstance(v, ErrorCode) else ErrorCode(int(v))
+    return None
+
+
+@cache
+def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any] | None, bool, Any], ...]:
+    """Per field: (name, converter, has_default, implicit default)."""
+    plan = []
+    for f in fields(cls):
+        kind = classify_field(f)
+        optional = "None" in str(f.type)
+        if isinstance(kind, EntityTupleField):
+            inner = kind.type_
+            conv = (lambda inner: lambda v: None if v is None else tuple(build(inner, x) for x in v))(inner)
+        elif isinstance(kind, EntityField):
+            inner = kind.type_
+            conv = (lambda inner: lambda v: None if v is None else build(inner, v))(inner)
+        else:
+            conv = _convert_primitive(f.metadata.get("kafka_type", ""), optional)
+            if kind.is_array and conv is not None:
+                conv = (lambda c: lambda v: None if v is None else tuple(c(x) for x in v))(conv)
+            elif kind.is_array:
+                conv = lambda v: None if v is None else tuple(v)  # noqa: E731
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        implicit = None
+        if not has_default:
+            if kind.is_array:
+                implicit = ()
+            elif isinstance(kind, EntityField):
+                implicit = None
+            else:
+                try:
+                    implicit = get_implicit_default(f.type)
+                except Exception:
+                    implicit = None
+        plan.append((f.name, conv, has_default, implicit))
+    return tuple(plan)
+
+
+def build(cls: type, data: Mapping[str, Any] | Any) -> Any:
+    """Build kio entity `cls` from a dict (extra keys ignored; missing keys take the schema default)."""
+    if not isinstance(data, Mapping):
+        return data  # already an entity
+    kwargs = {}
+    for name, conv, has_default, implicit in _plan(cls):
+        if name in data:
+            v = data[name]
+            kwargs[name] = conv(v) if conv is not None else v
+        elif not has_default:
+            kwargs[name] = implicit
+    return cls(**kwargs)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any) -> bytes:
+    """Serialise a response (header + body) with its int32 size prefix."""
+    cls = response_class(api_key, api_version)
+    value = build(cls, body)
+    out = io.BytesIO()
+    out.write(b"\0\0\0\0")
+    header_cls = cls.__header_schema__
+    entity_writer(header_cls)(out, header_cls(correlation_id=correlation_id))
+    entity_writer(cls)(out, value)
+    buf = out.getbuffer()
+    struct.pack_into(">i", buf, 0, len(buf) - 4)
+    return bytes(buf)

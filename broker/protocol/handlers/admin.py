@@ -1,0 +1,235 @@
+"""Topic and config administration: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
+DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44)."""
+
+from broker.config import TOPIC_CONFIGS, ConfigError, validate_topic_configs
+from broker.errors import ErrorCode, KafkaError
+from broker.metadata import INTERNAL_TOPICS, validate_topic_name
+from broker.protocol.api import RequestContext, handler
+
+TOPIC, BROKER = 2, 4
+# DescribeConfigs config_source values
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
+_SOURCES = {"topic": DYNAMIC_TOPIC_CONFIG, "dynamic_broker": DYNAMIC_BROKER_CONFIG,
+            "static_broker": STATIC_BROKER_CONFIG, "default": DEFAULT_CONFIG}
+# DescribeConfigs config_type values (v3+)
+_TYPE_STRING, _TYPE_INT, _TYPE_LONG, _TYPE_DOUBLE, _TYPE_LIST, _TYPE_BOOLEAN = 2, 3, 5, 6, 7, 1
+_CONFIG_TYPES = {"cleanup.policy": _TYPE_LIST, "min.cleanable.dirty.ratio": _TYPE_DOUBLE,
+                 "unclean.leader.election.enable": _TYPE_BOOLEAN, "message.timestamp.type": _TYPE_STRING,
+                 "compression.type": _TYPE_STRING, "min.insync.replicas": _TYPE_INT,
+                 "max.message.bytes": _TYPE_INT, "segment.bytes": _TYPE_INT, "index.interval.bytes": _TYPE_INT,
+                 "segment.index.bytes": _TYPE_INT}
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+
+def _config_error(e: ConfigError) -> KafkaError:
+    return KafkaError(ErrorCode.invalid_config, str(e))
+
+
+@handler(19, 2, 7)
+async def handle_create_topics(ctx: RequestContext, req) -> dict:
+    broker = ctx.broker
+    results = []
+    for t in req.topics:
+        entry = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
+                 "num_partitions": -1, "replication_factor": -1, "configs": None}
+        try:
+            validate_topic_name(t.name)
+            if t.assignments:
+                raise KafkaError(ErrorCode.invalid_replica_assignment,
+                                 "Manual replica assignment needs cluster mode")
+            try:
+                configs = validate_topic_configs({c.name: c.value for c in t.configs if c.value is not None})
+            except ConfigError as e:
+                raise _config_error(e) from None
+            if req.validate_only:
+                if broker.metadata.topic(t.name):
+                    raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{t.name}' already exists.")
+                parts = broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions
+                entry.update(num_partitions=parts, replication_factor=max(t.replication_factor, 1))
+            else:
+                info = broker.create_topic(t.name, t.num_partitions, t.replication_factor, configs)
+                entry.update(topic_id=info.topic_id, num_partitions=info.partitions,
+                             replication_factor=info.replication_factor,
+                             configs=_describe_topic_configs(ctx, t.name, None))
+        except KafkaError as e:
+            entry.update(error_code=e.code, error_message=e.message)
+        results.append(entry)
+    return {"throttle_time": 0, "topics": results}
+
+
+@handler(20, 1, 6)
+async def handle_delete_topics(ctx: RequestContext, req) -> dict:
+    broker = ctx.broker
+    names = list(getattr(req, "topic_names", ()) or ())
+    states = [(t.name, getattr(t, "topic_id", None)) for t in getattr(req, "topics", ()) or ()]
+    states += [(n, None) for n in names]
+    results = []
+    for name, topic_id in states:
+        entry = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None}
+        try:
+            if name is None and topic_id is not None:
+                name = next((t.name for t in broker.metadata.topics().values() if t.topic_id == topic_id), None)
+                entry["name"] = name
+                if name is None:
+                    raise KafkaError(ErrorCode.unknown_topic_id)
+            if not broker.config.delete_topic_enable:
+                raise KafkaError(ErrorCode.topic_deletion_disabled)
+            if name in INTERNAL_TOPICS:
+                raise KafkaError(ErrorCode.invalid_request, f"Cannot delete internal topic {name}")
+            info = broker.metadata.topic(name)
+            if info is None:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition)
+            entry["topic_id"] = info.topic_id
+            broker.delete_topic(name)
+        except KafkaError as e:
+            entry.update(error_code=e.code, error_message=e.message)
+        results.append(entry)
+    return {"throttle_time": 0, "responses": results, "topic_names": [r["name"] for r in results]}
+
+
+@handler(37, 0, 3)
+async def handle_create_partitions(ctx: RequestContext, req) -> dict:
+    results = []
+    for t in req.topics:
+        entry = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
+        try:
+            info = ctx.broker.metadata.topic(t.name)
+            if info is None:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition)
+            if t.count <= info.partitions:
+                raise KafkaError(ErrorCode.invalid_partitions,
+                                 f"Topic currently has {info.partitions} partitions, "
+                                 f"{t.count} would not be an increase.")
+            if t.assignments:
+                raise KafkaError(ErrorCode.invalid_replica_assignment,
+                                 "Manual replica assignment needs cluster mode")
+            if not req.validate_only:
+                ctx.broker.add_partitions(t.name, t.count)
+        except KafkaError as e:
+            entry.update(error_code=e.code, error_message=e.message)
+        results.append(entry)
+    return {"throttle_time": 0, "results": results}
+
+
+# ------------------------------------------------------------------ configs
+
+def _describe_topic_configs(ctx: RequestContext, topic: str, keys, synonyms: bool = False) -> list[dict]:
+    info = ctx.broker.metadata.topic(topic)
+    if info is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition)
+    out = []
+    for name, spec in TOPIC_CONFIGS.items():
+        if keys is not None and name not in keys:
+            continue
+        value, source = ctx.broker.config.topic_config_source(name, info.configs)
+        entry = {"name": name, "value": value, "read_only": False, "config_source": _SOURCES[source],
+                 "is_sensitive": False, "synonyms": [], "config_type": _CONFIG_TYPES.get(name, _TYPE_LONG),
+                 "documentation": None}
+        if synonyms:
+            if source == "topic":
+                entry["synonyms"].append({"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
+            if spec.broker_key and name in ctx.broker.config.topic_defaults:
+                entry["synonyms"].append({"name": spec.broker_key, "value": ctx.broker.config.topic_defaults[name],
+                                          "source": STATIC_BROKER_CONFIG})
+            entry["synonyms"].append({"name": spec.broker_key or name, "value": spec.default,
+                                      "source": DEFAULT_CONFIG})
+        out.append(entry)
+    return out
+
+
+def _describe_broker_configs(ctx: RequestContext, keys) -> list[dict]:
+    cfg = ctx.broker.config
+    out = []
+    for name, value in sorted(cfg.static.items()):
+        if keys is not None and name not in keys:
+            continue
+        out.append({"name": name, "value": value, "read_only": True, "config_source": STATIC_BROKER_CONFIG,
+                    "is_sensitive": False, "synonyms": [], "config_type": _TYPE_STRING, "documentation": None})
+    return out
+
+
+def _check_broker_resource(ctx: RequestContext, name: str) -> None:
+    if name not in ("", str(ctx.broker.node_id)):
+        raise KafkaError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker.node_id}")
+
+
+@handler(32, 1, 4)
+async def handle_describe_configs(ctx: RequestContext, req) -> dict:
+    results = []
+    synonyms = getattr(req, "include_synonyms", False)
+    for r in req.resources:
+        entry = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
+                 "resource_name": r.resource_name, "configs": []}
+        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
+        try:
+            if r.resource_type == TOPIC:
+                entry["configs"] = _describe_topic_configs(ctx, r.resource_name, keys, synonyms)
+            elif r.resource_type == BROKER:
+                _check_broker_resource(ctx, r.resource_name)
+                entry["configs"] = _describe_broker_configs(ctx, keys)
+            else:
+                raise KafkaError(ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
+        except KafkaError as e:
+            entry.update(error_code=e.code, error_message=e.message)
+        results.append(entry)
+    return {"throttle_time": 0, "results": results}
+
+
+def _apply_topic_configs(ctx: RequestContext, topic: str, new: dict[str, str], validate_only: bool) -> None:
+    if ctx.broker.metadata.topic(topic) is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition)
+    try:
+        clean = validate_topic_configs(new)
+    except ConfigError as e:
+        raise _config_error(e) from None
+    if not validate_only:
+        ctx.broker.set_topic_configs(topic, clean)
+
+
+async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
+    responses = []
+    for r in req.resources:
+        entry = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
+                 "resource_name": r.resource_name}
+        try:
+            if r.resource_type == BROKER:
+                _check_broker_resource(ctx, r.resource_name)
+                raise KafkaError(ErrorCode.invalid_request,
+                                 "Dynamic broker configs are not supported; edit server.properties")
+            if r.resource_type != TOPIC:
+                raise KafkaError(ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
+            info = ctx.broker.metadata.topic(r.resource_name)
+            if info is None:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition)
+            if incremental:
+                new = dict(info.configs)
+                for c in r.configs:
+                    if c.config_operation == OP_SET:
+                        new[c.name] = c.value or ""
+                    elif c.config_operation == OP_DELETE:
+                        new.pop(c.name, None)
+                    elif c.config_operation in (OP_APPEND, OP_SUBTRACT) and c.name == "cleanup.policy":
+                        current = set(ctx.broker.log_config(r.resource_name).cleanup_policy.split(","))
+                        values = {v.strip() for v in (c.value or "").split(",") if v.strip()}
+                        current = current | values if c.config_operation == OP_APPEND else current - values
+                        new[c.name] = ",".join(sorted(current))
+                    else:
+                        raise KafkaError(ErrorCode.invalid_config,
+                                         f"Operation {c.config_operation} is not valid for {c.name}")
+            else:
+                new = {c.name: c.value for c in r.configs if c.value is not None}
+            _apply_topic_configs(ctx, r.resource_name, new, req.validate_only)
+        except KafkaError as e:
+            entry.update(error_code=e.code, error_message=e.message)
+        responses.append(entry)
+    return {"throttle_time": 0, "responses": responses}
+
+
+@handler(33, 0, 2)
+async def handle_alter_configs(ctx: RequestContext, req) -> dict:
+    return await _alter(ctx, req, incremental=False)
+
+
+@handler(44, 0, 1)
+async def handle_incremental_alter_configs(ctx: RequestContext, req) -> dict:
+    return await _alter(ctx, req, incremental=True)

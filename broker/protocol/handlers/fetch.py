@@ -1,0 +1,124 @@
+"""Fetch (1) with long-poll, ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21)."""
+
+from broker.errors import ErrorCode, KafkaError
+from broker.protocol.api import RequestContext, handler
+from broker.protocol.codec import ms
+
+LEADER_EPOCH = 0
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+def _read_partitions(ctx: RequestContext, req, max_bytes: int) -> tuple[list[dict], int]:
+    """One pass over the requested partitions: (response topics, bytes gathered)."""
+    broker = ctx.broker
+    gathered = 0
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            entry = {"partition_index": p.partition, "error_code": ErrorCode.none, "high_watermark": -1,
+                     "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                     "preferred_read_replica": -1, "records": b""}
+            try:
+                plog = broker.partition_log(t.topic, p.partition)
+                hw = plog.high_watermark
+                entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
+                budget = min(p.partition_max_bytes, max_bytes - gathered)
+                if budget > 0 or gathered == 0:
+                    records = plog.read(p.fetch_offset, max(budget, 1), max_offset=hw)
+                    # KIP-74: only the first non-empty partition may exceed the budget.
+                    if records and (len(records) <= budget or gathered == 0):
+                        entry["records"] = bytes(records)
+                        gathered += len(records)
+            except KafkaError as e:
+                entry["error_code"] = e.code
+            parts.append(entry)
+        topics.append({"topic": t.topic, "partitions": parts})
+    return topics, gathered
+
+
+@handler(1, 4, 12)  # capped at 12: v13+ identifies topics by id (protocol.md §0.2)
+async def handle_fetch(ctx: RequestContext, req) -> dict:
+    max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
+    deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
+    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    while True:
+        topics, gathered = _read_partitions(ctx, req, max_bytes)
+        remaining = deadline - ctx.broker.clock.monotonic()
+        errors = any(p["error_code"] for t in topics for p in t["partitions"])
+        if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
+            break
+        if not await ctx.broker.purgatory.wait(keys, remaining):
+            topics, gathered = _read_partitions(ctx, req, max_bytes)
+            break
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": topics}
+
+
+@handler(2, 1, 7)
+async def handle_list_offsets(ctx: RequestContext, req) -> dict:
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            entry = {"partition_index": p.partition_index, "error_code": ErrorCode.none, "timestamp": -1,
+                     "offset": -1, "leader_epoch": LEADER_EPOCH}
+            try:
+                plog = ctx.broker.partition_log(t.name, p.partition_index)
+                ts = p.timestamp
+                if ts == EARLIEST:
+                    entry["offset"] = plog.log_start_offset
+                elif ts == LATEST:
+                    entry["offset"] = plog.high_watermark
+                elif ts == MAX_TIMESTAMP:
+                    found = plog.max_timestamp_offset()
+                    if found:
+                        entry["offset"], entry["timestamp"] = found
+                elif ts < 0:
+                    raise KafkaError(ErrorCode.invalid_request, f"unsupported timestamp {ts}")
+                else:
+                    found = plog.offset_for_timestamp(ts)
+                    if found:
+                        entry["offset"], entry["timestamp"] = found
+            except KafkaError as e:
+                entry["error_code"] = e.code
+            parts.append(entry)
+        topics.append({"name": t.name, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}
+
+
+@handler(23, 2, 4)
+async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            entry = {"error_code": ErrorCode.none, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
+            try:
+                plog = ctx.broker.partition_log(t.topic, p.partition)
+                if p.current_leader_epoch > LEADER_EPOCH:
+                    raise KafkaError(ErrorCode.unknown_leader_epoch)
+                # One epoch only: every requested epoch ends at the log end offset.
+                entry.update(leader_epoch=LEADER_EPOCH, end_offset=plog.log_end_offset)
+            except KafkaError as e:
+                entry["error_code"] = e.code
+            parts.append(entry)
+        topics.append({"topic": t.topic, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}
+
+
+@handler(21, 0, 2)
+async def handle_delete_records(ctx: RequestContext, req) -> dict:
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
+            try:
+                plog = ctx.broker.partition_log(t.name, p.partition_index)
+                offset = plog.high_watermark if p.offset == -1 else p.offset
+                entry["low_watermark"] = plog.delete_records_before(offset)
+            except KafkaError as e:
+                entry["error_code"] = e.code
+            parts.append(entry)
+        topics.append({"name": t.name, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}

@@ -1,0 +1,60 @@
+"""Produce (0) and InitProducerId (22)."""
+
+from broker.errors import ErrorCode, KafkaError
+from broker.protocol.api import RequestContext, handler
+
+LEADER_EPOCH = 0
+
+
+@handler(0, 0, 10)  # v0–2 advertised for old librdkafka's compression check, rejected when sent (kio has none)
+async def handle_produce(ctx: RequestContext, req) -> dict | None:
+    broker = ctx.broker
+    acks = req.acks
+    topics = []
+    for t in req.topic_data:
+        parts = []
+        for p in t.partition_data:
+            entry = {"index": p.index, "error_code": ErrorCode.none, "base_offset": -1,
+                     "log_append_time": -1, "log_start_offset": -1}
+            try:
+                if req.transactional_id is not None:
+                    raise KafkaError(ErrorCode.transactional_id_authorization_failed)
+                if acks not in (-1, 0, 1):
+                    raise KafkaError(ErrorCode.invalid_required_acks)
+                plog = broker.partition_log(t.name, p.index)
+                if acks == -1 and plog.config.min_insync_replicas > 1:
+                    # Standalone: the ISR is this broker alone.
+                    raise KafkaError(ErrorCode.not_enough_replicas)
+                if not p.records:
+                    raise KafkaError(ErrorCode.invalid_record)
+                result = plog.append_as_leader(p.records, LEADER_EPOCH)
+                entry.update(base_offset=result.base_offset, log_append_time=result.log_append_time_ms,
+                             log_start_offset=result.log_start_offset)
+                if not result.duplicate:
+                    broker.on_append(t.name, p.index)
+            except KafkaError as e:
+                entry["error_code"] = e.code
+                entry["error_message"] = e.message
+            parts.append(entry)
+        topics.append({"name": t.name, "partition_responses": parts})
+    if acks == 0:
+        return None
+    return {"responses": topics, "throttle_time": 0}
+
+
+@handler(22, 0, 4)
+async def handle_init_producer_id(ctx: RequestContext, req) -> dict:
+    if req.transactional_id is not None:
+        # Transactions are not implemented; Kafka answers this way when the coordinator is unavailable.
+        return {"throttle_time": 0, "error_code": ErrorCode.coordinator_not_available, "producer_id": -1,
+                "producer_epoch": -1}
+    pid, epoch = getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1)
+    if pid >= 0 and epoch >= 0:
+        # KIP-360 epoch bump for an existing idempotent producer.
+        if epoch >= 32767:
+            pid, epoch = ctx.broker.producer_ids.allocate(), 0
+        else:
+            epoch += 1
+    else:
+        pid, epoch = ctx.broker.producer_ids.allocate(), 0
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": pid, "producer_epoch": epoch}

@@ -1,0 +1,104 @@
+"""Run our broker as a real subprocess on a free loopback port (the I/O edge tests talk to)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout_s}s")
+
+
+class BrokerProcess:
+    """`python -m broker` with a generated server.properties; restartable over the same log dirs."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, **props: object) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.props = {
+            "broker.id": 0,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir / "logs"),
+            "num.partitions": 1,
+            "offsets.topic.num.partitions": 5,
+            "group.initial.rebalance.delay.ms": 0,
+            "group.min.session.timeout.ms": 1000,
+        }
+        self.props.update({k.replace("_", "."): v for k, v in props.items()})
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.data_dir / "broker.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def write_config(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = self.data_dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        return path
+
+    def start(self, timeout_s: float = 30.0) -> BrokerProcess:
+        cfg = self.write_config()
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "broker", str(cfg)], cwd=ROOT, stdout=log,
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            wait_for_port(self.port, self.proc, timeout_s)
+        except Exception as e:
+            self.kill()
+            raise RuntimeError(f"{e}\n--- broker log ---\n{self.log_tail()}") from None
+        return self
+
+    def log_tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self, timeout_s: float = 20.0) -> int | None:
+        """SIGTERM (clean shutdown) and wait."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self) -> None:
+        """kill -9, as a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
