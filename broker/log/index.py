@@ -1,0 +1,194 @@
+"""Sparse segment indexes in Kafka's file format (big-endian, relative to the segment's base offset).
+
+`.index`: 8-byte entries (relative offset int32, file position int32), mapping a batch's last offset to the
+position where that batch starts. `.timeindex`: 12-byte entries (timestamp int64, relative offset int32), the
+segment's largest timestamp so far and the last offset of the batch that carried it.
+
+Entries live in memory (arrays) and are appended to the file as they are made, so after a kill -9 the file
+holds every entry made before the crash. Unlike Kafka the files are not preallocated, so their size is
+always a whole number of entries.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from bisect import bisect_left, bisect_right
+from operator import le, lt
+from pathlib import Path
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+def _load_array(code: str, data: bytes) -> array:
+    a = array(code)
+    a.frombytes(data)
+    if sys.byteorder == "little":
+        a.byteswap()
+    return a
+
+
+def _increasing(a: array, strict: bool) -> bool:
+    return all(map(lt if strict else le, a, a[1:]))
+
+
+class _IndexFile:
+    """The append-only file behind one index. Opened per write: entries are rare (one per interval), and
+    holding no descriptor keeps a broker with thousands of segments well inside its fd limit."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.touch()
+
+    def read_all(self) -> bytes:
+        return self.path.read_bytes()
+
+    def write(self, data: bytes) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    def truncate(self, size: int) -> None:
+        os.truncate(self.path, size)
+
+    def fsync(self) -> None:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class OffsetIndex:
+    """Offset → file position, one entry every `index.interval.bytes` of log."""
+
+    ENTRY_SIZE = 8
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.base_offset = base_offset
+        self._file = _IndexFile(path)
+        self._offsets = array("i")
+        self._positions = array("i")
+
+    def load(self, log_size: int) -> bool:
+        """Read the file; False when it is corrupt (partial entry, not increasing, or past the log's end)."""
+        data = self._file.read_all()
+        if len(data) % self.ENTRY_SIZE:
+            return False
+        pairs = _load_array("i", data)
+        offsets, positions = pairs[0::2], pairs[1::2]
+        if not (_increasing(offsets, True) and _increasing(positions, True)):
+            return False
+        if offsets and (offsets[0] < 0 or positions[0] < 0 or positions[-1] >= log_size):
+            return False
+        self._offsets, self._positions = offsets, positions
+        return True
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def last_entry(self) -> tuple[int, int] | None:
+        """(absolute offset, position) of the last entry."""
+        if not self._offsets:
+            return None
+        return self.base_offset + self._offsets[-1], self._positions[-1]
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        self._offsets.append(rel)
+        self._positions.append(position)
+        self._file.write(_OFFSET_ENTRY.pack(rel, position))
+
+    def lookup(self, offset: int) -> int:
+        """Position to start scanning from for `offset` (the batch of the largest entry <= offset), else 0."""
+        # An entry's offset is its batch's last offset, so the batch holding `offset` starts there or later.
+        i = bisect_right(self._offsets, offset - self.base_offset) - 1
+        return self._positions[i] if i >= 0 else 0
+
+    def truncate_to_position(self, position: int) -> None:
+        """Drop entries pointing at or beyond `position` (the log was truncated there)."""
+        keep = bisect_left(self._positions, position)
+        if keep < len(self._positions):
+            del self._offsets[keep:]
+            del self._positions[keep:]
+            self._file.truncate(keep * self.ENTRY_SIZE)
+
+    def reset(self) -> None:
+        self._offsets, self._positions = array("i"), array("i")
+        self._file.truncate(0)
+
+    def fsync(self) -> None:
+        self._file.fsync()
+
+
+class TimeIndex:
+    """Largest timestamp so far → offset, appended only when the largest timestamp grows."""
+
+    ENTRY_SIZE = 12
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.base_offset = base_offset
+        self._file = _IndexFile(path)
+        self._timestamps = array("q")
+        self._offsets = array("i")
+
+    def load(self) -> bool:
+        """Read the file; False when it is corrupt (partial entry or not increasing)."""
+        data = self._file.read_all()
+        if len(data) % self.ENTRY_SIZE:
+            return False
+        n = len(data) // self.ENTRY_SIZE
+        timestamps, offsets = array("q"), array("i")
+        for i in range(n):
+            ts, off = _TIME_ENTRY.unpack_from(data, i * self.ENTRY_SIZE)
+            timestamps.append(ts)
+            offsets.append(off)
+        if not (_increasing(timestamps, True) and _increasing(offsets, False)):
+            return False
+        if offsets and offsets[0] < 0:
+            return False
+        self._timestamps, self._offsets = timestamps, offsets
+        return True
+
+    def __len__(self) -> int:
+        return len(self._timestamps)
+
+    def last_entry(self) -> tuple[int, int] | None:
+        """(timestamp, absolute offset) of the last entry."""
+        if not self._timestamps:
+            return None
+        return self._timestamps[-1], self.base_offset + self._offsets[-1]
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        """Append when `timestamp` is larger than the last entry's."""
+        if self._timestamps and timestamp <= self._timestamps[-1]:
+            return
+        rel = offset - self.base_offset
+        self._timestamps.append(timestamp)
+        self._offsets.append(rel)
+        self._file.write(_TIME_ENTRY.pack(timestamp, rel))
+
+    def lookup_below(self, timestamp: int) -> int | None:
+        """Offset of the entry with the largest timestamp < `timestamp`: every record up to it is older."""
+        i = bisect_left(self._timestamps, timestamp) - 1
+        return self.base_offset + self._offsets[i] if i >= 0 else None
+
+    def truncate_to_offset(self, offset: int) -> None:
+        """Drop entries for offsets >= `offset`."""
+        keep = bisect_left(self._offsets, offset - self.base_offset)
+        if keep < len(self._offsets):
+            del self._timestamps[keep:]
+            del self._offsets[keep:]
+            self._file.truncate(keep * self.ENTRY_SIZE)
+
+    def reset(self) -> None:
+        self._timestamps, self._offsets = array("q"), array("i")
+        self._file.truncate(0)
+
+    def fsync(self) -> None:
+        self._file.fsync()

@@ -1,0 +1,466 @@
+"""`PartitionLog`: one partition's segments, validation on append, reads, retention and recovery."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.clock import Clock
+from broker.config import LogConfig
+from broker.errors import ErrorCode, KafkaError
+from broker.log.producer_state import ProducerStateManager
+from broker.log.records import (
+    HEADER_SIZE,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    crc_ok,
+    decode_records,
+    header_is_sane,
+    iter_batches,
+    read_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from broker.log.segment import LOG_SUFFIX, LogSegment, segment_name
+
+log = logging.getLogger(__name__)
+
+LOG_START_OFFSET_FILE = "log-start-offset"
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+CLEANER_TMP_DIR = "cleaner-tmp"
+SWAP_SUFFIX = ".swap"
+DELETE_DIR_SUFFIX = "-delete"
+# Offsets inside a segment are stored relative to its base as int32.
+_MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+_REPLAY_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What a Produce response needs for one partition."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 for CreateTime topics
+    log_start_offset: int
+    record_count: int
+    duplicate: bool = False
+
+
+def _read_int_file(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_int_file(path: Path, value: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{value}\n")
+    os.replace(tmp, path)
+
+
+class PartitionLog:
+    """The log of one partition in `<log dir>/<topic>-<partition>/`.
+
+    All state changes happen under `lock`; the log cleaner does its heavy work outside it and only swaps
+    segments under it.
+    """
+
+    def __init__(self, topic: str, partition: int, directory: Path, config: LogConfig, clock: Clock) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.directory = directory
+        self.config = config
+        self.clock = clock
+        self.lock = threading.RLock()
+        directory.mkdir(parents=True, exist_ok=True)
+        self._finish_interrupted_swap()
+        self.segments: list[LogSegment] = [
+            LogSegment.open(directory, base, config.index_interval_bytes) for base in self._segment_bases()
+        ]
+        stored_start = _read_int_file(directory / LOG_START_OFFSET_FILE) or 0
+        if not self.segments:
+            self.segments.append(LogSegment.create(directory, stored_start, config.index_interval_bytes))
+        self._bases = [s.base_offset for s in self.segments]
+        self.log_end_offset = self.segments[-1].next_offset
+        self.log_start_offset = min(max(stored_start, self.segments[0].base_offset), self.log_end_offset)
+        # Standalone the high watermark follows the log end offset; replication will manage it.
+        self.high_watermark = self.log_end_offset
+        self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
+        self.producer_state = ProducerStateManager(directory)
+        self._snapshot_offset = self._load_producer_state()
+
+    # ---------------------------------------------------------------- recovery
+
+    def _segment_bases(self) -> list[int]:
+        bases = []
+        for p in self.directory.iterdir():
+            if p.suffix == LOG_SUFFIX and p.stem.isdigit():
+                bases.append(int(p.stem))
+            elif p.suffix in (".index", ".timeindex") and p.stem.isdigit():
+                if not p.with_suffix(LOG_SUFFIX).exists():
+                    p.unlink()
+        return sorted(bases)
+
+    def _finish_interrupted_swap(self) -> None:
+        """Complete or discard a cleaner swap cut short by a crash (see cleaner.py for the protocol)."""
+        shutil.rmtree(self.directory / CLEANER_TMP_DIR, ignore_errors=True)
+        for swap in sorted(self.directory.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
+            base = int(swap.name.split(".")[0])
+            data = swap.read_bytes()
+            last = [h for _, h in iter_batches(data)]
+            end = last[-1].next_offset if last else base
+            # The swapped-in segment replaces every old segment whose base offset it covers.
+            for p in self.directory.glob("*" + LOG_SUFFIX):
+                if p.stem.isdigit() and base <= int(p.stem) < end:
+                    for suffix in (LOG_SUFFIX, ".index", ".timeindex"):
+                        p.with_suffix(suffix).unlink(missing_ok=True)
+            for suffix in (".index", ".timeindex", LOG_SUFFIX):
+                src = self.directory / (segment_name(base) + suffix + SWAP_SUFFIX)
+                if src.exists():
+                    os.replace(src, self.directory / (segment_name(base) + suffix))
+        for orphan in self.directory.glob("*" + SWAP_SUFFIX):
+            orphan.unlink()
+
+    def _load_producer_state(self) -> int:
+        """Newest snapshot, then replay the batch headers after it. Returns the snapshot's offset (-1: none)."""
+        snapshot = self.producer_state.load(self.log_end_offset)
+        start = self.segments[0].base_offset if snapshot is None else snapshot
+        for seg in self.segments[max(0, bisect_right(self._bases, start) - 1):]:
+            found = seg.find(start)
+            if found is None:
+                continue
+            for _, h in seg.batches(found[0], _REPLAY_CHUNK):
+                if h.producer_id >= 0 and h.last_offset >= start:
+                    self.producer_state.update(h)
+        self.producer_state.evict_below(self.log_start_offset)
+        return -1 if snapshot is None else snapshot
+
+    # ---------------------------------------------------------------- properties
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self.segments)
+
+    # ---------------------------------------------------------------- append
+
+    def _validate(self, buf: bytearray) -> BatchHeader:
+        """Kafka's produce-side checks (LogValidator); the log is untouched when this raises."""
+        if len(buf) < HEADER_SIZE:
+            raise KafkaError(ErrorCode.corrupt_message, "record set is smaller than a batch header")
+        h = read_header(buf, 0)
+        if h.magic != MAGIC:
+            raise KafkaError(ErrorCode.unsupported_for_message_format, f"magic {h.magic} is not supported")
+        if h.batch_length < MIN_BATCH_LENGTH or h.size > len(buf):
+            raise KafkaError(ErrorCode.corrupt_message, "batch length does not match the record set")
+        # Produce v3+ (all magic-2 clients) carries exactly one batch per partition.
+        if len(buf) - h.size >= HEADER_SIZE and header_is_sane(read_header(buf, h.size)):
+            raise KafkaError(ErrorCode.invalid_record, "more than one record batch for the partition")
+        if h.size > self.config.max_message_bytes:
+            raise KafkaError(ErrorCode.message_too_large,
+                             f"batch of {h.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}")
+        if not crc_ok(buf, 0, h):
+            raise KafkaError(ErrorCode.corrupt_message, "batch CRC mismatch")
+        if h.record_count <= 0 or h.last_offset_delta + 1 != h.record_count:
+            raise KafkaError(ErrorCode.invalid_record, "lastOffsetDelta does not match the record count")
+        if h.is_control:
+            raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
+        if h.timestamp_type == 1:
+            raise KafkaError(ErrorCode.invalid_timestamp, "clients may not write LogAppendTime batches")
+        if h.producer_id >= 0 and h.base_sequence < 0:
+            raise KafkaError(ErrorCode.invalid_record, "idempotent batch without a base sequence")
+        if self.config.compact:
+            try:
+                records = decode_records(memoryview(buf)[: h.size])
+            except ValueError as e:
+                raise KafkaError(ErrorCode.corrupt_message, f"undecodable records: {e}") from None
+            if any(r.key is None for r in records):
+                raise KafkaError(ErrorCode.invalid_record, "compacted topic requires a key on every record")
+        return h
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendResult:
+        """Validate one client batch, assign offsets from the log end offset, append it.
+
+        Raises KafkaError (nothing appended). A retried idempotent batch is acknowledged with its original
+        offsets and not appended again (`duplicate=True`).
+        """
+        # A private copy: offsets, leader epoch and maybe the timestamp are patched in place.
+        buf = bytearray(records)
+        h = self._validate(buf)
+        with self.lock:
+            dup = self.producer_state.check(h)
+            if dup is not None:
+                return AppendResult(dup.first_offset, dup.last_offset, -1, self.log_start_offset,
+                                    h.record_count, duplicate=True)
+            now = self.clock.now_ms()
+            self._maybe_roll(h.size, h.last_offset_delta, now)
+            h.base_offset = self.log_end_offset
+            h.partition_leader_epoch = leader_epoch
+            set_base_offset(buf, 0, h.base_offset)
+            set_partition_leader_epoch(buf, 0, leader_epoch)
+            append_time = -1
+            if self.config.log_append_time:
+                set_log_append_time(buf, 0, h, now)
+                append_time = now
+            self.active_segment.append(memoryview(buf)[: h.size], [(0, h)], now)
+            self.log_end_offset = h.last_offset + 1
+            self.high_watermark = self.log_end_offset
+            self.producer_state.update(h)
+            return AppendResult(h.base_offset, h.last_offset, append_time, self.log_start_offset, h.record_count)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> None:
+        """Append batches that already carry offsets (replication). Batches below the log end offset are
+        skipped; a CRC failure or an offset gap raises CORRUPT_MESSAGE with nothing appended."""
+        data = bytes(records)
+        batches = []
+        expected = self.log_end_offset
+        for pos, h in iter_batches(data):
+            if h.last_offset < expected:
+                continue
+            if not crc_ok(data, pos, h) or h.base_offset != expected:
+                raise KafkaError(ErrorCode.corrupt_message, f"follower batch at offset {h.base_offset} is invalid")
+            batches.append((pos, h))
+            expected = h.next_offset
+        with self.lock:
+            for pos, h in batches:
+                now = self.clock.now_ms()
+                self._maybe_roll(h.size, h.last_offset_delta, now)
+                self.active_segment.append(memoryview(data)[pos: pos + h.size], [(0, h)], now)
+                self.log_end_offset = h.next_offset
+                self.producer_state.update(h)
+
+    def _maybe_roll(self, size: int, last_offset_delta: int, now: int) -> None:
+        seg = self.active_segment
+        if not seg.size:
+            return
+        cfg = self.config
+        if (
+            seg.size + size > cfg.segment_bytes
+            or (seg.rolling_base_ms is not None and now - seg.rolling_base_ms > cfg.segment_ms)
+            or len(seg.offset_index) >= cfg.segment_index_bytes // seg.offset_index.ENTRY_SIZE
+            or self.log_end_offset + last_offset_delta - seg.base_offset > _MAX_RELATIVE_OFFSET
+        ):
+            self.roll()
+
+    def roll(self) -> None:
+        """Seal the active segment and start a new one at the log end offset."""
+        with self.lock:
+            self.active_segment.seal()
+            seg = LogSegment.create(self.directory, self.log_end_offset, self.config.index_interval_bytes)
+            self.segments.append(seg)
+            self._bases.append(seg.base_offset)
+            self.snapshot_producer_state()
+
+    # ---------------------------------------------------------------- read
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes | memoryview:
+        """Whole batches from the one containing `offset`: at least one batch even if larger than `max_bytes`
+        (KIP-74), none reaching `max_offset` (e.g. the high watermark). b"" at the log end offset.
+
+        Raises OFFSET_OUT_OF_RANGE outside [log start offset, log end offset].
+        """
+        with self.lock:
+            if offset < self.log_start_offset or offset > self.log_end_offset:
+                raise KafkaError(ErrorCode.offset_out_of_range,
+                                 f"offset {offset} is outside [{self.log_start_offset}, {self.log_end_offset}]")
+            if offset == self.log_end_offset or (max_offset is not None and offset >= max_offset):
+                return b""
+            for seg in self.segments[max(0, bisect_right(self._bases, offset) - 1):]:
+                found = seg.find(offset)
+                if found is not None:
+                    pos, h = found
+                    if max_offset is not None and h.last_offset >= max_offset:
+                        return b""
+                    return seg.read(pos, h.size, max_bytes, max_offset)
+            return b""
+
+    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the earliest record with timestamp >= `ts_ms`, or None."""
+        with self.lock:
+            for seg in self.segments:
+                found = seg.find_by_timestamp(ts_ms, self.log_start_offset)
+                if found is not None:
+                    return found
+            return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets MAX_TIMESTAMP, -3)."""
+        with self.lock:
+            best = None
+            for seg in self.segments:
+                if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                    best = seg
+            if best is None:
+                return None
+            found = best.find(best.offset_of_max_timestamp)
+            if found is not None:
+                pos, h = found
+                for r in decode_records(best.read_batch(pos, h)):
+                    if r.timestamp == best.max_timestamp:
+                        return r.offset, r.timestamp
+            return best.offset_of_max_timestamp, best.max_timestamp
+
+    # ---------------------------------------------------------------- deletion
+
+    def _persist_log_start(self) -> None:
+        _write_int_file(self.directory / LOG_START_OFFSET_FILE, self.log_start_offset)
+
+    def _delete_oldest(self, count: int) -> None:
+        """Delete the `count` oldest segments, rolling first if that includes the active one."""
+        if count <= 0:
+            return
+        if count >= len(self.segments):
+            self.roll()
+        for seg in self.segments[:count]:
+            seg.delete_files()
+        del self.segments[:count]
+        del self._bases[:count]
+        if self.segments[0].base_offset > self.log_start_offset:
+            self.log_start_offset = self.segments[0].base_offset
+        self._persist_log_start()
+        self.producer_state.evict_below(self.log_start_offset)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to `offset` and delete whole segments below it.
+
+        Returns the new log start offset; OFFSET_OUT_OF_RANGE if `offset` is beyond the high watermark.
+        """
+        with self.lock:
+            if offset > self.high_watermark:
+                raise KafkaError(ErrorCode.offset_out_of_range,
+                                 f"offset {offset} is beyond the high watermark {self.high_watermark}")
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+                self._persist_log_start()
+                self._delete_oldest(self._segments_below_log_start(include_active=True))
+            return self.log_start_offset
+
+    def _segments_below_log_start(self, include_active: bool) -> int:
+        n = 0
+        last = len(self.segments) if include_active else len(self.segments) - 1
+        while n < last:
+            seg = self.segments[n]
+            end = self.segments[n + 1].base_offset if n + 1 < len(self.segments) else self.log_end_offset
+            if end > self.log_start_offset or (n + 1 == len(self.segments) and not seg.size):
+                break
+            n += 1
+        return n
+
+    def apply_retention(self) -> int:
+        """Delete old non-active segments by retention.ms (largest timestamp) and retention.bytes, when
+        cleanup.policy includes delete, and any segment wholly below the log start offset. Returns how many."""
+        with self.lock:
+            n = self._segments_below_log_start(include_active=False)
+            cfg = self.config
+            old = self.segments[:-1]
+            if cfg.delete and cfg.retention_ms >= 0:
+                now = self.clock.now_ms()
+                k = 0
+                while k < len(old) and now - old[k].max_timestamp > cfg.retention_ms:
+                    k += 1
+                n = max(n, k)
+            if cfg.delete and cfg.retention_bytes >= 0:
+                diff = self.size_bytes - cfg.retention_bytes
+                k = 0
+                while k < len(old) and diff - old[k].size >= 0:
+                    diff -= old[k].size
+                    k += 1
+                n = max(n, k)
+            self._delete_oldest(n)
+            return n
+
+    # ---------------------------------------------------------------- cleaner support
+
+    def set_cleaner_checkpoint(self, offset: int) -> None:
+        """Record the first dirty offset: everything below it has been compacted."""
+        with self.lock:
+            self.cleaner_checkpoint = offset
+            _write_int_file(self.directory / CLEANER_CHECKPOINT_FILE, offset)
+
+    def replace_segments(self, old: list[LogSegment], staged_base: int, staged_dir: Path) -> bool:
+        """Swap `old` (consecutive segments) for the cleaned segment `staged_base` written in `staged_dir`.
+
+        Protocol (crash-safe, see `_finish_interrupted_swap`): move the staged files in as `*.swap`, the .log
+        last; delete the old segments; drop the `.swap` suffix. Returns False (nothing changed) if `old` is no
+        longer in the log, e.g. retention deleted it meanwhile.
+        """
+        with self.lock:
+            try:
+                i = self.segments.index(old[0])
+            except ValueError:
+                return False
+            if self.segments[i: i + len(old)] != old or i + len(old) >= len(self.segments):
+                return False
+            name = segment_name(staged_base)
+            for suffix in (".index", ".timeindex", LOG_SUFFIX):
+                os.replace(staged_dir / (name + suffix), self.directory / (name + suffix + SWAP_SUFFIX))
+            for seg in old:
+                seg.delete_files()
+            for suffix in (".index", ".timeindex", LOG_SUFFIX):
+                os.replace(self.directory / (name + suffix + SWAP_SUFFIX), self.directory / (name + suffix))
+            new = LogSegment.open(self.directory, staged_base, self.config.index_interval_bytes)
+            self.segments[i: i + len(old)] = [new]
+            self._bases = [s.base_offset for s in self.segments]
+            return True
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed topic configs; they take effect from the next append or retention check."""
+        with self.lock:
+            self.config = config
+            self.active_segment.index_interval_bytes = config.index_interval_bytes
+
+    def snapshot_producer_state(self) -> None:
+        """Snapshot idempotent-producer state at the log end offset if it moved since the last snapshot."""
+        with self.lock:
+            if self._snapshot_offset != self.log_end_offset:
+                self.producer_state.take_snapshot(self.log_end_offset)
+                self._snapshot_offset = self.log_end_offset
+
+    def flush(self) -> None:
+        """fsync the active segment and checkpoint producer state and the log start offset."""
+        with self.lock:
+            self.active_segment.flush()
+            self.snapshot_producer_state()
+            self._persist_log_start()
+
+    def close(self) -> None:
+        with self.lock:
+            self.active_segment.seal()
+            self.snapshot_producer_state()
+            self._persist_log_start()
+            for seg in self.segments:
+                seg.close()
+            self.segments = []
+
+    def delete(self) -> None:
+        """Close and remove the partition directory.
+
+        As in Kafka it is first renamed to `<topic>-<partition>.<uuid>-delete`, so a crash mid-removal leaves
+        nothing that loads as a partition (LogManager removes such leftovers at startup).
+        """
+        with self.lock:
+            for seg in self.segments:
+                seg.close()
+            self.segments = []
+            doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            os.replace(self.directory, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)

@@ -1,0 +1,166 @@
+"""Idempotent producer state of one partition (Kafka's ProducerStateManager, protocol.md §3.5).
+
+Per producer id: the current epoch and the last 5 appended batches (first/last sequence, first/last offset),
+enough to answer any retry a producer with max.in.flight <= 5 can send. Snapshots are
+`<20-digit offset>.snapshot` JSON files holding the state as of that offset; on recovery the log replays batch
+headers from the newest usable snapshot (headers carry producerId, producerEpoch and baseSequence).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.errors import ErrorCode, KafkaError
+from broker.log.records import BatchHeader
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_SUFFIX = ".snapshot"
+MAX_CACHED_BATCHES = 5
+_SNAPSHOTS_KEPT = 2
+INT32_MAX = 0x7FFFFFFF
+
+
+@dataclass(slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    batches: list[BatchMetadata] = field(default_factory=list)
+    last_timestamp: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (last_seq == INT32_MAX and next_seq == 0)
+
+
+class ProducerStateManager:
+    """Checks and records idempotent batches; snapshots to the partition directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.producers: dict[int, ProducerEntry] = {}
+
+    def check(self, h: BatchHeader) -> BatchMetadata | None:
+        """Validate a leader append. Returns the cached batch if `h` duplicates one (do not append it).
+
+        Raises INVALID_PRODUCER_EPOCH for a stale epoch and OUT_OF_ORDER_SEQUENCE_NUMBER for a sequence gap or a
+        new epoch not starting at 0. A producer with no state may start at any sequence.
+        """
+        if h.producer_id < 0:
+            return None
+        entry = self.producers.get(h.producer_id)
+        if entry is None:
+            return None
+        if h.producer_epoch < entry.epoch:
+            raise KafkaError(ErrorCode.invalid_producer_epoch,
+                             f"epoch {h.producer_epoch} is older than the current epoch {entry.epoch}")
+        if h.producer_epoch > entry.epoch:
+            if h.base_sequence != 0:
+                raise KafkaError(ErrorCode.out_of_order_sequence_number,
+                                 f"new epoch {h.producer_epoch} must start at sequence 0, got {h.base_sequence}")
+            return None
+        last_seq = h.last_sequence
+        for b in entry.batches:
+            if b.first_seq == h.base_sequence and b.last_seq == last_seq:
+                return b
+        if entry.batches and not _in_sequence(entry.last_seq, h.base_sequence):
+            raise KafkaError(ErrorCode.out_of_order_sequence_number,
+                             f"expected sequence {entry.last_seq + 1}, got {h.base_sequence}")
+        return None
+
+    def update(self, h: BatchHeader) -> None:
+        """Record an appended batch (leader, follower or recovery replay). `h` carries its assigned offsets."""
+        if h.producer_id < 0:
+            return
+        entry = self.producers.get(h.producer_id)
+        if entry is None or h.producer_epoch != entry.epoch:
+            entry = self.producers[h.producer_id] = ProducerEntry(h.producer_id, h.producer_epoch)
+        entry.last_timestamp = h.max_timestamp
+        # Control batches (transaction markers) carry no sequence; they only bump the epoch.
+        if h.is_control or h.base_sequence < 0:
+            return
+        entry.batches.append(BatchMetadata(h.base_sequence, h.last_sequence, h.base_offset, h.last_offset))
+        del entry.batches[:-MAX_CACHED_BATCHES]
+
+    def evict_below(self, log_start_offset: int) -> None:
+        """Forget producers whose last batch is gone (retention, DeleteRecords): they may restart anywhere."""
+        for pid in [p for p, e in self.producers.items() if e.last_offset < log_start_offset]:
+            del self.producers[pid]
+
+    # ---------------------------------------------------------------- snapshots
+
+    def _snapshot_offsets(self) -> list[int]:
+        out = []
+        for p in self.directory.glob("*" + SNAPSHOT_SUFFIX):
+            if p.stem.isdigit():
+                out.append(int(p.stem))
+        return sorted(out)
+
+    def _path(self, offset: int) -> Path:
+        return self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def take_snapshot(self, offset: int) -> None:
+        """Write the state as of `offset` (the log end offset) atomically; keep the newest few."""
+        doc = {
+            "version": 1,
+            "offset": offset,
+            "producers": [
+                [e.producer_id, e.epoch, e.last_timestamp,
+                 [[b.first_seq, b.last_seq, b.first_offset, b.last_offset] for b in e.batches]]
+                for e in self.producers.values()
+            ],
+        }
+        tmp = self._path(offset).with_suffix(".snapshot.tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f, separators=(",", ":"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path(offset))
+        for old in self._snapshot_offsets()[:-_SNAPSHOTS_KEPT]:
+            self._path(old).unlink(missing_ok=True)
+
+    def load(self, log_end_offset: int) -> int | None:
+        """Load the newest readable snapshot at or below `log_end_offset`; return its offset (replay from there).
+
+        Snapshots beyond the log end (the log was truncated) are deleted. None means no snapshot: replay it all.
+        """
+        self.producers = {}
+        for tmp in self.directory.glob("*.snapshot.tmp"):
+            tmp.unlink()
+        for offset in reversed(self._snapshot_offsets()):
+            path = self._path(offset)
+            if offset > log_end_offset:
+                path.unlink()
+                continue
+            try:
+                doc = json.loads(path.read_text())
+                producers = {}
+                for pid, epoch, ts, batches in doc["producers"]:
+                    producers[pid] = ProducerEntry(pid, epoch, [BatchMetadata(*b) for b in batches], ts)
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                log.warning("ignoring unreadable producer snapshot %s: %s", path, e)
+                path.unlink(missing_ok=True)
+                continue
+            self.producers = producers
+            return offset
+        return None

@@ -1,0 +1,237 @@
+"""One log segment: `<base offset>.log` plus its `.index` and `.timeindex`."""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from broker.log.index import OffsetIndex, TimeIndex
+from broker.log.records import HEADER_SIZE, BatchHeader, crc_ok, decode_records, header_is_sane, read_header
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
+
+
+def segment_name(base_offset: int) -> str:
+    """Kafka's file stem: the base offset zero-padded to 20 digits."""
+    return f"{base_offset:020d}"
+
+
+class LogSegment:
+    """A log file of verbatim batches with a sparse offset index and time index.
+
+    `next_offset` is one past the last offset in the segment; `max_timestamp` / `offset_of_max_timestamp`
+    track the largest batch maxTimestamp (retention, ListOffsets -3).
+    """
+
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        stem = directory / segment_name(base_offset)
+        self.log_path = stem.with_suffix(LOG_SUFFIX)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset)
+        self.time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset)
+        self.size = os.fstat(self._fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        # segment.ms counts from here: the first batch's append (clock) time, or its maxTimestamp after restart.
+        self.rolling_base_ms: int | None = None
+        self._bytes_since_index = 0
+
+    # ---------------------------------------------------------------- open / recover
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
+        """A new empty segment (any stale files with this name are emptied)."""
+        seg = cls(directory, base_offset, index_interval_bytes)
+        if seg.size:
+            seg._truncate_log(0)
+        seg.offset_index.reset()
+        seg.time_index.reset()
+        return seg
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
+        """Open an existing segment; recover its tail and rebuild its indexes only if they are unusable.
+
+        The tail is checked from the last offset-index entry: every batch after it must be complete and pass its
+        CRC; the log is truncated at the first that does not (a torn write from a kill -9).
+        """
+        seg = cls(directory, base_offset, index_interval_bytes)
+        start = seg._usable_index_start()
+        if start is None:
+            log.info("rebuilding indexes of %s", seg.log_path)
+            seg._rebuild()
+        elif not seg._scan(start, from_entry=len(seg.offset_index) > 0):
+            log.info("corrupt batch at the indexed tail of %s; rebuilding its indexes", seg.log_path)
+            seg._rebuild()
+        if seg.size:
+            seg.rolling_base_ms = seg.header_at(0).max_timestamp
+        return seg
+
+    def _usable_index_start(self) -> int | None:
+        """Position of the last indexed batch if both indexes load and agree with the log, else None."""
+        if not (self.offset_index.load(self.size) and self.time_index.load()):
+            return None
+        te = self.time_index.last_entry()
+        if te is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = te
+        last = self.offset_index.last_entry()
+        if last is None:
+            return 0
+        offset, pos = last
+        if pos + HEADER_SIZE > self.size:
+            return None
+        h = self.header_at(pos)
+        if not header_is_sane(h) or h.last_offset != offset:
+            return None
+        return pos
+
+    def _rebuild(self) -> None:
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp = self.offset_of_max_timestamp = -1
+        self._scan(0, from_entry=False)
+
+    def _scan(self, start: int, from_entry: bool) -> bool:
+        """Walk batches from `start`, re-creating index entries, and truncate at the first bad one.
+
+        Returns False when the batch at an indexed `start` is itself bad (the caller then rebuilds from 0).
+        """
+        self._bytes_since_index = 0
+        self.next_offset = self.base_offset
+        pos = start
+        if self.size > start:
+            with mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ) as mm:
+                while self.size - pos >= HEADER_SIZE:
+                    h = read_header(mm, pos)
+                    if not header_is_sane(h) or pos + h.size > self.size or not crc_ok(mm[pos: pos + h.size], 0, h):
+                        break
+                    self._track(pos, h)
+                    pos += h.size
+        if pos == start and from_entry and pos < self.size:
+            return False
+        if pos < self.size:
+            log.warning("truncating %s from %d to %d bytes (incomplete or corrupt tail)", self.log_path,
+                        self.size, pos)
+            self._truncate_log(pos)
+            self.offset_index.truncate_to_position(pos)
+            self.time_index.truncate_to_offset(self.next_offset)
+        return True
+
+    def _truncate_log(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+        self.size = size
+
+    # ---------------------------------------------------------------- append
+
+    def _track(self, pos: int, h: BatchHeader) -> None:
+        """Account for a batch written at `pos`: offsets, timestamps, and an index entry every interval."""
+        self.next_offset = h.last_offset + 1
+        if h.max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+        if self._bytes_since_index > self.index_interval_bytes:
+            self.offset_index.append(h.last_offset, pos)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        self._bytes_since_index += h.size
+
+    def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
+               now_ms: int) -> None:
+        """Write complete batches (positions in `batches` are relative to `data`). One OS write, no fsync."""
+        base = self.size
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.write(self._fd, view[written:])
+        self.size += len(view)
+        if self.rolling_base_ms is None:
+            self.rolling_base_ms = now_ms
+        for rel, h in batches:
+            self._track(base + rel, h)
+
+    def seal(self) -> None:
+        """Called when the segment stops being active: record the final largest timestamp, fsync."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.flush()
+
+    # ---------------------------------------------------------------- read
+
+    def header_at(self, pos: int) -> BatchHeader:
+        return read_header(os.pread(self._fd, HEADER_SIZE, pos))
+
+    def batches(self, pos: int = 0, chunk: int = 16 * 1024) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from `pos` to the end, reading `chunk` bytes at a time."""
+        while self.size - pos >= HEADER_SIZE:
+            data = os.pread(self._fd, min(max(chunk, HEADER_SIZE), self.size - pos), pos)
+            off = 0
+            while len(data) - off >= HEADER_SIZE:
+                h = read_header(data, off)
+                yield pos + off, h
+                off += h.size
+            pos += off
+
+    def find(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset >= `offset`, or None if the segment has none."""
+        for pos, h in self.batches(self.offset_index.lookup(offset)):
+            if h.last_offset >= offset:
+                return pos, h
+        return None
+
+    def read(self, pos: int, first_size: int, max_bytes: int, max_offset: int | None) -> bytes | memoryview:
+        """Whole batches from `pos`: at least the first one, then more while within `max_bytes`.
+
+        Batches reaching `max_offset` (e.g. the high watermark) are left out.
+        """
+        data = os.pread(self._fd, min(max(max_bytes, first_size), self.size - pos), pos)
+        end = 0
+        while len(data) - end >= HEADER_SIZE:
+            h = read_header(data, end)
+            if end + h.size > len(data) or (max_offset is not None and h.last_offset >= max_offset):
+                break
+            end += h.size
+        return data if end == len(data) else memoryview(data)[:end]
+
+    def read_batch(self, pos: int, h: BatchHeader) -> bytes:
+        return os.pread(self._fd, h.size, pos)
+
+    def find_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `start_offset` with timestamp >= `timestamp`."""
+        if self.max_timestamp < timestamp:
+            return None
+        below = self.time_index.lookup_below(timestamp)
+        start = max(start_offset, below + 1 if below is not None else self.base_offset)
+        found = self.find(start)
+        if found is None:
+            return None
+        for pos, h in self.batches(found[0]):
+            if h.max_timestamp < timestamp or h.is_control:
+                continue
+            for r in decode_records(self.read_batch(pos, h)):
+                if r.offset >= start and r.timestamp >= timestamp:
+                    return r.offset, r.timestamp
+        return None
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.offset_index.fsync()
+        self.time_index.fsync()
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def delete_files(self) -> None:
+        """Close and remove the segment's files."""
+        self.close()
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            self.log_path.with_suffix(suffix).unlink(missing_ok=True)
