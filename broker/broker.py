@@ -15,7 +15,14 @@ from broker.errors import ErrorCode, KafkaError
 from broker.log.log import PartitionLog
 from broker.log.manager import LogManager
 from broker.log.records import Record, build_batch, decode_records, iter_batches
-from broker.metadata import OFFSETS_TOPIC, BrokerInfo, LocalMetadata, MetadataStore, TopicInfo, validate_topic_name
+from broker.metadata import (
+    OFFSETS_TOPIC,
+    BrokerInfo,
+    LocalMetadata,
+    MetadataStore,
+    TopicInfo,
+    validate_topic_name,
+)
 from broker.purgatory import Purgatory
 from broker.server import KafkaServer
 

@@ -12,7 +12,7 @@ import io
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
@@ -82,6 +82,18 @@ def _convert_primitive(kafka_type: str, optional: bool) -> Callable[[Any], Any] 
     return None
 
 
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _each(conv: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else tuple(conv(x) for x in v)
+
+
+def _nullable(conv: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else conv(v)
+
+
 @cache
 def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any] | None, bool, Any], ...]:
     """Per field: (name, converter, has_default, implicit default)."""
@@ -90,17 +102,13 @@ def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any] | None, bool, Any]
         kind = classify_field(f)
         optional = "None" in str(f.type)
         if isinstance(kind, EntityTupleField):
-            inner = kind.type_
-            conv = (lambda inner: lambda v: None if v is None else tuple(build(inner, x) for x in v))(inner)
+            conv = _each(partial(build, kind.type_))
         elif isinstance(kind, EntityField):
-            inner = kind.type_
-            conv = (lambda inner: lambda v: None if v is None else build(inner, v))(inner)
+            conv = _nullable(partial(build, kind.type_))
         else:
             conv = _convert_primitive(f.metadata.get("kafka_type", ""), optional)
-            if kind.is_array and conv is not None:
-                conv = (lambda c: lambda v: None if v is None else tuple(c(x) for x in v))(conv)
-            elif kind.is_array:
-                conv = lambda v: None if v is None else tuple(v)  # noqa: E731
+            if kind.is_array:
+                conv = _each(conv or _identity)
         has_default = f.default is not MISSING or f.default_factory is not MISSING
         implicit = None
         if not has_default:

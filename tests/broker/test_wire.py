@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 
 import crc32c
 import pytest
@@ -131,15 +132,28 @@ def test_acks_zero_gets_no_response(wire, topic_name):
     assert _latest(wire, topic_name) == 1
 
 
+def _answered_connection(port: int) -> WireClient:
+    """A connection the broker accepted; retries while the readiness probe's close is still in flight."""
+    for _ in range(50):
+        c = WireClient(port)
+        try:
+            c.call(API_VERSIONS, 3, {})
+            return c
+        except ConnectionError:
+            c.close()
+            time.sleep(0.1)
+    raise AssertionError("broker never accepted a connection")
+
+
 def test_max_connections_per_ip(tmp_path):
     from tests.support.broker_process import BrokerProcess
 
     with BrokerProcess(tmp_path, max_connections_per_ip=2) as b:
-        a1, a2 = WireClient(b.port), WireClient(b.port)
-        a1.call(API_VERSIONS, 3, {})
-        a2.call(API_VERSIONS, 3, {})
+        a1, a2 = _answered_connection(b.port), _answered_connection(b.port)
         a3 = WireClient(b.port)
         assert a3.is_closed_by_peer()
         a1.close()
-        a2.close()
         a3.close()
+        a4 = _answered_connection(b.port)  # a slot freed up again
+        a2.close()
+        a4.close()
