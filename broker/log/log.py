@@ -83,9 +83,12 @@ class PartitionLog:
         self.clock = clock
         self.lock = threading.RLock()
         directory.mkdir(parents=True, exist_ok=True)
-        self._finish_interrupted_swap()
+        names = os.listdir(directory)
+        if CLEANER_TMP_DIR in names or any(n.endswith(SWAP_SUFFIX) for n in names):
+            self._finish_interrupted_swap()
+            names = os.listdir(directory)
         self.segments: list[LogSegment] = [
-            LogSegment.open(directory, base, config.index_interval_bytes) for base in self._segment_bases()
+            LogSegment.open(directory, base, config.index_interval_bytes) for base in self._segment_bases(names)
         ]
         stored_start = _read_int_file(directory / LOG_START_OFFSET_FILE) or 0
         if not self.segments:
@@ -101,14 +104,17 @@ class PartitionLog:
 
     # ---------------------------------------------------------------- recovery
 
-    def _segment_bases(self) -> list[int]:
+    def _segment_bases(self, names: list[str]) -> list[int]:
+        stems = {n[: -len(LOG_SUFFIX)] for n in names if n.endswith(LOG_SUFFIX)}
         bases = []
-        for p in self.directory.iterdir():
-            if p.suffix == LOG_SUFFIX and p.stem.isdigit():
-                bases.append(int(p.stem))
-            elif p.suffix in (".index", ".timeindex") and p.stem.isdigit():
-                if not p.with_suffix(LOG_SUFFIX).exists():
-                    p.unlink()
+        for n in names:
+            stem, _, suffix = n.partition(".")
+            if not stem.isdigit():
+                continue
+            if suffix == "log":
+                bases.append(int(stem))
+            elif suffix in ("index", "timeindex") and stem not in stems:
+                (self.directory / n).unlink()  # an index whose segment is gone
         return sorted(bases)
 
     def _finish_interrupted_swap(self) -> None:

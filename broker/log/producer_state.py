@@ -111,9 +111,12 @@ class ProducerStateManager:
 
     def _snapshot_offsets(self) -> list[int]:
         out = []
-        for p in self.directory.glob("*" + SNAPSHOT_SUFFIX):
-            if p.stem.isdigit():
-                out.append(int(p.stem))
+        for name in os.listdir(self.directory):
+            stem, _, suffix = name.partition(".")
+            if suffix == "snapshot" and stem.isdigit():
+                out.append(int(stem))
+            elif suffix == "snapshot.tmp":
+                (self.directory / name).unlink()  # a snapshot write cut short
         return sorted(out)
 
     def _path(self, offset: int) -> Path:
@@ -145,8 +148,6 @@ class ProducerStateManager:
         Snapshots beyond the log end (the log was truncated) are deleted. None means no snapshot: replay it all.
         """
         self.producers = {}
-        for tmp in self.directory.glob("*.snapshot.tmp"):
-            tmp.unlink()
         for offset in reversed(self._snapshot_offsets()):
             path = self._path(offset)
             if offset > log_end_offset:

@@ -1,0 +1,123 @@
+"""`LogManager`: every partition log under the broker's log.dirs, retention checks and the cleaner thread."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from broker.clock import Clock
+from broker.config import LogConfig
+from broker.log.cleaner import LogCleaner
+from broker.log.log import DELETE_DIR_SUFFIX, PartitionLog
+
+log = logging.getLogger(__name__)
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """`<topic>-<partition>` → (topic, partition); topics may contain '-', so split at the last one."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        return None
+    return topic, int(part)
+
+
+class LogManager:
+    """Owns the PartitionLogs of all log dirs. `config_for(topic)` gives a topic's effective LogConfig."""
+
+    def __init__(self, log_dirs: list[Path], clock: Clock, config_for: Callable[[str], LogConfig],
+                 cleaner_backoff_ms: int = 15_000) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.clock = clock
+        self.config_for = config_for
+        self.cleaner = LogCleaner(clock, cleaner_backoff_ms)
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        # Partitions per log dir, to place new partitions in the emptiest one.
+        self._dir_counts = dict.fromkeys(self.log_dirs, 0)
+        self._lock = threading.Lock()
+
+    def load_all(self) -> None:
+        """Open (recovering as needed) every partition directory; remove leftovers of deleted topics."""
+        for root in self.log_dirs:
+            root.mkdir(parents=True, exist_ok=True)
+            for d in sorted(root.iterdir()):
+                if not d.is_dir():
+                    continue
+                if d.name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(d, ignore_errors=True)
+                    continue
+                tp = parse_partition_dir(d.name)
+                if tp is None:
+                    continue
+                if tp in self._logs:
+                    log.error("partition %s-%d found in two log dirs; using %s", *tp, self._logs[tp].directory)
+                    continue
+                self._logs[tp] = PartitionLog(tp[0], tp[1], d, self.config_for(tp[0]), self.clock)
+                self._dir_counts[root] += 1
+        log.info("loaded %d partition logs", len(self._logs))
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int) -> PartitionLog:
+        """The partition's log, created in the log dir holding the fewest partitions if new."""
+        with self._lock:
+            plog = self._logs.get((topic, partition))
+            if plog is None:
+                root = min(self.log_dirs, key=self._dir_counts.__getitem__)
+                plog = PartitionLog(topic, partition, root / f"{topic}-{partition}", self.config_for(topic),
+                                    self.clock)
+                self._logs[(topic, partition)] = plog
+                self._dir_counts[root] += 1
+            return plog
+
+    def delete_topic(self, topic: str) -> None:
+        """Remove every partition log of `topic`."""
+        with self._lock:
+            doomed = [tp for tp in self._logs if tp[0] == topic]
+            logs = [self._logs.pop(tp) for tp in doomed]
+            for plog in logs:
+                self._dir_counts[plog.directory.parent] -= 1
+        for plog in logs:
+            plog.delete()
+
+    def partitions(self) -> list[tuple[str, int]]:
+        return sorted(self._logs)
+
+    def logs(self) -> list[PartitionLog]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def update_config(self, topic: str) -> None:
+        """Re-read `topic`'s config (after AlterConfigs) and apply it to its partitions."""
+        config = self.config_for(topic)
+        for plog in self.logs():
+            if plog.topic == topic:
+                plog.update_config(config)
+
+    def run_retention(self) -> int:
+        """Apply retention to every log and checkpoint producer state; returns segments deleted."""
+        deleted = 0
+        for plog in self.logs():
+            deleted += plog.apply_retention()
+            plog.snapshot_producer_state()
+        return deleted
+
+    def start(self) -> None:
+        """Start the log cleaner thread."""
+        self.cleaner.start(self.logs)
+
+    def stop(self) -> None:
+        self.cleaner.stop()
+
+    def close(self) -> None:
+        """Stop the cleaner and close every log (fsync, producer snapshots)."""
+        self.stop()
+        with self._lock:
+            logs = list(self._logs.values())
+            self._logs.clear()
+            self._dir_counts = dict.fromkeys(self.log_dirs, 0)
+        for plog in logs:
+            plog.close()
