@@ -194,3 +194,75 @@ def test_cross_client_readback(shared_broker, topic_name, producer, consumer):
         return
     got = consume(consumer, shared_broker.bootstrap, topic_name, len(recs))
     assert [(k, v, _norm_headers(h)) for _, _, k, v, h, _, _ in got] == recs
+
+
+# ---------------------------------------------------------------- 2. a 3-member group rebalances on close and on kill -9
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSION_MS = 6000
+
+
+class Member:
+    """A group member in its own process; tracks the latest assignment it reported."""
+
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.e2e.group_member", client, bootstrap, topic,
+                                      group, str(SESSION_MS)], cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assignment: list[int] | None = None
+        self.closed = False
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line == "closed":
+                self.closed = True
+            elif line.startswith("{"):
+                self.assignment = json.loads(line)["assignment"]
+
+    def close(self) -> None:
+        self.proc.stdin.write("close\n")
+        self.proc.stdin.flush()
+        assert self.proc.wait(30) == 0, self.proc.stderr.read()
+        self.reader.join(5)
+        assert self.closed
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def _owns_all(members: list[Member], n_partitions: int) -> bool:
+    parts = [m.assignment for m in members]
+    if any(not p for p in parts):
+        return False
+    flat = [x for p in parts for x in p]
+    return sorted(flat) == list(range(n_partitions))   # every partition, each owned exactly once
+
+
+@pytest.mark.parametrize("how", ["close", "kill"])
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_group_of_three_rebalances(shared_broker, topic_name, client, how):
+    n = 6
+    create_topic(shared_broker.port, topic_name, partitions=n)
+    group = _group()
+    members = [Member(client, shared_broker.bootstrap, topic_name, group) for _ in range(3)]
+    try:
+        wait_until(lambda: _owns_all(members, n), 60, what="3 members sharing all partitions")
+        leaving, survivors = members[0], members[1:]
+        leaving.close() if how == "close" else leaving.kill()
+        # survivors only own all 6 partitions (2 each before) once the group rebalanced without the leaver
+        wait_until(lambda: _owns_all(survivors, n), 60 if how == "close" else SESSION_MS / 1000 + 60,
+                   what=f"2 survivors owning all partitions after {how}")
+        for m in survivors:
+            assert m.proc.poll() is None
+    finally:
+        for m in members:
+            m.cleanup()
