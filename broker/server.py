@@ -1,9 +1,15 @@
-"""The network edge: TCP framing, per-connection ordering, connection limits, request dispatch."""
+"""The network edge: TCP framing, per-connection ordering, connection limits, request dispatch.
+
+Sockets are driven directly (not through asyncio streams) so that large Produce frames are received into
+one buffer and Fetch responses are written with sendmsg straight from the buffers read from the log,
+without the copies and buffer compaction that StreamReader/StreamWriter do.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import struct
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -16,7 +22,68 @@ if TYPE_CHECKING:
     from broker.broker import Broker
 
 log = logging.getLogger(__name__)
-_WRITE_HIGH_WATER = 4 << 20
+_RECV_CHUNK = 256 * 1024
+_IOV_MAX = 512
+
+
+class Connection:
+    """One client socket: framed reads and gathered writes on the event loop."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self.sock = sock
+        self.loop = loop
+        self._buf = bytearray()
+
+    async def _fill(self, need: int) -> None:
+        while len(self._buf) < need:
+            data = await self.loop.sock_recv(self.sock, max(_RECV_CHUNK, need - len(self._buf)))
+            if not data:
+                raise ConnectionError("closed by client")
+            self._buf += data
+
+    async def read_frame(self, max_size: int) -> bytes:
+        """The next request frame (without its size prefix); ValueError if its size is out of bounds."""
+        await self._fill(4)
+        (size,) = struct.unpack_from(">i", self._buf, 0)
+        if size < 8 or size > max_size:
+            raise ValueError(f"request size {size} outside [8, {max_size}] (socket.request.max.bytes)")
+        await self._fill(4 + size)
+        frame = bytes(memoryview(self._buf)[4:4 + size])
+        del self._buf[:4 + size]
+        return frame
+
+    async def write(self, data: bytes | list[bytes | memoryview]) -> None:
+        """Write all of `data`, gathering a buffer list with sendmsg (no user-space copy)."""
+        views = [memoryview(data)] if isinstance(data, bytes | bytearray) else [memoryview(d) for d in data]
+        views = [v.cast("B") for v in views if len(v)]
+        while views:
+            try:
+                sent = self.sock.sendmsg(views[:_IOV_MAX])
+            except BlockingIOError:
+                sent = 0
+            while sent and views:
+                if sent >= len(views[0]):
+                    sent -= len(views.pop(0))
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
+            if views:
+                await self._writable()
+
+    async def _writable(self) -> None:
+        fut = self.loop.create_future()
+        fd = self.sock.fileno()
+        self.loop.add_writer(fd, lambda: fut.done() or fut.set_result(None))
+        try:
+            await fut
+        finally:
+            self.loop.remove_writer(fd)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
 
 
 class KafkaServer:
@@ -25,66 +92,75 @@ class KafkaServer:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.config = broker.config
-        self._server: asyncio.base_events.Server | None = None
+        self._listener: socket.socket | None = None
+        self._accept_task: asyncio.Task | None = None
         self._per_ip: Counter[str] = Counter()
-        self._connections: set[asyncio.StreamWriter] = set()
+        self._connections: dict[Connection, asyncio.Task] = {}
         load_handlers()
 
     async def start(self) -> int:
         lst = self.config.listener
-        self._server = await asyncio.start_server(self._serve, lst.host or "127.0.0.1", lst.port,
-                                                  reuse_address=True, limit=1 << 20)
-        return self._server.sockets[0].getsockname()[1]
+        family = socket.AF_INET6 if ":" in (lst.host or "") else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((lst.host or "127.0.0.1", lst.port))
+        sock.listen(1024)
+        sock.setblocking(False)
+        self._listener = sock
+        self._accept_task = asyncio.create_task(self._accept_loop(), name="accept")
+        return sock.getsockname()[1]
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for w in list(self._connections):
-            w.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+        if self._accept_task is not None:
+            self._accept_task.cancel()
+        if self._listener is not None:
+            self._listener.close()
+        tasks = list(self._connections.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        host = peer[0]
-        if (len(self._connections) >= self.config.max_connections
-                or self._per_ip[host] >= self.config.max_connections_per_ip):
-            log.warning("connection from %s refused: connection limit reached", host)
-            writer.close()
-            return
-        self._connections.add(writer)
-        self._per_ip[host] += 1
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            sock, addr = await loop.sock_accept(self._listener)
+            host = addr[0]
+            if (len(self._connections) >= self.config.max_connections
+                    or self._per_ip[host] >= self.config.max_connections_per_ip):
+                log.warning("connection from %s refused: connection limit reached", host)
+                sock.close()
+                continue
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = Connection(sock, loop)
+            self._per_ip[host] += 1
+            self._connections[conn] = asyncio.create_task(self._serve(conn, host))
+
+    async def _serve(self, conn: Connection, host: str) -> None:
         try:
-            await self._loop(reader, writer, host)
-        except (asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                frame = await conn.read_frame(self.config.socket_request_max_bytes)
+                response = await self.dispatch(frame, host)
+                if response is not None:
+                    await conn.write(response)
+        except (ConnectionError, OSError):
             pass
-        except UnparseableRequest as e:
+        except (ValueError, UnparseableRequest) as e:
             log.warning("closing connection from %s: %s", host, e)
         except asyncio.CancelledError:
             pass  # broker shutdown
         finally:
-            self._connections.discard(writer)
+            self._connections.pop(conn, None)
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
-            writer.close()
+            conn.close()
 
-    async def _loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
-        max_size = self.config.socket_request_max_bytes
-        while True:
-            (size,) = struct.unpack(">i", await reader.readexactly(4))
-            if size < 8 or size > max_size:
-                log.warning("closing connection from %s: request size %d outside [8, %d] "
-                            "(socket.request.max.bytes)", host, size, max_size)
-                return
-            frame = await reader.readexactly(size)
-            response = await self.dispatch(frame, host)
-            if response is not None:
-                writer.write(response)
-                if writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
-                    await writer.drain()
-
-    async def dispatch(self, frame: bytes, client_host: str) -> bytes | None:
+    async def dispatch(self, frame: bytes, client_host: str) -> bytes | list | None:
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
         spec = HANDLERS.get(api_key)
         if api_key == API_VERSIONS_KEY and (spec is None or api_version > spec.max_version):
@@ -100,6 +176,4 @@ class KafkaServer:
             raise UnparseableRequest("handler failure") from None
         if result is None:
             return None
-        if isinstance(result, bytes):  # pre-encoded body (hot paths encode by hand)
-            return result
         return encode_response(api_key, api_version, correlation_id, result)

@@ -21,6 +21,9 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._implicit_defaults import get_implicit_default
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 
+from broker.protocol.fetch_encoder import MAX_VERSION, MIN_VERSION, encode_fetch_response
+
+FETCH_KEY = 1
 _UTC = datetime.UTC
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 
@@ -139,8 +142,16 @@ def build(cls: type, data: Mapping[str, Any] | Any) -> Any:
     return cls(**kwargs)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any) -> bytes:
-    """Serialise a response (header + body) with its int32 size prefix."""
+def encode_response(api_key: int, api_version: int, correlation_id: int,
+                    body: Mapping[str, Any] | Any) -> bytes | list[bytes | memoryview]:
+    """Serialise a response (header + body) with its int32 size prefix: one buffer, or buffers to gather."""
+    if api_key == FETCH_KEY and isinstance(body, Mapping) and MIN_VERSION <= api_version <= MAX_VERSION:
+        return encode_fetch_response(api_version, correlation_id, body)
+    return encode_with_kio(api_key, api_version, correlation_id, body)
+
+
+def encode_with_kio(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any) -> bytes:
+    """The generic path: build the kio dataclass for this version and serialise it."""
     cls = response_class(api_key, api_version)
     value = build(cls, body)
     out = io.BytesIO()

@@ -28,7 +28,7 @@ def _read_partitions(ctx: RequestContext, req, max_bytes: int) -> tuple[list[dic
                     records = plog.read(p.fetch_offset, max(budget, 1), max_offset=hw)
                     # KIP-74: only the first non-empty partition may exceed the budget.
                     if records and (len(records) <= budget or gathered == 0):
-                        entry["records"] = bytes(records)
+                        entry["records"] = records
                         gathered += len(records)
             except KafkaError as e:
                 entry["error_code"] = e.code
