@@ -266,3 +266,87 @@ def test_group_of_three_rebalances(shared_broker, topic_name, client, how):
     finally:
         for m in members:
             m.cleanup()
+
+
+# ---------------------------------------------------------------- 3. commit, restart the consumer, resume
+
+def _group_consume(client: str, bootstrap: str, topic: str, group: str, want: int, commit_at: int | None,
+                   timeout_s: float = 30.0):
+    """Subscribe with `group`, read until `want` records arrived; optionally commit offset `commit_at` (sync).
+    Returns (records as (offset, value), committed offset read back)."""
+    got: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + timeout_s
+    common = dict(session_ms=SESSION_MS)
+    if client == "confluent":
+        from confluent_kafka import Consumer, TopicPartition
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      "enable.auto.commit": False, "session.timeout.ms": common["session_ms"]})
+        c.subscribe([topic])
+        try:
+            while len(got) < want and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and m.error() is None:
+                    got.append((m.offset(), m.value()))
+            if commit_at is not None:
+                c.commit(offsets=[TopicPartition(topic, 0, commit_at)], asynchronous=False)
+            committed = c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
+        finally:
+            c.close()
+    elif client == "kafka-python":
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.structs import OffsetAndMetadata
+        c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                          enable_auto_commit=False, session_timeout_ms=common["session_ms"],
+                          heartbeat_interval_ms=500)
+        tp = TopicPartition(topic, 0)
+        try:
+            while len(got) < want and time.monotonic() < deadline:
+                for msgs in c.poll(timeout_ms=500).values():
+                    got.extend((m.offset, m.value) for m in msgs)
+            if commit_at is not None:
+                c.commit({tp: OffsetAndMetadata(commit_at, "", -1)})
+            committed = c.committed(tp)
+        finally:
+            c.close()
+    elif client == "aiokafka":
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        async def run():
+            c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                                 enable_auto_commit=False, session_timeout_ms=common["session_ms"],
+                                 heartbeat_interval_ms=500)
+            await c.start()
+            tp = TopicPartition(topic, 0)
+            try:
+                while len(got) < want and time.monotonic() < deadline:
+                    for msgs in (await c.getmany(timeout_ms=500)).values():
+                        got.extend((m.offset, m.value) for m in msgs)
+                if commit_at is not None:
+                    await c.commit({tp: commit_at})
+                return await c.committed(tp)
+            finally:
+                await c.stop()
+        committed = asyncio.run(asyncio.wait_for(run(), timeout_s + 30))
+    else:
+        raise ValueError(client)
+    return got, committed
+
+
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_commit_restart_resume(shared_broker, topic_name, client):
+    create_topic(shared_broker.port, topic_name)
+    recs = [(None, f"r{i}".encode(), []) for i in range(20)]
+    produce("confluent", shared_broker.bootstrap, topic_name, recs, partition=0)
+    group = _group()
+    got, committed = _group_consume(client, shared_broker.bootstrap, topic_name, group, want=10, commit_at=10)
+    assert got[:10] == [(i, f"r{i}".encode()) for i in range(10)]
+    assert committed == 10
+    # a new consumer in the same group resumes exactly at the commit: no re-delivery, no loss
+    got2, committed2 = _group_consume(client, shared_broker.bootstrap, topic_name, group, want=10,
+                                      commit_at=20)
+    assert got2 == [(i, f"r{i}".encode()) for i in range(10, 20)]
+    assert committed2 == 20
+    # and a third consumer finds nothing left
+    got3, committed3 = _group_consume(client, shared_broker.bootstrap, topic_name, group, want=1, commit_at=None,
+                                      timeout_s=4)
+    assert got3 == [] and committed3 == 20
