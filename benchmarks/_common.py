@@ -1,0 +1,158 @@
+"""Shared plumbing for the benchmark scripts: targets (our broker, null broker, Apache Kafka),
+a bounded confluent-kafka produce loop, and result printing (human lines + one JSON line)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.broker_process import BrokerProcess  # noqa: E402
+
+MB = 1_000_000  # throughput figures are decimal MB/s (as kafka-producer-perf-test prints)
+
+# Our broker as the benchmarks run it: production-like, nothing tuned for the benchmark.
+OUR_BROKER_PROPS = {"offsets_topic_num_partitions": 1}
+
+
+@contextlib.contextmanager
+def our_broker(**props: object) -> Iterator[BrokerProcess]:
+    tmp = Path(tempfile.mkdtemp(prefix="kscope-bench-"))
+    b = BrokerProcess(tmp, **{**OUR_BROKER_PROPS, **props})
+    try:
+        b.start()
+        yield b
+    finally:
+        b.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def apache_kafka() -> Iterator[object]:
+    try:
+        from tests.support.apache_kafka import ApacheKafka
+    except ImportError as e:  # the helper is being written by someone else
+        raise SystemExit(f"--with-apache: tests/support/apache_kafka.py unavailable: {e}") from None
+    with ApacheKafka(log_level="WARN") as k:
+        yield k
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    fut = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=timeout_s)[topic]
+    try:
+        fut.result(timeout_s)
+    except Exception as e:
+        if "TOPIC_ALREADY_EXISTS" not in str(e):
+            raise
+    # wait until metadata shows all partitions with a leader
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=5)
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and len(t.partitions) == partitions and all(
+                p.leader >= 0 for p in t.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {topic} not ready on {bootstrap}")
+
+
+def producer_config(bootstrap: str, **extra: object) -> dict:
+    cfg = {
+        "bootstrap.servers": bootstrap,
+        "acks": 1,
+        "linger.ms": 5,
+        "batch.size": 1048576,
+        "batch.num.messages": 1000000,
+        "queue.buffering.max.kbytes": 2097151,  # librdkafka maximum (~2 GiB)
+        "queue.buffering.max.messages": 2000000,
+        "message.max.bytes": 2000000,
+        "enable.idempotence": False,
+        "compression.type": "none",
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def produce(bootstrap: str, topic: str, partitions: int, *, records: int, seconds: float,
+            value_size: int = 1024, config: dict | None = None) -> dict:
+    """Produce up to `records` values of `value_size` bytes round-robin over the partitions, stopping
+    early after `seconds`; flush; return delivered count, bytes, elapsed and rates.
+
+    The clock runs from the first produce() to the last delivery report (flush())."""
+    from confluent_kafka import Producer
+
+    p = Producer(producer_config(bootstrap, **(config or {})))
+    # warm up: metadata + connection, not timed
+    p.produce(topic, b"w" * value_size, partition=0)
+    if p.flush(30) != 0:
+        raise RuntimeError(f"warm-up produce to {bootstrap} not delivered")
+    stats = {"ok": 0, "err": 0, "first_error": None}
+
+    def on_delivery(err, msg):  # noqa: ANN001
+        if err is None:
+            stats["ok"] += 1
+        else:
+            stats["err"] += 1
+            stats["first_error"] = stats["first_error"] or str(err)
+
+    value = b"x" * value_size
+    produce_ = p.produce
+    poll = p.poll
+    sent = 0
+    t0 = time.perf_counter()
+    stop_at = t0 + seconds
+    while sent < records:
+        try:
+            produce_(topic, value, partition=sent % partitions, on_delivery=on_delivery)
+        except BufferError:
+            poll(0.01)
+            continue
+        sent += 1
+        if sent & 1023 == 0:
+            poll(0)
+            if time.perf_counter() >= stop_at:
+                break
+    remaining = p.flush(max(60.0, seconds * 3))
+    elapsed = time.perf_counter() - t0
+    if remaining or stats["err"]:
+        raise RuntimeError(f"produce to {bootstrap}: {remaining} undelivered, {stats['err']} failed "
+                           f"(first: {stats['first_error']})")
+    nbytes = stats["ok"] * value_size
+    return {"records": stats["ok"], "bytes": nbytes, "seconds": round(elapsed, 3),
+            "mb_per_s": round(nbytes / elapsed / MB, 2), "records_per_s": round(stats["ok"] / elapsed)}
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return round(a / b, 3)
+
+
+def fmt(x: object) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:,.3f}" if abs(x) < 100 else f"{x:,.1f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def emit_json(name: str, result: dict) -> None:
+    print(json.dumps({"benchmark": name, **result}, sort_keys=False), flush=True)
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")

@@ -1,0 +1,146 @@
+"""Startup with many partitions, and restart after kill -9 with a large log.
+
+    python -m benchmarks.startup_recovery [--partitions 1000] [--gb 1.0] [--write-seconds 60]
+
+Ready = time from spawning ``python -m broker`` to its port accepting connections *and* a Metadata
+request (all topics) answering with every partition (the broker recovers logs before it listens).
+
+* baseline: a fresh broker with no user topics (the internal offsets topic has 1 partition), measured
+  in the same run — the fixed cost of interpreter + imports + asyncio;
+* (a) clean start with ``--partitions`` partitions (created as topics of 100 partitions with
+  confluent-kafka AdminClient, then a clean SIGTERM stop);
+* (b) crash recovery: ``--gb`` GB of 1 KiB records produced into one partition (bounded by
+  ``--write-seconds``), ``kill -9``, then restart; ready additionally requires ListOffsets(latest) to
+  return the number of records produced (so recovery really ran).
+
+Targets: each < 10 s. Ratios printed against the baseline start. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import MB, OUR_BROKER_PROPS, create_topic, emit_json, fmt, produce, ratio, verdict
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
+
+TARGET_S = 10.0
+PER_TOPIC = 100
+
+
+def _metadata_partitions(port: int) -> int:
+    with WireClient(port) as c:
+        md = c.call(3, 1, {"topics": None})
+        return sum(len(t.partitions) for t in md.topics)
+
+
+def _latest_offset(port: int, topic: str) -> int:
+    with WireClient(port) as c:
+        r = c.call(2, 1, {"replica_id": -1, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+        return r.topics[0].partitions[0].offset
+
+
+def timed_start(b: BrokerProcess, expect_partitions: int, topic: str | None = None,
+                expect_offset: int | None = None) -> dict:
+    t0 = time.perf_counter()
+    b.start(timeout_s=120)
+    t_port = time.perf_counter() - t0
+    n = _metadata_partitions(b.port)
+    t_md = time.perf_counter() - t0
+    if n < expect_partitions:
+        raise RuntimeError(f"metadata shows {n} partitions, expected {expect_partitions}")
+    r = {"port_s": round(t_port, 3), "ready_s": round(t_md, 3), "partitions": n}
+    if topic is not None:
+        off = _latest_offset(b.port, topic)
+        r["ready_s"] = round(time.perf_counter() - t0, 3)
+        r["latest_offset"] = off
+        if off != expect_offset:
+            raise RuntimeError(f"after recovery latest offset {off}, expected {expect_offset}")
+    return r
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="benchmarks.startup_recovery", description=__doc__.splitlines()[0])
+    p.add_argument("--partitions", type=int, default=1000, help="partitions for the clean start (default 1000)")
+    p.add_argument("--gb", type=float, default=1.0, help="GB written before kill -9 (default 1)")
+    p.add_argument("--write-seconds", type=float, default=60.0, help="time bound for the write (default 60)")
+    p.add_argument("--quick", action="store_true", help="200 partitions, 0.2 GB")
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    if args.quick:
+        args.partitions, args.gb = min(args.partitions, 200), min(args.gb, 0.2)
+    print(f"# startup/recovery: {args.partitions} partitions clean start; {args.gb:g} GB then kill -9")
+    result: dict = {}
+    root = Path(tempfile.mkdtemp(prefix="kscope-startup-"))
+    try:
+        # baseline: empty broker, started twice (the first start also creates the offsets topic)
+        b = BrokerProcess(root / "empty", **OUR_BROKER_PROPS)
+        b.start()
+        b.stop()
+        result["baseline"] = timed_start(b, 0)
+        b.stop()
+        base = result["baseline"]["ready_s"]
+        print(f"  baseline (0 user partitions): ready {base:.3f} s (port {result['baseline']['port_s']:.3f} s)",
+              flush=True)
+
+        # (a) many partitions, clean restart
+        b = BrokerProcess(root / "many", **OUR_BROKER_PROPS)
+        b.start()
+        t0 = time.perf_counter()
+        left, i = args.partitions, 0
+        while left > 0:
+            n = min(PER_TOPIC, left)
+            create_topic(b.bootstrap, f"many-{i:03d}", n, timeout_s=120)
+            left -= n
+            i += 1
+        create_s = time.perf_counter() - t0
+        b.stop()
+        a = timed_start(b, args.partitions)
+        b.stop()
+        a["create_s"] = round(create_s, 3)
+        a["ratio_vs_baseline"] = ratio(a["ready_s"], base)
+        a["pass"] = a["ready_s"] < TARGET_S
+        result["many_partitions"] = a
+        print(f"  (a) {args.partitions} partitions clean start: ready {a['ready_s']:.3f} s "
+              f"(port {a['port_s']:.3f} s; creating them took {create_s:.1f} s) -> {fmt(a['ratio_vs_baseline'])}x "
+              f"baseline; target < {TARGET_S:g} s -> {verdict(a['pass'])}", flush=True)
+
+        # (b) big log, kill -9, recover
+        b = BrokerProcess(root / "crash", **OUR_BROKER_PROPS)
+        b.start()
+        topic = "crash"
+        create_topic(b.bootstrap, topic, 1)
+        w = produce(b.bootstrap, topic, 1, records=int(args.gb * 1e9 / 1024), seconds=args.write_seconds)
+        b.kill()
+        on_disk = sum(f.stat().st_size for f in (root / "crash" / "logs").rglob("*") if f.is_file())
+        rec = timed_start(b, 1, topic=topic, expect_offset=w["records"] + 1)  # +1: produce() warm-up record
+        b.stop()
+        rec.update(written_records=w["records"], written_mb=round(w["bytes"] / MB, 1),
+                   write_mb_per_s=w["mb_per_s"], on_disk_mb=round(on_disk / MB, 1),
+                   ratio_vs_baseline=ratio(rec["ready_s"], base), pass_=None)
+        rec.pop("pass_")
+        rec["pass"] = rec["ready_s"] < TARGET_S
+        result["crash_recovery"] = rec
+        print(f"  (b) kill -9 after {rec['written_mb']:,} MB ({on_disk / MB:,.0f} MB on disk): ready "
+              f"{rec['ready_s']:.3f} s (port {rec['port_s']:.3f} s) -> {fmt(rec['ratio_vs_baseline'])}x baseline; "
+              f"target < {TARGET_S:g} s -> {verdict(rec['pass'])}", flush=True)
+        tail = [ln for ln in b.log_tail(400).splitlines() if "recover" in ln.lower() or "started on" in ln]
+        for ln in tail[-3:]:
+            print(f"      log: {ln[:200]}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    result["pass"] = result.get("many_partitions", {}).get("pass") and result.get("crash_recovery", {}).get("pass")
+    emit_json("startup_recovery", result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
