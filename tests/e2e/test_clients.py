@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -15,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import batches, create_topic, list_offset, wait_until
+from tests.e2e.helpers import batches, create_topic, topic_error, wait_until
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_ID = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -350,3 +348,122 @@ def test_commit_restart_resume(shared_broker, topic_name, client):
     got3, committed3 = _group_consume(client, shared_broker.bootstrap, topic_name, group, want=1, commit_at=None,
                                       timeout_s=4)
     assert got3 == [] and committed3 == 20
+
+
+# ---------------------------------------------------------------- 4. admin APIs
+
+def _wait_assigned_confluent(bootstrap: str, topic: str, group: str):
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "session.timeout.ms": SESSION_MS})
+    c.subscribe([topic])
+    wait_until(lambda: c.poll(0.2) is not None or c.assignment(), 30, interval_s=0, what="assignment")
+    return c
+
+
+def test_admin_confluent(shared_broker):
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+        OffsetSpec,
+        ResourceType,
+    )
+    bs = shared_broker.bootstrap
+    a = AdminClient({"bootstrap.servers": bs})
+    t = f"adm-{uuid.uuid4().hex[:8]}"
+
+    a.create_topics([NewTopic(t, num_partitions=2, replication_factor=1,
+                              config={"retention.ms": "3600000"})])[t].result(15)
+    md = a.list_topics(t, timeout=10)
+    assert t in md.topics and len(md.topics[t].partitions) == 2
+    # duplicate create is an error
+    with pytest.raises(Exception, match="(?i)exist"):
+        a.create_topics([NewTopic(t, num_partitions=1, replication_factor=1)])[t].result(15)
+
+    a.create_partitions([NewPartitions(t, 4)])[t].result(15)
+    wait_until(lambda: len(a.list_topics(t, timeout=10).topics[t].partitions) == 4, 15, what="4 partitions")
+
+    res = ConfigResource(ResourceType.TOPIC, t)
+    cfg = a.describe_configs([res])[res].result(15)
+    assert cfg["retention.ms"].value == "3600000"
+    assert cfg["cleanup.policy"].value == "delete" and cfg["cleanup.policy"].is_default
+
+    # AlterConfigs replaces the whole set: retention.ms reverts to its default
+    fut = a.alter_configs([ConfigResource(ResourceType.TOPIC, t, set_config={"segment.ms": "7200000"})])
+    for f in fut.values():
+        f.result(15)
+    cfg = a.describe_configs([res])[res].result(15)
+    assert cfg["segment.ms"].value == "7200000"
+    assert cfg["retention.ms"].is_default
+    # IncrementalAlterConfigs changes only what it names
+    inc = ConfigResource(ResourceType.TOPIC, t, incremental_configs=[
+        ConfigEntry("retention.ms", "1800000", incremental_operation=AlterConfigOpType.SET)])
+    for f in a.incremental_alter_configs([inc]).values():
+        f.result(15)
+    cfg = a.describe_configs([res])[res].result(15)
+    assert cfg["retention.ms"].value == "1800000" and cfg["segment.ms"].value == "7200000"
+    inc = ConfigResource(ResourceType.TOPIC, t, incremental_configs=[
+        ConfigEntry("segment.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    for f in a.incremental_alter_configs([inc]).values():
+        f.result(15)
+    cfg = a.describe_configs([res])[res].result(15)
+    assert cfg["segment.ms"].is_default and cfg["retention.ms"].value == "1800000"
+    # broker resource
+    bres = ConfigResource(ResourceType.BROKER, "0")
+    bcfg = a.describe_configs([bres])[bres].result(15)
+    assert "log.retention.check.interval.ms" in bcfg or "num.partitions" in bcfg
+
+    # records for list_offsets / delete_records
+    from confluent_kafka import Producer
+    prod = Producer({"bootstrap.servers": bs})
+    now = int(time.time() * 1000)
+    for i in range(10):   # the largest timestamp is at offset 7
+        prod.produce(t, value=f"v{i}".encode(), partition=0, timestamp=now + (100 if i == 7 else i))
+    assert prod.flush(15) == 0
+    tp = TopicPartition(t, 0)
+    offs = {name: a.list_offsets({tp: spec})[tp].result(15).offset
+            for name, spec in [("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()),
+                               ("max", OffsetSpec.max_timestamp())]}
+    assert offs == {"earliest": 0, "latest": 10, "max": 7}
+    deleted = a.delete_records([TopicPartition(t, 0, 4)])[TopicPartition(t, 0, 4)].result(15)
+    assert deleted.low_watermark == 4
+    assert a.list_offsets({tp: OffsetSpec.earliest()})[tp].result(15).offset == 4
+
+    # groups: one live member
+    group = _group()
+    c = _wait_assigned_confluent(bs, t, group)
+    try:
+        listed = a.list_consumer_groups().result(15)
+        assert group in {g.group_id for g in listed.valid}
+        desc = a.describe_consumer_groups([group])[group].result(15)
+        assert desc.group_id == group and len(desc.members) == 1
+        assert str(desc.state).upper().endswith("STABLE")
+        assert {p.partition for p in desc.members[0].assignment.topic_partitions} == {0, 1, 2, 3}
+        # a non-empty group cannot be deleted
+        with pytest.raises(Exception, match="(?i)non.?empty|not empty"):
+            a.delete_consumer_groups([group])[group].result(15)
+    finally:
+        c.close()
+    a.delete_consumer_groups([group])[group].result(15)
+    assert group not in {g.group_id for g in a.list_consumer_groups().result(15).valid}
+
+    cl = a.describe_cluster().result(15)
+    assert [n.port for n in cl.nodes] == [shared_broker.port]
+    assert cl.controller.id == cl.nodes[0].id
+
+    a.delete_topics([t])[t].result(15)
+    wait_until(lambda: topic_error(shared_broker.port, t) == 3, 15, what="topic gone")
+
+
+@pytest.mark.xfail(strict=True, reason="librdkafka 2.16 sends an all-topics Metadata v12 with 3 extra bytes after "
+                   "the body (Kafka ignores them); broker/protocol/codec.py parse_request closes the connection")
+def test_confluent_list_all_topics(shared_broker, topic_name):
+    from confluent_kafka.admin import AdminClient
+    create_topic(shared_broker.port, topic_name)
+    a = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    assert topic_name in a.list_topics(timeout=10).topics
