@@ -159,7 +159,8 @@ class PartitionLog:
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self.segments)
+        with self.lock:
+            return sum(s.size for s in self.segments)
 
     @property
     def segment_count(self) -> int:
@@ -176,9 +177,12 @@ class PartitionLog:
             raise KafkaError(ErrorCode.unsupported_for_message_format, f"magic {h.magic} is not supported")
         if h.batch_length < MIN_BATCH_LENGTH or h.size > len(buf):
             raise KafkaError(ErrorCode.corrupt_message, "batch length does not match the record set")
-        # Produce v3+ (all magic-2 clients) carries exactly one batch per partition.
+        # Produce v3+ (all magic-2 clients) carries exactly one batch per partition (Kafka's
+        # ProduceRequest.validateRecords); a trailing partial batch is ignored, as Kafka trims it.
         if len(buf) - h.size >= HEADER_SIZE and header_is_sane(read_header(buf, h.size)):
             raise KafkaError(ErrorCode.invalid_record, "more than one record batch for the partition")
+        if h.base_offset != 0:
+            raise KafkaError(ErrorCode.invalid_record, f"a client batch must have baseOffset 0, not {h.base_offset}")
         if h.size > self.config.max_message_bytes:
             raise KafkaError(ErrorCode.message_too_large,
                              f"batch of {h.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}")

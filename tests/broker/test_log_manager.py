@@ -5,6 +5,7 @@ import pytest
 from broker.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.manager import LogManager, parse_partition_dir
+from broker.log.records import Record, build_batch
 from tests.broker.test_log_support import batch, keyed, read_all
 
 
@@ -100,16 +101,48 @@ def test_cleaner_thread_lifecycle(tmp_path, clock):
     m.close()
 
 
-def test_loads_a_thousand_partitions_quickly(tmp_path, clock):
+def load_after_crash(tmp_path, clock, partitions: int) -> float:
     m = manager([tmp_path], clock)
     b = batch(ts=1)
-    for p in range(1000):
+    for p in range(partitions):
         m.get_or_create("many", p).append_as_leader(b, 0)
     # No close: startup after a kill -9, the harder case (no producer snapshots, tails checked).
     start = time.monotonic()
     again = manager([tmp_path], clock)
     again.load_all()
     elapsed = time.monotonic() - start
-    assert len(again.partitions()) == 1000 and again.get("many", 999).log_end_offset == 1
-    assert elapsed < 5, elapsed
+    assert len(again.partitions()) == partitions and again.get("many", partitions - 1).log_end_offset == 1
+    again.close()
+    return elapsed
+
+
+def test_loads_many_partitions_quickly(tmp_path, clock):
+    assert load_after_crash(tmp_path, clock, 200) < 4
+
+
+@pytest.mark.slow
+def test_loads_a_thousand_partitions_under_ten_seconds(tmp_path, clock):
+    assert load_after_crash(tmp_path, clock, 1000) < 10
+
+
+@pytest.mark.slow
+def test_recovers_a_gigabyte_after_kill_under_ten_seconds(tmp_path, clock):
+    m = manager([tmp_path], clock)
+    plog = m.get_or_create("big", 0)
+    recs = [Record(timestamp=1, key=b"k%d" % i, value=bytes(1600)) for i in range(10)]
+    written = seq = 0
+    while written < 1 << 30:
+        data = build_batch(recs, producer_id=1, producer_epoch=0, base_sequence=seq)
+        plog.append_as_leader(data, 0)
+        written += len(data)
+        seq += 10
+    leo = plog.log_end_offset
+    with open(plog.active_segment.log_path, "ab") as f:
+        f.write(data[: len(data) // 2])
+    start = time.monotonic()
+    again = manager([tmp_path], clock)
+    again.load_all()
+    assert time.monotonic() - start < 10
+    assert again.get("big", 0).log_end_offset == leo
+    assert again.get("big", 0).append_as_leader(data, 0).duplicate
     again.close()

@@ -113,7 +113,7 @@ def assert_unchanged(plog, before):
 
 @pytest.mark.parametrize("case", [
     "crc", "too_large", "magic", "count_mismatch", "zero_count", "control", "pid_without_seq", "two_batches",
-    "log_append_time_from_client", "truncated",
+    "log_append_time_from_client", "truncated", "nonzero_base_offset",
 ])
 def test_validation_errors_leave_the_log_unchanged(tmp_path, clock, case):
     plog = make_log(tmp_path, clock, max_message_bytes=2000)
@@ -143,6 +143,8 @@ def test_validation_errors_leave_the_log_unchanged(tmp_path, clock, case):
     elif case == "log_append_time_from_client":
         good = bytearray(batch(ts=1, timestamp_type=1))
         expected = ErrorCode.invalid_timestamp
+    elif case == "nonzero_base_offset":
+        good = bytearray(batch(ts=1, base_offset=7))
     elif case == "truncated":
         good = good[:40]
         expected = ErrorCode.corrupt_message
@@ -161,6 +163,14 @@ def test_compacted_topic_requires_keys(tmp_path, clock, codec):
         plog.append_as_leader(keyed([(b"a", b"1"), (None, b"2")], ts=1, compression=codec), 0)
     assert e.value.code == ErrorCode.invalid_record
     assert_unchanged(plog, before)
+
+
+def test_trailing_partial_batch_is_ignored(tmp_path, clock):
+    plog = make_log(tmp_path, clock)
+    data = batch(2, ts=1)
+    res = plog.append_as_leader(memoryview(data + data[:30]), 0)
+    assert (res.base_offset, res.last_offset, plog.log_end_offset) == (0, 1, 2)
+    assert len(bytes(plog.read(0, 1 << 20))) == len(data)
 
 
 def test_compressed_batches_stored_verbatim(tmp_path, clock):
