@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import batches, create_topic, topic_error, wait_until
+from tests.e2e.helpers import batches, create_topic, list_offset, topic_error, wait_until
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_ID = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -467,3 +467,81 @@ def test_confluent_list_all_topics(shared_broker, topic_name):
     create_topic(shared_broker.port, topic_name)
     a = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
     assert topic_name in a.list_topics(timeout=10).topics
+
+
+def test_admin_kafka_python(shared_broker):
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+    bs = shared_broker.bootstrap
+    a = KafkaAdminClient(bootstrap_servers=bs)
+    t = f"adm-{uuid.uuid4().hex[:8]}"
+    try:
+        a.create_topics({t: {"num_partitions": 2, "replication_factor": 1, "configs": {"retention.ms": "3600000"}}})
+        assert t in a.list_topics()
+        assert len(a.describe_topics([t])[0]["partitions"]) == 2
+
+        res = ConfigResource(ConfigResourceType.TOPIC, t)
+        desc = a.describe_configs([res], config_filter="all")
+        cfg = _kp_configs(desc)
+        assert cfg["retention.ms"] == "3600000" and cfg["cleanup.policy"] == "delete"
+        a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, configs={"segment.ms": "7200000"})])
+        cfg = _kp_configs(a.describe_configs([res], config_filter="all"))
+        assert cfg["segment.ms"] == "7200000" and cfg["retention.ms"] == "3600000"   # incremental by default
+
+        a.create_partitions({t: 3})
+        wait_until(lambda: len(a.describe_topics([t])[0]["partitions"]) == 3, 15, what="3 partitions")
+
+        produce("kafka-python", bs, t, [(None, f"v{i}".encode(), []) for i in range(10)], partition=0)
+        a.delete_records({TopicPartition(t, 0): 6})
+        assert list_offset(shared_broker.port, t, 0, -2) == 6
+
+        group = _group()
+        c = KafkaConsumer(t, bootstrap_servers=bs, group_id=group, session_timeout_ms=SESSION_MS,
+                          heartbeat_interval_ms=500)
+        try:
+            wait_until(lambda: c.poll(timeout_ms=200) is not None and c.assignment(), 30, interval_s=0)
+            listed = a.list_groups()
+            assert group in _kp_group_ids(listed)
+            desc = a.describe_groups([group])
+            d = desc[0] if isinstance(desc, list) else desc[group]
+            d = d if isinstance(d, dict) else d._asdict()
+            assert d["group_id"] == group and str(d.get("group_state", d.get("state"))).lower().endswith("stable")
+            assert len(d["members"]) == 1
+        finally:
+            c.close()
+        result = a.delete_groups([group])
+        assert all(_kp_ok(err) for _g, err in _kp_pairs(result)), result
+        assert group not in _kp_group_ids(a.list_groups())
+
+        cl = a.describe_cluster()
+        assert [b["port"] for b in cl["brokers"]] == [shared_broker.port]
+
+        a.delete_topics([t])
+        wait_until(lambda: topic_error(shared_broker.port, t) == 3, 15, what="topic gone")
+    finally:
+        a.close()
+
+
+def _kp_configs(desc) -> dict[str, str]:
+    """kafka-python 3's describe_configs result {"topic": {name: {config: {"value": ...}}}} → {config: value}."""
+    return {k: c["value"] for per_type in desc.values() for cfgs in per_type.values() for k, c in cfgs.items()}
+
+
+def _kp_group_ids(listed) -> set[str]:
+    ids = set()
+    for g in listed:
+        if isinstance(g, dict):
+            ids.add(g.get("group_id") or g.get("group"))
+        elif isinstance(g, tuple | list):
+            ids.add(g[0])
+        else:
+            ids.add(getattr(g, "group_id", g))
+    return ids
+
+
+def _kp_pairs(result):
+    return result.items() if isinstance(result, dict) else result
+
+
+def _kp_ok(err) -> bool:
+    return err is None or err in ("NoError", 0) or getattr(err, "errno", 0) == 0
