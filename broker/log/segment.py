@@ -103,7 +103,9 @@ class LogSegment:
     def _scan(self, start: int, from_entry: bool) -> bool:
         """Walk batches from `start`, re-creating index entries, and truncate at the first bad one.
 
-        Returns False when the batch at an indexed `start` is itself bad (the caller then rebuilds from 0).
+        Returns False, changing nothing, when the batch at an indexed `start` is itself bad or a time-index
+        entry refers to a bad batch (possible only for a damaged complete batch, not a torn write); the caller
+        then rebuilds from 0.
         """
         self._bytes_since_index = 0
         self.next_offset = self.base_offset
@@ -116,8 +118,10 @@ class LogSegment:
                         break
                     self._track(pos, h)
                     pos += h.size
-        if pos == start and from_entry and pos < self.size:
-            return False
+        if pos < self.size and from_entry:
+            te = self.time_index.last_entry()
+            if pos == start or (te is not None and te[1] >= self.next_offset):
+                return False
         if pos < self.size:
             log.warning("truncating %s from %d to %d bytes (incomplete or corrupt tail)", self.log_path,
                         self.size, pos)

@@ -291,6 +291,22 @@ def test_crash_recovery_truncates_torn_tail(tmp_path, clock, damage):
     assert again.append_as_leader(batch(ts=1), 0).base_offset == again.log_end_offset - 1
 
 
+def test_damaged_last_batch_after_clean_close(tmp_path, clock):
+    plog = make_log(tmp_path, clock, index_interval_bytes=100)
+    t0 = clock.now_ms()
+    for i in range(10):
+        plog.append_as_leader(batch(2, ts=t0 + i, value=b"x" * 40), 0)
+    path = plog.active_segment.log_path
+    plog.close()  # the time index now ends with the last batch's timestamp
+    with open(path, "r+b") as f:
+        f.seek(-3, 2)
+        f.write(b"\xff\xfe\xfd")
+    again = make_log(tmp_path, clock, index_interval_bytes=100)
+    assert again.log_end_offset == 18
+    assert again.max_timestamp_offset() == (16, t0 + 8)
+    assert again.offset_for_timestamp(t0 + 9) is None
+
+
 @pytest.mark.parametrize("damage", ["delete", "garbage", "non_monotonic", "truncate_partial"])
 def test_crash_recovery_rebuilds_indexes(tmp_path, clock, damage):
     want, active = corrupt_tail_setup(tmp_path, clock)
