@@ -80,7 +80,7 @@ def run_target(name: str, bootstrap: str, args: argparse.Namespace, pid: int | N
     records = int(args.gb * 1e9 / args.value_size)
     prod = produce(bootstrap, topic, args.partitions, records=records, seconds=args.seconds,
                    value_size=args.value_size)
-    prof = start_profiler(pid, Path(args.profile) / "consume.speedscope.json", args.seconds) \
+    prof = start_profiler(pid, Path(args.profile) / ("consume.txt" if args.profile_format == "raw" else "consume.speedscope.json"), args.seconds) \
         if (args.profile and pid) else None
     try:
         # +1: the produce() warm-up record
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--value-size", type=int, default=1024)
     p.add_argument("--with-apache", action="store_true")
     p.add_argument("--profile", metavar="DIR", help="py-spy record our broker (consume phase) into DIR")
+    p.add_argument("--profile-format", choices=["speedscope", "raw"], default="speedscope")
     p.add_argument("--quick", action="store_true", help="preload <= 3 s / 0.3 GB")
     return p
 

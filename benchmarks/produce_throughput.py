@@ -13,7 +13,7 @@ Ratios printed, all measured in the same run: ours/null (target >= 0.5) and ours
 target is >= 100 MB/s. The producer runs in this process, so on a 2-core machine client and broker compete
 for CPU: compare ratios, not absolute numbers across machines.
 
-``--profile DIR`` runs ``py-spy record`` (speedscope format) against our broker during each measured run.
+``--profile DIR`` runs ``py-spy record`` (speedscope format, or collapsed stacks with ``--profile-format raw``) against our broker during each measured run.
 The last line of output is one JSON object with every figure.
 """
 
@@ -39,7 +39,8 @@ def start_profiler(pid: int, out: Path, seconds: float) -> subprocess.Popen | No
         print("  (py-spy not installed; not profiling)")
         return None
     out.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([exe, "record", "--pid", str(pid), "--rate", "200", "--format", "speedscope",
+    fmt_ = "raw" if out.suffix == ".txt" else "speedscope"  # raw: collapsed stacks (flamegraph.pl input)
+    return subprocess.Popen([exe, "record", "--pid", str(pid), "--rate", "200", "--format", fmt_,
                              "--duration", str(int(seconds) + 30), "--nonblocking", "-o", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -66,7 +67,7 @@ def run_case(target: str, partitions: int, args: argparse.Namespace) -> dict:
             create_topic(b.bootstrap, topic, partitions)
             prof = None
             if args.profile:
-                prof = start_profiler(b.proc.pid, Path(args.profile) / f"produce-p{partitions}.speedscope.json",
+                prof = start_profiler(b.proc.pid, Path(args.profile) / f"produce-p{partitions}.{args.profile_ext}",
                                       args.seconds)
             try:
                 return produce(b.bootstrap, topic, partitions, **kw)
@@ -87,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, nargs="+", default=[1, 6])
     p.add_argument("--with-apache", action="store_true", help="also measure real Apache Kafka")
     p.add_argument("--profile", metavar="DIR", help="py-spy record our broker into DIR")
+    p.add_argument("--profile-format", choices=["speedscope", "raw"], default="speedscope",
+                   help="py-spy output format (raw = collapsed stacks)")
     p.add_argument("--quick", action="store_true", help="3 s per case")
     return p
 
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
     if args.quick:
         args.seconds = min(args.seconds, 3.0)
+    args.profile_ext = "speedscope.json" if args.profile_format == "speedscope" else "txt"
     targets = ["null", "ours"] + (["apache"] if args.with_apache else [])
     result: dict = {"value_size": args.value_size, "cases": {}}
     print(f"# produce throughput: {args.value_size} B values, acks=1, linger.ms=5, batch.size=1MiB, "
