@@ -545,3 +545,71 @@ def _kp_pairs(result):
 
 def _kp_ok(err) -> bool:
     return err is None or err in ("NoError", 0) or getattr(err, "errno", 0) == 0
+
+
+def test_admin_aiokafka(shared_broker):
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+    bs = shared_broker.bootstrap
+    t = f"adm-{uuid.uuid4().hex[:8]}"
+
+    def configs(resp) -> dict[str, str]:
+        return {e[0]: e[1] for r in resp for res in r.resources for e in res[4]}
+
+    async def main():
+        a = AIOKafkaAdminClient(bootstrap_servers=bs)
+        await a.start()
+        try:
+            r = await a.create_topics([NewTopic(t, 2, 1, topic_configs={"retention.ms": "3600000"})])
+            assert [e[1] for e in r.topic_errors] == [0]
+            assert t in await a.list_topics()
+            r = await a.create_topics([NewTopic(t, 2, 1)])
+            assert [e[1] for e in r.topic_errors] == [36]   # TOPIC_ALREADY_EXISTS
+
+            res = ConfigResource(ConfigResourceType.TOPIC, t)
+            cfg = configs(await a.describe_configs([res]))
+            assert cfg["retention.ms"] == "3600000" and cfg["cleanup.policy"] == "delete"
+            # AlterConfigs (non-incremental) replaces the topic's whole override set
+            r = await a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, configs={"segment.ms": "7200000"})])
+            assert [x[0] for x in r[0].resources] == [0]
+            cfg = configs(await a.describe_configs([res]))
+            assert cfg["segment.ms"] == "7200000" and cfg["retention.ms"] == str(7 * 24 * 3600 * 1000)
+
+            r = await a.create_partitions({t: NewPartitions(3)})
+            assert [e[1] for e in r.topic_errors] == [0]
+            assert len((await a.describe_topics([t]))[0]["partitions"]) == 3
+
+            await asyncio.to_thread(produce, "confluent", bs, t, [(None, f"v{i}".encode(), []) for i in range(10)],
+                                    partition=0)
+            low = await a.delete_records({TopicPartition(t, 0): RecordsToDelete(5)})
+            assert low == {TopicPartition(t, 0): 5}
+
+            group = _group()
+            c = AIOKafkaConsumer(t, bootstrap_servers=bs, group_id=group, session_timeout_ms=SESSION_MS,
+                                 heartbeat_interval_ms=500, auto_offset_reset="earliest", enable_auto_commit=False)
+            await c.start()
+            try:
+                for _ in range(100):
+                    await c.getmany(timeout_ms=200)
+                    if c.assignment():
+                        break
+                assert c.assignment()
+                await c.commit({TopicPartition(t, 0): 7})
+                assert group in {g[0] for g in await a.list_consumer_groups()}
+                d = (await a.describe_consumer_groups([group]))[0].groups[0]
+                assert d[0] == 0 and d[1] == group and d[2] == "Stable" and len(d[5]) == 1
+                offs = await a.list_consumer_group_offsets(group)
+                assert offs[TopicPartition(t, 0)].offset == 7
+            finally:
+                await c.stop()
+
+            cl = await a.describe_cluster()
+            assert [b["port"] for b in cl["brokers"]] == [shared_broker.port] and cl["controller_id"] == 0
+
+            r = await a.delete_topics([t])
+            assert [e[1] for e in r.topic_error_codes] == [0]
+            assert t not in await a.list_topics()
+        finally:
+            await a.close()
+    asyncio.run(asyncio.wait_for(main(), 90))
