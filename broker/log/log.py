@@ -16,10 +16,12 @@ from broker.config import LogConfig
 from broker.errors import ErrorCode, KafkaError
 from broker.log.producer_state import ProducerStateManager
 from broker.log.records import (
+    COMPRESSION_NAMES,
     HEADER_SIZE,
     MAGIC,
     MIN_BATCH_LENGTH,
     BatchHeader,
+    build_batch,
     crc_ok,
     decode_records,
     header_is_sane,
@@ -205,6 +207,18 @@ class PartitionLog:
                 raise KafkaError(ErrorCode.invalid_record, "compacted topic requires a key on every record")
         return h
 
+    @staticmethod
+    def _recompress(buf: bytearray, h: BatchHeader, codec: int) -> bytes:
+        """Rewrite a batch in the topic's compression.type (Kafka recompresses on a codec mismatch too)."""
+        try:
+            records = decode_records(memoryview(buf)[: h.size])
+        except ValueError as e:
+            raise KafkaError(ErrorCode.corrupt_message, f"undecodable records: {e}") from None
+        return build_batch(records, 0, compression=codec, producer_id=h.producer_id,
+                           producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+                           is_transactional=h.is_transactional, base_timestamp=h.base_timestamp,
+                           max_timestamp=h.max_timestamp)
+
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendResult:
         """Validate one client batch, assign offsets from the log end offset, append it.
 
@@ -214,6 +228,10 @@ class PartitionLog:
         # A private copy: offsets, leader epoch and maybe the timestamp are patched in place.
         buf = bytearray(records)
         h = self._validate(buf)
+        target = COMPRESSION_NAMES.get(self.config.compression_type)  # None: keep the producer's codec
+        if target is not None and target != h.compression:
+            buf = bytearray(self._recompress(buf, h, target))
+            h = read_header(buf)
         with self.lock:
             dup = self.producer_state.check(h)
             if dup is not None:

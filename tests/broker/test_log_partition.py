@@ -183,6 +183,21 @@ def test_compressed_batches_stored_verbatim(tmp_path, clock):
     assert [r.offset for r in records_of(out)] == list(range(10, 20))
 
 
+@pytest.mark.parametrize("topic_codec, sent, stored", [
+    ("gzip", 0, GZIP), ("uncompressed", LZ4, 0), ("lz4", LZ4, LZ4), ("producer", GZIP, GZIP)])
+def test_topic_compression_type(tmp_path, clock, topic_codec, sent, stored):
+    plog = make_log(tmp_path, clock, compression_type=topic_codec)
+    sent_batch = build_batch([Record(timestamp=5 + i, key=b"k%d" % i, value=b"v" * 50) for i in range(4)],
+                             compression=sent, producer_id=3, producer_epoch=1, base_sequence=0)
+    plog.append_as_leader(sent_batch, 0)
+    data = bytes(plog.read(0, 1 << 20))
+    h = read_header(data)
+    assert h.compression == stored and crc32c(data[21:h.size]) == h.crc
+    assert (h.producer_id, h.base_sequence, h.max_timestamp, h.record_count) == (3, 0, 8, 4)
+    assert [(r.offset, r.key, r.timestamp) for r in records_of(data)] == [
+        (i, b"k%d" % i, 5 + i) for i in range(4)]
+
+
 def test_retention_by_time_and_size(tmp_path, clock):
     plog = make_log(tmp_path, clock, segment_bytes=300, retention_ms=20_000)
     t0 = clock.now_ms()
