@@ -613,3 +613,55 @@ def test_admin_aiokafka(shared_broker):
         finally:
             await a.close()
     asyncio.run(asyncio.wait_for(main(), 90))
+
+
+# ---------------------------------------------------------------- 5. same key → same partition across clients
+
+def test_keyed_partitioning_agrees_across_clients(shared_broker, topic_name):
+    n_parts = 8
+    create_topic(shared_broker.port, topic_name, partitions=n_parts)
+    keys = [f"user-{i}".encode() for i in range(24)]
+    bs = shared_broker.bootstrap
+    for client in PY_CLIENTS:
+        extra = {"partitioner": "murmur2_random"} if client == "confluent" else {}
+        produce(client, bs, topic_name, [(k, client.encode(), []) for k in keys], **extra)
+    data = "".join(f"{k.decode()}:kcat\n" for k in keys)
+    subprocess.run([KCAT, "-P", "-b", bs, "-t", topic_name, "-K:", "-X", "partitioner=murmur2_random"],
+                   input=data.encode(), check=True, timeout=60, capture_output=True)
+    got = consume("kafka-python", bs, topic_name, 4 * len(keys), partitions=range(n_parts))
+    assert len(got) == 4 * len(keys)
+    where: dict[bytes, dict[str, int]] = {}
+    for part, _off, k, v, *_ in got:
+        where.setdefault(k, {})[v.decode()] = part
+    assert set(where) == set(keys)
+    for k, by_client in where.items():
+        assert set(by_client) == {*PY_CLIENTS, "kcat"}, k
+        assert len(set(by_client.values())) == 1, (k, by_client)
+    assert len({next(iter(v.values())) for v in where.values()}) > 1   # keys really spread over partitions
+
+
+# ---------------------------------------------------------------- 6. idempotent producers
+
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_idempotent_producer(shared_broker, topic_name, client):
+    create_topic(shared_broker.port, topic_name, partitions=2)
+    extra = {"confluent": {"enable.idempotence": True}, "kafka-python": {},   # kafka-python: on by default
+             "aiokafka": {"enable_idempotence": True}}[client]
+    recs = [(f"k{i % 5}".encode(), f"v{i}".encode(), []) for i in range(200)]
+    produce(client, shared_broker.bootstrap, topic_name, recs, **extra)
+    produce(client, shared_broker.bootstrap, topic_name, recs[:50], **extra)   # a second producer session
+    got = consume(client, shared_broker.bootstrap, topic_name, 250, partitions=(0, 1))
+    values = [r[3] for r in got]
+    assert sorted(values) == sorted([v for _, v, _ in recs] + [v for _, v, _ in recs[:50]])
+    # every stored batch carries a producer id, and sequences per (producer, partition) are gap-free
+    for p in (0, 1):
+        hs = [h for h, _ in batches(shared_broker.port, topic_name, p)]
+        assert hs and all(h.producer_id >= 0 and h.producer_epoch >= 0 for h in hs)
+        by_pid: dict[int, list] = {}
+        for h in hs:
+            by_pid.setdefault(h.producer_id, []).append(h)
+        assert len(by_pid) == 2   # two producer sessions, two producer ids
+        for seq in by_pid.values():
+            assert seq[0].base_sequence == 0
+            for a, b in zip(seq, seq[1:], strict=False):
+                assert b.base_sequence == a.base_sequence + a.last_offset_delta + 1
