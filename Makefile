@@ -38,3 +38,7 @@ lint: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+.PHONY: reference-kafka
+reference-kafka: install
+	$(PY) -m benchmarks.reference_kafka fetch
