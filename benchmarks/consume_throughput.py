@@ -9,7 +9,9 @@ produce measurement — then reads it all back with a confluent-kafka Consumer (
 no group commits, fetch.max.bytes 100 MiB, max.partition.fetch.bytes 50 MiB). The data was just written,
 so reads come from the page cache. Clock: assign() to the last record.
 
-Prints MB/s for both and the ratio consume/produce (target >= 2). With ``--with-apache`` the same is
+Prints MB/s for both and the ratio consume/produce (target >= 2). Because a Python consumer loop is often
+the bottleneck (check: the broker is mostly idle under py-spy), the same data is then also read with
+``kcat`` (librdkafka in C, output to /dev/null) when installed — skip with ``--no-kcat``. With ``--with-apache`` the same is
 done against Apache Kafka, and ours/apache consume is printed. The consumer runs in this process (Python
 per-message overhead included), so compare ratios. ``--profile DIR`` records our broker with py-spy
 during the consume phase. The last line is one JSON object.
@@ -18,6 +20,8 @@ during the consume phase. The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -74,6 +78,24 @@ def consume(bootstrap: str, topic: str, partitions: int, expected: int, timeout_
             "mb_per_s": round(nbytes / elapsed / MB, 2), "records_per_s": round(n / elapsed)}
 
 
+def consume_kcat(bootstrap: str, topic: str, partitions: int, expected: int, value_size: int,
+                 timeout_s: float) -> dict | None:
+    """Same read with kcat (librdkafka, C; no per-message Python): the broker-side figure when the
+    Python consumer is the bottleneck. None if kcat is not installed."""
+    exe = shutil.which("kcat")
+    if exe is None:
+        return None
+    cmd = [exe, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-c", str(expected), "-q", "-e",
+           "-X", "fetch.max.bytes=104857600", "-X", "max.partition.fetch.bytes=52428800",
+           "-X", "receive.message.max.bytes=209715200", "-X", "queued.max.messages.kbytes=1048576"]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s, check=True)
+    elapsed = time.perf_counter() - t0
+    nbytes = expected * value_size
+    return {"records": expected, "bytes": nbytes, "seconds": round(elapsed, 3),
+            "mb_per_s": round(nbytes / elapsed / MB, 2), "records_per_s": round(expected / elapsed)}
+
+
 def run_target(name: str, bootstrap: str, args: argparse.Namespace, pid: int | None = None) -> dict:
     topic = "bench-consume"
     create_topic(bootstrap, topic, args.partitions)
@@ -91,6 +113,14 @@ def run_target(name: str, bootstrap: str, args: argparse.Namespace, pid: int | N
     print(f"  {name:>6}: produce {fmt(prod['mb_per_s'])} MB/s ({fmt(prod['records'])} records), "
           f"consume {fmt(cons['mb_per_s'])} MB/s {fmt(cons['records_per_s'])} rec/s -> "
           f"consume/produce = {fmt(r['ratio_consume_produce'])}", flush=True)
+    if not args.no_kcat:
+        k = consume_kcat(bootstrap, topic, args.partitions, prod["records"] + 1, args.value_size,
+                         timeout_s=max(60.0, 6 * args.seconds))
+        if k is not None:
+            r["consume_kcat"] = k
+            r["ratio_consume_kcat_produce"] = ratio(k["mb_per_s"], prod["mb_per_s"])
+            print(f"  {name:>6}: consume with kcat (C client, incl. its ~startup) {fmt(k['mb_per_s'])} MB/s -> "
+                  f"consume/produce = {fmt(r['ratio_consume_kcat_produce'])}", flush=True)
     return r
 
 
@@ -102,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--value-size", type=int, default=1024)
     p.add_argument("--with-apache", action="store_true")
     p.add_argument("--profile", metavar="DIR", help="py-spy record our broker (consume phase) into DIR")
+    p.add_argument("--no-kcat", action="store_true", help="skip the extra kcat (C client) consume")
     p.add_argument("--profile-format", choices=["speedscope", "raw"], default="speedscope")
     p.add_argument("--quick", action="store_true", help="preload <= 3 s / 0.3 GB")
     return p

@@ -35,6 +35,9 @@ def _rows(name: str, r: dict) -> list[tuple[str, str, str, str, str]]:
                   else "")
         rows.append((name, "consume MB/s", f"{fmt(o['consume']['mb_per_s'])} (produce {fmt(o['produce']['mb_per_s'])})",
                      f"consume/produce {fmt(o['ratio_consume_produce'])}{apache}", f">=2x: {verdict(r['pass'])}"))
+        if "consume_kcat" in o:
+            rows.append((name, "consume MB/s (kcat, C)", fmt(o["consume_kcat"]["mb_per_s"]),
+                         f"consume/produce {fmt(o['ratio_consume_kcat_produce'])}", "(broker-side figure)"))
     elif name == "e2e_latency":
         o = r["ours"]
         rows.append((name, "e2e p50/p99/p99.9/max ms",
