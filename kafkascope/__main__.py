@@ -1,0 +1,7 @@
+"""`python -m kafkascope`"""
+
+import sys
+
+from kafkascope.cli import main
+
+sys.exit(main())
