@@ -471,7 +471,10 @@ class PartitionLog:
             self._persist_log_start()
 
     def close(self) -> None:
+        """Seal the active segment, checkpoint state and close every file; closing twice is harmless."""
         with self.lock:
+            if not self.segments:
+                return
             self.active_segment.seal()
             self.snapshot_producer_state()
             self._persist_log_start()
