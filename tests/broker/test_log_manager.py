@@ -117,7 +117,7 @@ def load_after_crash(tmp_path, clock, partitions: int) -> float:
 
 
 def test_loads_many_partitions_quickly(tmp_path, clock):
-    assert load_after_crash(tmp_path, clock, 200) < 4
+    assert load_after_crash(tmp_path, clock, 100) < 3
 
 
 @pytest.mark.slow
