@@ -1,5 +1,5 @@
 """One module per command; each has `register(subparsers)` and sets `run` as the parser default."""
 
-from kafkascope.tools import console_consumer, console_producer, server, topics
+from kafkascope.tools import configs, console_consumer, console_producer, consumer_groups, server, topics
 
-TOOLS = (server, topics, console_producer, console_consumer)
+TOOLS = (server, topics, console_producer, console_consumer, consumer_groups, configs)
