@@ -1,0 +1,339 @@
+"""Durability against the real broker subprocess: restarts, crashes, retention, compaction, LogAppendTime,
+idempotent retries over the raw wire, and committed group offsets in __consumer_offsets."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from broker.coordinator import offsets_schema
+from broker.log.records import Record, build_batch
+from tests.e2e.helpers import (
+    EARLIEST,
+    INIT_PRODUCER_ID,
+    LATEST,
+    PRODUCE,
+    batches,
+    create_topic,
+    list_offset,
+    records,
+    wait_until,
+)
+from tests.e2e.test_clients import consume, produce
+from tests.support.wire import WireClient
+
+DESCRIBE_CONFIGS = 32
+
+
+def _values(n: int, prefix: str = "v") -> list[tuple[bytes | None, bytes, list]]:
+    return [(f"k{i}".encode(), f"{prefix}{i}".encode(), [("i", str(i).encode())]) for i in range(n)]
+
+
+def _produce_batches(bootstrap: str, topic: str, recs, per_batch: int = 10, **extra) -> None:
+    """Produce in several separately-acknowledged batches (acks=1) so the log holds many batches."""
+    for i in range(0, len(recs), per_batch):
+        produce("confluent", bootstrap, topic, recs[i:i + per_batch], partition=0, acks=1, **extra)
+
+
+def _topic_config(port: int, topic: str) -> dict[str, str]:
+    with WireClient(port) as w:
+        resp = w.call(DESCRIBE_CONFIGS, 4, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                           "configuration_keys": None}],
+                                            "include_synonyms": False, "include_documentation": False})
+        r = resp.results[0]
+        assert r.error_code == 0, r
+        return {c.name: c.value for c in r.configs}
+
+
+def _commit(bootstrap: str, topic: str, group: str, offset: int) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def _committed(bootstrap: str, topic: str, group: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        return c.committed([TopicPartition(topic, 0)], timeout=15)[0].offset
+    finally:
+        c.close()
+
+
+def _check_all(bootstrap: str, topic: str, recs) -> None:
+    got = consume("confluent", bootstrap, topic, len(recs))
+    assert [r[1] for r in got] == list(range(len(recs)))
+    assert [(k, v, [(hk, bytes(hv)) for hk, hv in h]) for _, _, k, v, h, _, _ in got] == recs
+
+
+# ---------------------------------------------------------------- restart persistence
+
+def test_restart_keeps_records_offsets_and_configs(broker, topic_name):
+    broker.start()
+    create_topic(broker.port, topic_name, retention_ms="123456789", cleanup_policy="compact,delete",
+                 max_message_bytes="500000")
+    recs = _values(60)
+    _produce_batches(broker.bootstrap, topic_name, recs)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    _commit(broker.bootstrap, topic_name, group, 42)
+    assert broker.stop() == 0
+    broker.start()
+    _check_all(broker.bootstrap, topic_name, recs)
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 60
+    assert _committed(broker.bootstrap, topic_name, group) == 42
+    cfg = _topic_config(broker.port, topic_name)
+    assert (cfg["retention.ms"], cfg["cleanup.policy"], cfg["max.message.bytes"]) == (
+        "123456789", "compact,delete", "500000")
+    # and the log keeps growing at the right offset
+    produce("confluent", broker.bootstrap, topic_name, [(b"after", b"restart", [])], partition=0)
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 61
+
+
+# ---------------------------------------------------------------- crash recovery
+
+def _partition_dir(broker, topic: str, partition: int = 0) -> Path:
+    return Path(broker.props["log.dirs"]) / f"{topic}-{partition}"
+
+
+def test_kill9_keeps_every_acked_record(broker, topic_name):
+    broker.start()
+    create_topic(broker.port, topic_name)
+    recs = _values(100)
+    _produce_batches(broker.bootstrap, topic_name, recs)   # each batch acked (acks=1) before the kill
+    broker.kill()
+    broker.start()
+    _check_all(broker.bootstrap, topic_name, recs)
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 100
+
+
+def test_kill9_then_torn_tail_and_lost_index(broker, topic_name):
+    broker.props["log.index.interval.bytes"] = 64   # index entries for (almost) every batch
+    broker.start()
+    create_topic(broker.port, topic_name, segment_bytes="2048")
+    recs = _values(120)
+    _produce_batches(broker.bootstrap, topic_name, recs)
+    broker.kill()
+    d = _partition_dir(broker, topic_name)
+    logs = sorted(d.glob("*.log"))
+    assert len(logs) > 1, "expected several segments"
+    with open(logs[-1], "ab") as f:              # a torn write at the end of the active segment
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x78\x00\x00\x01\x00garbage-garbage" + b"\xab" * 50)
+    idx = sorted(d.glob("*.index"))
+    assert idx
+    idx[0].unlink()                              # a lost index of an old segment
+    idx[-1].unlink()                             # and of the active one
+    broker.start()
+    _check_all(broker.bootstrap, topic_name, recs)
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 120
+    # fetching from the middle (index lookups) still lands on the right record
+    got = {r.offset: r.value for r in records(broker.port, topic_name)}
+    assert got == {i: f"v{i}".encode() for i in range(120)}
+    produce("confluent", broker.bootstrap, topic_name, [(b"k", b"next", [])], partition=0)
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 121
+    got = consume("kafka-python", broker.bootstrap, topic_name, 121)
+    assert [r[1] for r in got] == list(range(121)) and got[-1][3] == b"next"
+
+
+# ---------------------------------------------------------------- retention
+
+def test_retention_by_time(broker, topic_name):
+    broker.props["log.retention.check.interval.ms"] = 200
+    broker.start()
+    create_topic(broker.port, topic_name, segment_bytes="1024", retention_ms="1500")
+    recs = _values(80)
+    _produce_batches(broker.bootstrap, topic_name, recs)
+    assert list_offset(broker.port, topic_name, 0, EARLIEST) == 0
+    # every non-active segment becomes older than retention.ms and is deleted; the active one stays
+    start = wait_until(lambda: list_offset(broker.port, topic_name, 0, EARLIEST) or None, 30,
+                       what="log start offset moving")
+    assert 0 < start <= 80
+    wait_until(lambda: len(list(_partition_dir(broker, topic_name).glob("*.log"))) == 1, 30,
+               what="only the active segment left")
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 80
+    got = consume("confluent", broker.bootstrap, topic_name, 80 - list_offset(broker.port, topic_name, 0, EARLIEST))
+    assert got and got[-1][1] == 79 and got[-1][3] == b"v79"
+
+
+def test_retention_by_size(broker, topic_name):
+    broker.props["log.retention.check.interval.ms"] = 200
+    broker.start()
+    create_topic(broker.port, topic_name, segment_bytes="1024", retention_bytes="3000")
+    recs = _values(150)
+    _produce_batches(broker.bootstrap, topic_name, recs)
+
+    def log_bytes() -> int:
+        return sum(p.stat().st_size for p in _partition_dir(broker, topic_name).glob("*.log"))
+
+    wait_until(lambda: list_offset(broker.port, topic_name, 0, EARLIEST) > 0, 30, what="size retention")
+    # Kafka deletes whole segments while the log minus that segment is still over retention.bytes
+    wait_until(lambda: log_bytes() <= 3000 + 1024 + 200, 30, what=f"log shrinking (now {log_bytes()} bytes)")
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 150
+    first = list_offset(broker.port, topic_name, 0, EARLIEST)
+    got = [r.offset for r in records(broker.port, topic_name)]
+    assert got == list(range(first, 150))
+
+
+# ---------------------------------------------------------------- compaction
+
+def test_compaction_keeps_latest_per_key_and_drops_tombstones(broker, topic_name):
+    broker.props["log.cleaner.backoff.ms"] = 100
+    broker.start()
+    create_topic(broker.port, topic_name, cleanup_policy="compact", segment_bytes="1024",
+                 min_cleanable_dirty_ratio="0.01", delete_retention_ms="1000")
+    keys = [f"key-{i}".encode() for i in range(8)]
+    recs = [(k, f"{k.decode()}-v{n}".encode(), []) for n in range(12) for k in keys]
+    recs += [(keys[0], None, []), (keys[1], None, [])]          # tombstones
+    _produce_batches(broker.bootstrap, topic_name, recs, per_batch=8)
+    # roll the active segment past everything above with one big record of another key
+    produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"x" * 1100, [])], partition=0)
+    produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"y" * 1100, [])], partition=0)
+    end = list_offset(broker.port, topic_name, 0, LATEST)
+    expected = {k: f"{k.decode()}-v11".encode() for k in keys[2:]}
+
+    def compacted():
+        rs = [r for r in records(broker.port, topic_name) if r.key != b"filler"]
+        latest = {r.key: r.value for r in rs}
+        if len(rs) == len(expected) and latest == expected:
+            return rs
+        return None
+
+    rs = wait_until(compacted, 40, interval_s=0.3, what="compacted log without tombstones")
+    offs = [r.offset for r in rs]
+    assert offs == sorted(offs) and len(set(offs)) == len(offs)
+    # offsets are kept: each survivor sits where it was produced
+    assert all(recs[r.offset][0] == r.key and recs[r.offset][1] == r.value for r in rs)
+    assert list_offset(broker.port, topic_name, 0, LATEST) == end
+    # and a real client reading from the beginning sees the same
+    got = consume("aiokafka", broker.bootstrap, topic_name, len(expected) + 1)
+    assert {k: v for _, _, k, v, *_ in got if k != b"filler"} == expected
+
+
+# ---------------------------------------------------------------- LogAppendTime
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
+def test_log_append_time(shared_broker, topic_name, client):
+    create_topic(shared_broker.port, topic_name, message_timestamp_type="LogAppendTime")
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": shared_broker.bootstrap})
+    before = int(time.time() * 1000)
+    for i in range(5):
+        p.produce(topic_name, key=b"k", value=f"v{i}".encode(), partition=0, timestamp=1_000_000 + i)
+    assert p.flush(15) == 0
+    after = int(time.time() * 1000)
+    got = consume(client, shared_broker.bootstrap, topic_name, 5)
+    assert len(got) == 5
+    log_append = {"confluent": 2, "kafka-python": 1, "aiokafka": 1}[client]   # TIMESTAMP_LOG_APPEND_TIME
+    for *_, ts, ts_type in got:
+        assert ts_type == log_append
+        assert before - 5 <= ts <= after + 5
+    assert all(h.timestamp_type == 1 for h, _ in batches(shared_broker.port, topic_name))
+
+
+# ---------------------------------------------------------------- idempotent retries on the raw wire
+
+def _init_pid(port: int) -> tuple[int, int]:
+    with WireClient(port) as w:
+        r = w.call(INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 60000,
+                                         "producer_id": -1, "producer_epoch": -1})
+        assert r.error_code == 0, r
+        return r.producer_id, r.producer_epoch
+
+
+def _produce_raw(port: int, topic: str, batch: bytes):
+    with WireClient(port) as w:
+        r = w.call(PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+        return r.responses[0].partition_responses[0]
+
+
+def _idem_batch(pid: int, epoch: int, seq: int, n: int, tag: str) -> bytes:
+    return build_batch([Record(key=b"k", value=f"{tag}-{seq + i}".encode()) for i in range(n)],
+                       producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+
+@pytest.mark.parametrize("restart", ["sigterm", "kill9"])
+def test_idempotent_retries_raw_wire(broker, topic_name, restart):
+    broker.start()
+    create_topic(broker.port, topic_name)
+    pid, epoch = _init_pid(broker.port)
+    b0 = _idem_batch(pid, epoch, 0, 5, "a")
+    r1 = _produce_raw(broker.port, topic_name, b0)
+    assert r1.error_code == 0 and r1.base_offset == 0
+    r2 = _produce_raw(broker.port, topic_name, b0)            # the same batch again (a retry)
+    assert r2.error_code == 0 and r2.base_offset == 0
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 5
+    b1 = _idem_batch(pid, epoch, 5, 3, "a")
+    assert _produce_raw(broker.port, topic_name, b1).base_offset == 5
+    gap = _idem_batch(pid, epoch, 20, 2, "a")                 # sequence gap
+    assert _produce_raw(broker.port, topic_name, gap).error_code == 45   # OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 8
+
+    broker.stop() if restart == "sigterm" else broker.kill()
+    broker.start()
+    r3 = _produce_raw(broker.port, topic_name, b1)            # a retry that straddles the restart
+    assert r3.error_code == 0 and r3.base_offset == 5
+    r4 = _produce_raw(broker.port, topic_name, b0)
+    assert r4.error_code == 0 and r4.base_offset == 0
+    assert list_offset(broker.port, topic_name, 0, LATEST) == 8
+    assert _produce_raw(broker.port, topic_name, gap).error_code == 45
+    assert _produce_raw(broker.port, topic_name, _idem_batch(pid, epoch, 8, 2, "a")).base_offset == 8
+    values = [r.value for r in records(broker.port, topic_name)]
+    assert values == [f"a-{i}".encode() for i in range(10)]
+
+
+# ---------------------------------------------------------------- __consumer_offsets
+
+def _read_consumer_offsets(bootstrap: str, n_partitions: int) -> list[tuple[object, bytes | None]]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition("__consumer_offsets", p, OFFSET_BEGINNING) for p in range(n_partitions)])
+    out, eof = [], set()
+    deadline = time.monotonic() + 30
+    try:
+        while len(eof) < n_partitions and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                eof.add(m.partition())
+                continue
+            out.append((offsets_schema.decode_key(m.key()), m.value()))
+    finally:
+        c.close()
+    assert len(eof) == n_partitions, "did not reach the end of __consumer_offsets"
+    return out
+
+
+def test_group_offsets_survive_restart_and_decode_from_consumer_offsets(broker, topic_name):
+    broker.start()
+    create_topic(broker.port, topic_name)
+    produce("confluent", broker.bootstrap, topic_name, _values(10), partition=0)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    _commit(broker.bootstrap, topic_name, group, 3)
+    _commit(broker.bootstrap, topic_name, group, 7)
+    broker.stop()
+    broker.start()
+    assert _committed(broker.bootstrap, topic_name, group) == 7
+    entries = _read_consumer_offsets(broker.bootstrap, int(broker.props["offsets.topic.num.partitions"]))
+    mine = [offsets_schema.decode_offset_commit_value(v).offset for k, v in entries
+            if isinstance(k, offsets_schema.OffsetCommitKey) and v is not None
+            and (k.group, k.topic, k.partition) == (group, topic_name, 0)]
+    assert mine[-1] == 7 and 3 in mine[:-1]
+    # a restart-surviving consumer resumes at 7
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "session.timeout.ms": 6000})
+    c.subscribe([topic_name])
+    try:
+        m = wait_until(lambda: (lambda x: x if x is not None and not x.error() else None)(c.poll(0.5)), 30,
+                       interval_s=0, what="first record after resume")
+        assert m.offset() == 7 and m.value() == b"v7"
+    finally:
+        c.close()
