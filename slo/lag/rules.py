@@ -6,7 +6,7 @@ Time is passed in: `now_s` is whole seconds, commit timestamps are ms, exactly a
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 
@@ -145,9 +145,9 @@ def evaluate_partition(offsets: Sequence[ConsumerOffset | None], broker_offsets:
     return status, complete, window[0], window[-1]
 
 
-def group_status(cluster: str, group: str, partitions: Sequence[PartitionStatus], show_all: bool) -> GroupStatus:
-    """evaluateConsumerStatus over already evaluated partitions (in visiting order)."""
-    result = GroupStatus(cluster, group, Status.OK, 0.0, partition_count=len(partitions))
+def group_status(cluster: str, group: str, partitions: Sequence[PartitionStatus]) -> GroupStatus:
+    """evaluateConsumerStatus over already evaluated partitions (in visiting order), listing all of them."""
+    result = GroupStatus(cluster, group, Status.OK, 0.0, list(partitions), len(partitions))
     complete = 0
     for p in partitions:
         result.totallag += p.current_lag
@@ -160,8 +160,12 @@ def group_status(cluster: str, group: str, partitions: Sequence[PartitionStatus]
         if p.lag_seconds is not None and (result.lag_seconds is None or p.lag_seconds > result.lag_seconds):
             result.lag_seconds = p.lag_seconds
     result.complete = complete / len(partitions) if partitions else 0.0
-    result.partitions = list(partitions) if show_all else [p for p in partitions if p.status > Status.OK]
     return result
+
+
+def problems_only(status: GroupStatus) -> GroupStatus:
+    """ShowAll=false (`/status`): list only partitions worse than OK; every other field unchanged."""
+    return replace(status, partitions=[p for p in status.partitions if p.status > Status.OK])
 
 
 def not_found(cluster: str, group: str) -> GroupStatus:

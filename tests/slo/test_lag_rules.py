@@ -11,6 +11,7 @@ from slo.lag.rules import (
     Status,
     group_status,
     not_found,
+    problems_only,
 )
 
 
@@ -131,22 +132,23 @@ def part(topic, n, status, lag, complete=1.0):
     ([Status.REWIND], Status.ERR),
 ])
 def test_group_status_is_worst_partition_capped_at_err(statuses, expected):
-    g = group_status("c", "g", [part("t", i, s, 1) for i, s in enumerate(statuses)], show_all=True)
+    g = group_status("c", "g", [part("t", i, s, 1) for i, s in enumerate(statuses)])
     assert g.status is expected
 
 
 def test_group_totals_maxlag_complete_and_show_all():
     parts = [part("a", 0, Status.OK, 5), part("a", 1, Status.STOP, 7, complete=0.5), part("b", 0, Status.OK, 7),
              part("b", 1, Status.OK, 0, complete=0.0)]
-    shown = group_status("c", "g", parts, show_all=False)
+    full = group_status("c", "g", parts)
+    shown = problems_only(full)
     assert (shown.totallag, shown.partition_count, shown.complete) == (19, 4, 0.5)
     assert shown.maxlag is parts[1]  # the first of the tied largest lags wins
     assert shown.partitions == [parts[1]]
-    assert group_status("c", "g", parts, show_all=True).partitions == parts
+    assert full.partitions == parts and (full.status, full.totallag) == (shown.status, shown.totallag)
 
 
 def test_group_without_partitions_and_not_found():
-    empty = group_status("c", "g", [], show_all=True)
+    empty = group_status("c", "g", [])
     assert (empty.status, empty.complete, empty.maxlag, empty.totallag) == (Status.OK, 0.0, None, 0)
     nf = not_found("c", "g")
     assert (nf.status, nf.complete, nf.partitions, nf.partition_count, nf.maxlag, nf.totallag) == (

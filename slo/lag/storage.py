@@ -1,0 +1,250 @@
+"""Burrow's in-memory storage (burrow.md §3): commit windows per partition and broker-offset history per partition.
+
+Pure state: every method that depends on time takes `now_ms`. Snapshots are plain JSON-able dicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from slo.lag.rules import ConsumerOffset
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    intervals: int = 10
+    min_distance_s: int = 0
+    expire_group_s: int = 604_800
+    group_allowlist: str | None = None
+    group_denylist: str | None = None
+
+
+class GroupFilter:
+    """Allow/deny regexes, matched unanchored (Go's MatchString = Python's re.search)."""
+
+    def __init__(self, allow: str | None, deny: str | None) -> None:
+        self.allow = re.compile(allow) if allow else None
+        self.deny = re.compile(deny) if deny else None
+
+    def __call__(self, group: str) -> bool:
+        if self.allow is not None and not self.allow.search(group):
+            return False
+        return self.deny is None or not self.deny.search(group)
+
+
+@dataclass(slots=True)
+class PartitionSlot:
+    """A group's partition: `ring` is None until created (shown as `offsets: []`), else sorted oldest → newest."""
+
+    ring: list[ConsumerOffset] | None = None
+    owner: str = ""
+    client_id: str = ""
+
+
+@dataclass(slots=True)
+class Group:
+    last_commit: int = 0
+    topics: dict[str, list[PartitionSlot]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class PartitionView:
+    """What a fetch returns for one partition (the evaluator's input)."""
+
+    topic: str
+    partition: int
+    offsets: list[ConsumerOffset | None]
+    broker_history: list[tuple[int, int]]   # (offset, timestamp_ms), oldest → newest
+    current_lag: int
+    owner: str
+    client_id: str
+
+    @property
+    def broker_offsets(self) -> list[int]:
+        return [o for o, _ in self.broker_history]
+
+
+def _whole_second(ms: int) -> int:
+    return ms // 1000 * 1000
+
+
+class LagStorage:
+    """One cluster's broker offsets and consumer groups, with Burrow's insert order, merge and expiry."""
+
+    def __init__(self, config: StorageConfig | None = None) -> None:
+        self.config = config or StorageConfig()
+        self.accept = GroupFilter(self.config.group_allowlist, self.config.group_denylist)
+        self.broker: dict[str, list[deque[tuple[int, int]]]] = {}
+        self.groups: dict[str, Group] = {}
+
+    # ---------------------------------------------------------------- broker side
+
+    def set_broker_offset(self, topic: str, partition: int, offset: int, timestamp_ms: int,
+                          partition_count: int) -> None:
+        """Record a log-end offset; the topic's partition list is sized to partition_count."""
+        parts = self.broker.setdefault(topic, [])
+        while len(parts) < partition_count:
+            parts.append(deque(maxlen=self.config.intervals))
+        del parts[partition_count:]
+        if 0 <= partition < partition_count:
+            parts[partition].append((offset, timestamp_ms))
+
+    def delete_topic(self, topic: str) -> None:
+        """A topic gone from the metadata leaves the broker map and every group."""
+        self.broker.pop(topic, None)
+        for g in self.groups.values():
+            g.topics.pop(topic, None)
+
+    def _partition_count(self, topic: str, partition: int) -> int:
+        """The topic's partition count if a broker offset is known for this partition, else 0 (drop)."""
+        parts = self.broker.get(topic)
+        if parts is None or not 0 <= partition < len(parts) or not parts[partition]:
+            return 0
+        return len(parts)
+
+    def _slot(self, group: str, topic: str, partition: int, count: int) -> PartitionSlot:
+        g = self.groups.get(group)
+        if g is None:
+            g = self.groups[group] = Group()
+        slots = g.topics.setdefault(topic, [])
+        if partition >= len(slots):
+            slots.extend(PartitionSlot() for _ in range(len(slots), count))
+        slot = slots[partition]
+        if slot.ring is None:
+            slot.ring = []
+        return slot
+
+    # ---------------------------------------------------------------- consumer side
+
+    def add_commit(self, group: str, topic: str, partition: int, offset: int, timestamp: int, order: int,
+                   now_ms: int) -> bool:
+        """Store a commit (burrow.md §3.2, in its order of checks). Returns whether it was stored."""
+        cfg = self.config
+        if timestamp < (now_ms // 1000 - cfg.expire_group_s) * 1000 or not self.accept(group):
+            return False
+        count = self._partition_count(topic, partition)
+        if not count:
+            return False
+        ring = self._slot(group, topic, partition, count).ring
+        n = len(ring)
+        if n == cfg.intervals and ring[0].order >= order:
+            return False
+        if n == 0 or ring[-1].order < order:
+            pos, appended = n, True
+        else:
+            pos = n - 1
+            while pos >= 0 and ring[pos].order > order:
+                pos -= 1
+            if pos >= 0 and ring[pos].order == order:
+                return False
+            pos, appended = pos + 1, False
+        lag = None
+        if appended:
+            lag = max(0, self.broker[topic][partition][-1][0] - offset)
+            self.groups[group].last_commit = timestamp
+        entry = ConsumerOffset(offset, timestamp, _whole_second(now_ms), lag, order)
+        prev = ring[pos - 1] if pos > 0 else None
+        if prev is not None and timestamp - prev.timestamp < cfg.min_distance_s * 1000:
+            entry.timestamp = prev.timestamp
+            ring[pos - 1] = entry
+            return True
+        ring.insert(pos, entry)
+        if len(ring) > cfg.intervals:
+            del ring[0]
+        return True
+
+    def set_owners(self, group: str, members: list[tuple[str, str, tuple[tuple[str, int], ...]]]) -> None:
+        """Group metadata: (client_id, client_host, assignment) per member; no members clears every owner."""
+        if not self.accept(group):
+            return
+        if not members:
+            for slots in self.groups.get(group, Group()).topics.values():
+                for slot in slots:
+                    slot.owner = slot.client_id = ""
+            return
+        for client_id, host, assignment in members:
+            for topic, partition in assignment:
+                count = self._partition_count(topic, partition)
+                if count:
+                    slot = self._slot(group, topic, partition, count)
+                    slot.owner, slot.client_id = host, client_id
+
+    def delete_group(self, group: str) -> bool:
+        return self.groups.pop(group, None) is not None
+
+    def delete_group_topic(self, group: str, topic: str) -> bool:
+        g = self.groups.get(group)
+        return g is not None and g.topics.pop(topic, None) is not None
+
+    def delete_offset(self, group: str, topic: str, partition: int) -> None:
+        """An offset tombstone (our addition, Burrow ignores them): drop the window; empty topics/groups go too."""
+        g = self.groups.get(group)
+        slots = g.topics.get(topic) if g else None
+        if not slots or partition >= len(slots):
+            return
+        slots[partition] = PartitionSlot()
+        if all(s.ring is None for s in slots):
+            del g.topics[topic]
+            if not g.topics:
+                del self.groups[group]
+
+    # ---------------------------------------------------------------- fetch
+
+    def fetch_group(self, group: str, now_ms: int) -> list[PartitionView] | None:
+        """The group's partitions (topics sorted, partitions in index order); None if unknown or expired."""
+        g = self.groups.get(group)
+        if g is None:
+            return None
+        if (now_ms // 1000 - self.config.expire_group_s) * 1000 > g.last_commit:
+            del self.groups[group]
+            return None
+        intervals = self.config.intervals
+        out = []
+        for topic in sorted(g.topics):
+            broker = self.broker.get(topic)
+            for p, slot in enumerate(g.topics[topic]):
+                history = list(broker[p]) if broker is not None and p < len(broker) else []
+                current_lag = 0
+                if slot.ring is None:
+                    offsets: list[ConsumerOffset | None] = []
+                else:
+                    offsets = [None] * (intervals - len(slot.ring)) + list(slot.ring)
+                    if slot.ring and history:
+                        current_lag = max(0, history[-1][0] - slot.ring[-1].offset)
+                out.append(PartitionView(topic, p, offsets, history, current_lag, slot.owner, slot.client_id))
+        return out
+
+    def topic_offsets(self, topic: str) -> list[int] | None:
+        """Latest broker offset per partition (partitions never fetched are skipped, as in Burrow)."""
+        parts = self.broker.get(topic)
+        return None if parts is None else [d[-1][0] for d in parts if d]
+
+    def consumers_of(self, topic: str) -> list[str]:
+        return sorted(g for g, v in self.groups.items() if topic in v.topics)
+
+    # ---------------------------------------------------------------- snapshot
+
+    def to_state(self) -> dict:
+        """A JSON-able copy of everything stored."""
+        def ring(r):
+            return None if r is None else [[e.offset, e.timestamp, e.observed_at, e.lag, e.order] for e in r]
+        return {
+            "broker": {t: [list(map(list, d)) for d in parts] for t, parts in self.broker.items()},
+            "groups": {name: {"last_commit": g.last_commit,
+                              "topics": {t: [[ring(s.ring), s.owner, s.client_id] for s in slots]
+                                         for t, slots in g.topics.items()}}
+                       for name, g in self.groups.items()},
+        }
+
+    def load_state(self, state: dict) -> None:
+        """Replace the contents with a to_state() snapshot."""
+        n = self.config.intervals
+        self.broker = {t: [deque(map(tuple, d), maxlen=n) for d in parts] for t, parts in state["broker"].items()}
+        self.groups = {}
+        for name, g in state["groups"].items():
+            topics = {t: [PartitionSlot(None if r is None else [ConsumerOffset(*e) for e in r][-n:], owner, cid)
+                          for r, owner, cid in slots]
+                      for t, slots in g["topics"].items()}
+            self.groups[name] = Group(g["last_commit"], topics)
