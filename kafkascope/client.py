@@ -86,7 +86,7 @@ def probe(client: AdminClient | Producer | Consumer, bootstrap: str) -> None:
     try:
         client.list_topics(timeout=TIMEOUT_S)
     except KafkaException as e:
-        raise CliError(f"cannot reach Kafka at {bootstrap} within {TIMEOUT_S:g} s: {error_text(e)}") from None
+        raise CliError(f"cannot reach Kafka at {bootstrap}: {error_text(e)}") from None
 
 
 def admin(args: argparse.Namespace) -> AdminClient:
@@ -111,6 +111,18 @@ def consumer(args: argparse.Namespace, props: dict[str, str] | None = None,
         client.close()
         raise
     return client
+
+
+def produce(producer: Producer, topic: str, value: bytes | None, key: bytes | None = None,
+            headers: list | None = None, on_delivery=None) -> None:
+    """Producer.produce that waits for room when the local queue is full instead of failing."""
+    while True:
+        try:
+            producer.produce(topic, value, key, headers=headers or None, on_delivery=on_delivery)
+            producer.poll(0)
+            return
+        except BufferError:  # serve delivery reports, which frees queue space, then retry
+            producer.poll(0.05)
 
 
 def result(future: concurrent.futures.Future) -> Any:

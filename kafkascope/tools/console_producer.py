@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
     for lineno, raw in enumerate(sys.stdin.buffer, 1):
         headers, key, value = reader.parse(raw.rstrip(b"\r\n"), lineno)
-        _produce(producer, args.topic, key, value, headers, on_delivery)
+        client.produce(producer, args.topic, value, key, headers, on_delivery)
     # Undelivered records fail by themselves after message.timeout.ms, so this ends.
     while producer.flush(client.TIMEOUT_S):
         pass
@@ -95,12 +95,3 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{len(failures)} record(s) were not delivered")
     return 0
 
-
-def _produce(producer, topic, key, value, headers, on_delivery) -> None:
-    while True:
-        try:
-            producer.produce(topic, value, key, headers=headers or None, on_delivery=on_delivery)
-            producer.poll(0)
-            return
-        except BufferError:  # local queue full: let deliveries drain, then retry
-            producer.poll(0.1)
