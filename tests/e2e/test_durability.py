@@ -343,3 +343,23 @@ def test_group_offsets_survive_restart_and_decode_from_consumer_offsets(broker, 
         assert m.offset() == 7 and m.value() == b"v7"
     finally:
         c.close()
+
+
+@pytest.mark.slow
+def test_repeated_kill9_cycles_with_small_segments(broker, topic_name):
+    """Soak variant: many crash/restart cycles with segment rolls and a torn tail each time."""
+    broker.props["log.index.interval.bytes"] = 128
+    broker.start()
+    create_topic(broker.port, topic_name, segment_bytes="4096")
+    acked: list = []
+    for cycle in range(8):
+        recs = _values(150, prefix=f"c{cycle}-")
+        _produce_batches(broker.bootstrap, topic_name, recs, per_batch=15)
+        acked += recs
+        broker.kill()
+        seg = sorted(_partition_dir(broker, topic_name).glob("*.log"))[-1]
+        with open(seg, "ab") as f:
+            f.write(b"\x00" * 7 + b"torn" * cycle)
+        broker.start()
+        assert list_offset(broker.port, topic_name, 0, LATEST) == len(acked)
+    _check_all(broker.bootstrap, topic_name, acked)
