@@ -66,10 +66,10 @@ def run(args: argparse.Namespace) -> int:
     payload = "".join(random.choices(string.ascii_uppercase, k=args.record_size)).encode()
     stats = Stats(args.record_size)
     for i in range(args.num_records):
-        if args.throughput > 0:  # throttle: record i goes out no earlier than i / throughput
-            ahead = i / args.throughput - (time.monotonic() - stats.start)
-            if ahead > 0:
-                producer.poll(ahead)
+        # Throttle: record i goes out no earlier than i / throughput. poll() returns early when it
+        # serves a delivery report, hence the loop.
+        while args.throughput > 0 and (ahead := i / args.throughput - (time.monotonic() - stats.start)) > 0:
+            producer.poll(ahead)
         sent_at = time.monotonic()
         client.produce(producer, args.topic, payload,
                        on_delivery=lambda err, _msg, t=sent_at: stats.completed(t, err))
