@@ -1,0 +1,347 @@
+"""A metric registry with Kafka/Yammer semantics, and no Prometheus in sight.
+
+Metrics are named like Kafka's MBeans: (domain, type, name, tags), e.g.
+``MetricName("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", (("topic", "orders"),))``. The tags keep
+their insertion order (as ``KafkaMetricsGroup`` does) and empty tag values are dropped.
+
+Kinds:
+* :class:`Meter`: cumulative count, mean rate, and Yammer's 1/5/15-minute EWMA rates (5 s tick).
+* :class:`Gauge`: a callable read at scrape time; :class:`GaugeFamily` reads many tagged values with one callable
+  (per-partition log gauges), so thousands of partitions cost no registration or cleanup.
+* :class:`exporter.timer.Timer`: HdrHistogram-backed latencies (see that module).
+* :class:`KafkaMetric`: the ``org.apache.kafka.common.metrics`` style (no ``name=`` key; the attribute is the metric,
+  e.g. ``socket-server-metrics`` ``connection-count``).
+
+Time comes from an injected clock (anything with ``monotonic() -> seconds``). Meters and timers advance on
+:meth:`Registry.tick`, which the owner calls periodically and which every read path calls first: like Yammer 2.2's
+tick thread, recording itself never looks at the clock, so the hot path is an integer add.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+TICK_INTERVAL_S = 5.0
+_M1_ALPHA = 1 - math.exp(-TICK_INTERVAL_S / 60.0 / 1)
+_M5_ALPHA = 1 - math.exp(-TICK_INTERVAL_S / 60.0 / 5)
+_M15_ALPHA = 1 - math.exp(-TICK_INTERVAL_S / 60.0 / 15)
+
+Tags = tuple[tuple[str, str], ...]
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+
+class MonotonicClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class ManualClock:
+    """A clock tests move by hand (seconds)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass(frozen=True, slots=True)
+class MetricName:
+    """An MBean-style name: ``<domain>:type=<type>,name=<name>[,k=v...]``."""
+
+    domain: str
+    type: str
+    name: str
+    tags: Tags = ()
+
+    @staticmethod
+    def of(domain: str, type_: str, name: str, **tags: object) -> MetricName:
+        return MetricName(domain, type_, name, tuple((k, str(v)) for k, v in tags.items() if v not in (None, "")))
+
+    @property
+    def mbean(self) -> str:
+        extra = "".join(f",{k}={v}" for k, v in self.tags)
+        return f"{self.domain}:type={self.type},name={self.name}{extra}"
+
+
+class EWMA:
+    """Yammer's exponentially weighted moving average, ticked every 5 s (rates in events per second)."""
+
+    __slots__ = ("alpha", "rate", "initialized")
+
+    def __init__(self, alpha: float) -> None:
+        self.alpha = alpha
+        self.rate = 0.0
+        self.initialized = False
+
+    def tick(self, count: int | float, ticks: int = 1) -> None:
+        """One tick that saw `count` events, followed by `ticks - 1` empty ticks (closed form)."""
+        instant = count / TICK_INTERVAL_S
+        if self.initialized:
+            self.rate += self.alpha * (instant - self.rate)
+        else:
+            self.rate = instant
+            self.initialized = True
+        if ticks > 1:
+            self.rate *= (1 - self.alpha) ** (ticks - 1)
+
+
+class Meter:
+    """Yammer Meter: ``Count``, ``MeanRate``, ``OneMinuteRate``, ``FiveMinuteRate``, ``FifteenMinuteRate``.
+
+    `scale` converts marked units into the rate unit: Kafka's RequestHandlerAvgIdlePercent is marked in idle
+    nanoseconds with a nanosecond rate unit, i.e. ``scale=1e-9`` makes its rates read as an idle fraction.
+    """
+
+    kind = "meter"
+    __slots__ = ("count", "_uncounted", "_start", "m1", "m5", "m15", "scale", "_clock")
+
+    def __init__(self, clock: Clock, scale: float = 1.0) -> None:
+        self.count = 0
+        self._uncounted = 0
+        self._clock = clock
+        self._start = clock.monotonic()
+        self.m1, self.m5, self.m15 = EWMA(_M1_ALPHA), EWMA(_M5_ALPHA), EWMA(_M15_ALPHA)
+        self.scale = scale
+
+    def mark(self, n: int = 1) -> None:
+        self.count += n
+        self._uncounted += n
+
+    def _tick(self, ticks: int) -> None:
+        n, self._uncounted = self._uncounted, 0
+        self.m1.tick(n, ticks)
+        self.m5.tick(n, ticks)
+        self.m15.tick(n, ticks)
+
+    @property
+    def mean_rate(self) -> float:
+        if self.count == 0:
+            return 0.0
+        elapsed = self._clock.monotonic() - self._start
+        return self.count / elapsed * self.scale if elapsed > 0 else 0.0
+
+    @property
+    def one_minute_rate(self) -> float:
+        return self.m1.rate * self.scale
+
+    @property
+    def five_minute_rate(self) -> float:
+        return self.m5.rate * self.scale
+
+    @property
+    def fifteen_minute_rate(self) -> float:
+        return self.m15.rate * self.scale
+
+
+class Gauge:
+    kind = "gauge"
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], float]) -> None:
+        self.fn = fn
+
+    @property
+    def value(self) -> float:
+        return self.fn()
+
+
+class GaugeFamily:
+    """Many gauges of one (domain, type, name) read by one callable yielding ``(tags, value)``."""
+
+    kind = "gauge_family"
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Iterable[tuple[Tags, float]]]) -> None:
+        self.fn = fn
+
+
+class SampledRate:
+    """Kafka's ``Rate`` stat (common.metrics): events over the last `samples` × `window_s` (default 2 × 30 s)."""
+
+    __slots__ = ("_clock", "_window", "_samples", "_starts", "_counts", "total", "_created")
+
+    def __init__(self, clock: Clock, window_s: float = 30.0, samples: int = 2) -> None:
+        self._clock = clock
+        self._window = window_s
+        self._samples = samples
+        self._created = clock.monotonic()
+        self._starts: list[float] = [self._created]
+        self._counts: list[float] = [0.0]
+        self.total = 0.0
+
+    def record(self, n: float = 1.0) -> None:
+        now = self._clock.monotonic()
+        if now - self._starts[-1] >= self._window:
+            self._starts.append(now)
+            self._counts.append(0.0)
+            if len(self._starts) > self._samples:
+                del self._starts[0], self._counts[0]
+        self._counts[-1] += n
+        self.total += n
+
+    @property
+    def rate(self) -> float:
+        now = self._clock.monotonic()
+        horizon = now - self._samples * self._window
+        total = sum(c for s, c in zip(self._starts, self._counts, strict=True) if s >= horizon)
+        oldest = max(min((s for s in self._starts if s >= horizon), default=now), horizon)
+        # As Kafka: the elapsed time is at least (samples - 1) full windows.
+        elapsed = max(now - oldest, (self._samples - 1) * self._window)
+        return total / elapsed if elapsed > 0 else 0.0
+
+
+class KafkaMetric:
+    """A ``common.metrics``-style attribute; `read` returns its current value, `counter` marks ``*-total``."""
+
+    kind = "kafka_metric"
+    __slots__ = ("read", "counter")
+
+    def __init__(self, read: Callable[[], float], counter: bool = False) -> None:
+        self.read = read
+        self.counter = counter
+
+
+@dataclass
+class RawSample:
+    suffix: str
+    labels: dict[str, str]
+    value: float
+
+
+@dataclass
+class RawFamily:
+    """A series family named outside the MBean scheme (process and Python runtime metrics)."""
+
+    name: str
+    type: str  # "gauge" | "counter" | "summary"
+    help: str
+    samples: list[RawSample]
+
+
+class Registry:
+    """Get-or-create registry. Not thread-safe by design: the broker records and scrapes on its event loop."""
+
+    def __init__(self, clock: Clock | None = None, window_s: float = 60.0, intervals: int = 6) -> None:
+        self.clock: Clock = clock or MonotonicClock()
+        self.window_s = window_s
+        self.intervals = intervals
+        self._metrics: dict[MetricName, object] = {}
+        self._meters: list[Meter] = []
+        self._timers: list = []
+        self._raw: list[Callable[[], Iterable[RawFamily]]] = []
+        self._interval_listeners: list[Callable[[float, float], None]] = []
+        start = self.clock.monotonic()
+        self._last_tick = start
+        self._interval_start = start
+        self.lock = threading.RLock()  # for scrapes from another thread, if an owner wants that
+
+    # ------------------------------------------------------------ definition
+
+    def _get(self, name: MetricName, factory: Callable[[], object], kind: str) -> object:
+        m = self._metrics.get(name)
+        if m is None:
+            m = factory()
+            self._metrics[name] = m
+        elif m.kind != kind:  # type: ignore[attr-defined]
+            raise ValueError(f"{name.mbean} already registered as a {m.kind}")  # type: ignore[attr-defined]
+        return m
+
+    def meter(self, domain: str, type_: str, name: str, scale: float = 1.0, **tags: object) -> Meter:
+        def make() -> Meter:
+            m = Meter(self.clock, scale)
+            self._meters.append(m)
+            return m
+
+        return self._get(MetricName.of(domain, type_, name, **tags), make, "meter")  # type: ignore[return-value]
+
+    def gauge(self, domain: str, type_: str, name: str, fn: Callable[[], float], **tags: object) -> Gauge:
+        key = MetricName.of(domain, type_, name, **tags)
+        g = self._get(key, lambda: Gauge(fn), "gauge")
+        g.fn = fn  # type: ignore[attr-defined]  # re-registration replaces the callable
+        return g  # type: ignore[return-value]
+
+    def gauge_family(self, domain: str, type_: str, name: str,
+                     fn: Callable[[], Iterable[tuple[Tags, float]]]) -> GaugeFamily:
+        key = MetricName(domain, type_, name)
+        g = self._get(key, lambda: GaugeFamily(fn), "gauge_family")
+        g.fn = fn  # type: ignore[attr-defined]
+        return g  # type: ignore[return-value]
+
+    def timer(self, domain: str, type_: str, name: str, **tags: object):
+        from exporter.timer import Timer
+
+        def make() -> Timer:
+            t = Timer(self.intervals)
+            self._timers.append(t)
+            return t
+
+        return self._get(MetricName.of(domain, type_, name, **tags), make, "timer")
+
+    histogram = timer  # a Yammer Histogram is a Timer without the meter attributes; we export them alike
+
+    def kafka_metric(self, domain: str, type_: str, attribute: str, read: Callable[[], float],
+                     counter: bool = False, **tags: object) -> KafkaMetric:
+        key = MetricName.of(domain, type_, attribute, **tags)
+        m = self._get(key, lambda: KafkaMetric(read, counter), "kafka_metric")
+        m.read, m.counter = read, counter  # type: ignore[attr-defined]
+        return m  # type: ignore[return-value]
+
+    def raw(self, fn: Callable[[], Iterable[RawFamily]]) -> None:
+        self._raw.append(fn)
+
+    def remove(self, name: MetricName) -> None:
+        m = self._metrics.pop(name, None)
+        if isinstance(m, Meter):
+            self._meters.remove(m)
+        elif m is not None and getattr(m, "kind", "") == "timer":
+            self._timers.remove(m)
+
+    def on_interval(self, fn: Callable[[float, float], None]) -> None:
+        """Call `fn(start, end)` (monotonic seconds) after each completed timer interval."""
+        self._interval_listeners.append(fn)
+
+    # ------------------------------------------------------------ time
+
+    def tick(self) -> None:
+        """Advance meters (5 s ticks) and timer windows (interval rotation) to the clock's now."""
+        now = self.clock.monotonic()
+        ticks = int((now - self._last_tick) // TICK_INTERVAL_S)
+        if ticks > 0:
+            self._last_tick += ticks * TICK_INTERVAL_S
+            for m in self._meters:
+                m._tick(ticks)
+        interval = self.window_s / self.intervals
+        for t in self._timers:
+            t.drain()
+        rotations = int((now - self._interval_start) // interval)
+        if rotations > 0:
+            ended = self._interval_start + interval
+            for t in self._timers:
+                t.rotate(rotations)
+            for fn in self._interval_listeners:
+                fn(ended - interval, ended)
+            self._interval_start += rotations * interval
+
+    # ------------------------------------------------------------ reading
+
+    def items(self) -> Iterator[tuple[MetricName, object]]:
+        return iter(list(self._metrics.items()))
+
+    def raw_families(self) -> Iterator[RawFamily]:
+        for fn in self._raw:
+            yield from fn()
+
+    def get(self, name: MetricName) -> object | None:
+        return self._metrics.get(name)

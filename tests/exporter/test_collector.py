@@ -1,0 +1,89 @@
+"""The prometheus-client collector: exact names on the page, parseable by prometheus-client's own parser."""
+
+import asyncio
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.collector import build_prometheus_registry, render
+from exporter.http import MetricsHTTPServer
+from exporter.registry import ManualClock, RawFamily, RawSample, Registry
+
+
+def _registry():
+    clock = ManualClock()
+    reg = Registry(clock)
+    reg.gauge("kafka.server", "ReplicaManager", "UnderReplicatedPartitions", lambda: 0)
+    reg.meter("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec").mark(5)
+    reg.meter("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", topic="orders").mark(5)
+    t = reg.timer("kafka.network", "RequestMetrics", "TotalTimeMs", request="Produce")
+    for ms in (1.0, 2.0, 3.0, 400.0):
+        t.update(ms)
+    reg.timer("kafka.network", "RequestMetrics", "TotalTimeMs", request="Metadata")  # never used
+    reg.gauge_family("kafka.log", "Log", "Size", lambda: [((("topic", "orders"), ("partition", "0")), 123)])
+    reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-count", lambda: 2,
+                     listener="PLAINTEXT", networkProcessor="0")
+    reg.raw(lambda: [RawFamily("python_gc_pause_seconds", "summary", "gc",
+                               [RawSample("_count", {"generation": "0"}, 3),
+                                RawSample("_sum", {"generation": "0"}, 0.01)])])
+    return reg
+
+
+def _samples(text):
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+    return out
+
+
+def test_strimzi_page_parses_with_exact_names():
+    text = render(build_prometheus_registry(_registry(), "strimzi", process=False)).decode()
+    got = _samples(text)
+    assert got[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 0.0
+    assert got[("kafka_server_brokertopicmetrics_messagesin_total", ())] == 5.0
+    assert got[("kafka_server_brokertopicmetrics_messagesin_total", (("topic", "orders"),))] == 5.0
+    assert got[("kafka_network_requestmetrics_totaltimems_count_total", (("request", "Produce"),))] == 4.0
+    assert got[("kafka_network_requestmetrics_totaltimems", (("quantile", "0.50"), ("request", "Produce")))] == \
+        2.0
+    assert got[("kafka_network_requestmetrics_totaltimems", (("quantile", "0.999"), ("request", "Produce")))] == \
+        400.127
+    assert got[("kafka_network_requestmetrics_totaltimems", (("quantile", "0.99"), ("request", "Metadata")))] == 0
+    assert 'quantile="0.50"' in text and 'quantile="0.5"' not in text
+    assert got[("kafka_log_log_size", (("partition", "0"), ("topic", "orders")))] == 123
+    assert got[("kafka_server_socket_server_metrics_connection_count",
+                (("listener", "PLAINTEXT"), ("networkProcessor", "0")))] == 2
+    # The timer as a classic histogram, seconds, cumulative.
+    assert got[("kafka_network_requestmetrics_totaltime_seconds_bucket", (("le", "0.002"), ("request", "Produce")))] \
+        == 2
+    assert got[("kafka_network_requestmetrics_totaltime_seconds_bucket", (("le", "+Inf"), ("request", "Produce")))] \
+        == 4
+    assert got[("kafka_network_requestmetrics_totaltime_seconds_sum", (("request", "Produce"),))] == 0.406
+    assert not any(k[0].startswith("kafka_network_requestmetrics_totaltime_seconds") and ("request", "Metadata")
+                   in k[1] for k in got)
+    assert got[("python_gc_pause_seconds_count", (("generation", "0"),))] == 3
+
+
+def test_confluent_page_parses():
+    text = render(build_prometheus_registry(_registry(), "confluent", process=False)).decode()
+    got = _samples(text)
+    assert got[("kafka_server_brokertopicmetrics_messagesinpersec", (("topic", "orders"),))] == 5.0
+    assert got[("kafka_network_requestmetrics_totaltimems", (("request", "Produce"),))] == 4.0
+    assert ("kafka_server_brokertopicmetrics_messagesinpersec_oneminuterate_alltopics", ()) in got
+
+
+def test_http_endpoint_serves_on_loopback():
+    prom = build_prometheus_registry(_registry(), process=True)
+
+    async def main():
+        srv = MetricsHTTPServer(lambda: render(prom), "127.0.0.1", 0)
+        port = await srv.start()
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                                                      timeout=5).read())
+        await srv.stop()
+        return body.decode()
+
+    text = asyncio.run(main())
+    names = {f.name for f in text_string_to_metric_families(text)}
+    assert "kafka_server_replicamanager_underreplicatedpartitions" in names
+    assert "process_cpu_seconds" in names

@@ -1,0 +1,93 @@
+"""Registry, Meter (Yammer EWMA), gauges, sampled rates: injected clock, no sleeping."""
+
+import math
+
+import pytest
+
+from exporter.registry import EWMA, ManualClock, MetricName, Registry, SampledRate
+
+
+def test_metric_name_keeps_tag_order_and_drops_empty_values():
+    n = MetricName.of("kafka.network", "RequestMetrics", "RequestsPerSec", request="Produce", version=9, x="")
+    assert n.tags == (("request", "Produce"), ("version", "9"))
+    assert n.mbean == "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9"
+
+
+def test_get_or_create_and_kind_conflict():
+    reg = Registry(ManualClock())
+    m = reg.meter("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", topic="a")
+    assert reg.meter("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", topic="a") is m
+    assert reg.meter("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec") is not m
+    with pytest.raises(ValueError):
+        reg.timer("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", topic="a")
+
+
+def test_ewma_matches_yammer_formula():
+    alpha = 1 - math.exp(-5 / 60)
+    e = EWMA(alpha)
+    e.tick(300)  # first tick: the instant rate
+    assert e.rate == pytest.approx(60.0)
+    e.tick(0)
+    assert e.rate == pytest.approx(60.0 * (1 - alpha))
+    e.tick(0, ticks=11)  # one empty tick and ten more, closed form
+    assert e.rate == pytest.approx(60.0 * (1 - alpha) ** 12)
+
+
+def test_meter_rates_follow_yammer():
+    clock = ManualClock()
+    reg = Registry(clock)
+    m = reg.meter("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec")
+    assert (m.count, m.mean_rate, m.one_minute_rate) == (0, 0.0, 0.0)
+    m.mark(50)
+    clock.advance(4.9)
+    reg.tick()
+    assert m.one_minute_rate == 0.0  # no tick yet: Yammer only moves the EWMA every 5 s
+    clock.advance(0.1)
+    reg.tick()
+    assert m.one_minute_rate == pytest.approx(10.0)
+    assert m.five_minute_rate == pytest.approx(10.0)
+    assert m.mean_rate == pytest.approx(10.0)
+    # Constant 10/s for 10 minutes: every EWMA converges on 10.
+    for _ in range(120):
+        m.mark(50)
+        clock.advance(5)
+        reg.tick()
+    assert m.one_minute_rate == pytest.approx(10.0)
+    assert m.fifteen_minute_rate == pytest.approx(10.0)
+    # Then a minute of silence: the 1-minute rate decays by e^-1, the 15-minute one by e^(-1/15).
+    clock.advance(60)
+    reg.tick()
+    assert m.one_minute_rate == pytest.approx(10.0 * math.exp(-1), rel=1e-9)
+    assert m.fifteen_minute_rate == pytest.approx(10.0 * math.exp(-1 / 15), rel=1e-9)
+    assert m.count == 50 * 121
+
+
+def test_nanosecond_meter_reads_as_fraction():
+    clock = ManualClock()
+    reg = Registry(clock)
+    idle = reg.meter("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent", scale=1e-9)
+    idle.mark(int(3.75e9))  # 3.75 s idle of 5 s
+    clock.advance(5)
+    reg.tick()
+    assert idle.one_minute_rate == pytest.approx(0.75)
+    assert idle.mean_rate == pytest.approx(0.75)
+
+
+def test_gauge_is_read_at_scrape_time():
+    reg = Registry(ManualClock())
+    box = [1]
+    g = reg.gauge("kafka.server", "ReplicaManager", "PartitionCount", lambda: box[0])
+    box[0] = 7
+    assert g.value == 7
+
+
+def test_sampled_rate_is_kafkas_two_window_rate():
+    clock = ManualClock()
+    r = SampledRate(clock, window_s=30, samples=2)
+    for _ in range(30):
+        r.record()
+        clock.advance(1)
+    assert r.rate == pytest.approx(1.0)
+    clock.advance(120)
+    assert r.rate == 0.0
+    assert r.total == 30
