@@ -665,3 +665,26 @@ def test_idempotent_producer(shared_broker, topic_name, client):
             assert seq[0].base_sequence == 0
             for a, b in zip(seq, seq[1:], strict=False):
                 assert b.base_sequence == a.base_sequence + a.last_offset_delta + 1
+
+
+def test_commit_restart_resume_kcat(shared_broker, topic_name):
+    """kcat's balanced consumer (-G) commits what it consumed on exit; the next run resumes after it."""
+    create_topic(shared_broker.port, topic_name)
+    produce("confluent", shared_broker.bootstrap, topic_name, [(None, f"r{i}".encode(), []) for i in range(20)],
+            partition=0)
+    group = _group()
+
+    def run(count: int) -> list[str]:
+        out = subprocess.run([KCAT, "-b", shared_broker.bootstrap, "-G", group, "-c", str(count), "-f", "%o|%s\n",
+                              "-X", "auto.offset.reset=earliest", "-X", f"session.timeout.ms={SESSION_MS}",
+                              topic_name], check=True, timeout=60, capture_output=True)
+        return out.stdout.decode().split()
+
+    assert run(10) == [f"{i}|r{i}" for i in range(10)]
+    assert run(10) == [f"{i}|r{i}" for i in range(10, 20)]
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": group})
+    try:
+        assert c.committed([TopicPartition(topic_name, 0)], timeout=10)[0].offset == 20
+    finally:
+        c.close()
