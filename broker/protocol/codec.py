@@ -59,11 +59,11 @@ def parse_request(frame: bytes | memoryview) -> tuple[Any, Any]:
     try:
         cls = request_class(api_key, api_version)
         header, n = entity_reader(cls.__header_schema__)(frame, 0)
-        body, m = entity_reader(cls)(frame, n)
+        body, _m = entity_reader(cls)(frame, n)
     except Exception as e:  # kio raises many types (index errors, decode errors, KeyError on unknown tags)
         raise UnparseableRequest(f"api_key={api_key} v{api_version}: {e!r}") from e
-    if n + m != len(frame):
-        raise UnparseableRequest(f"api_key={api_key} v{api_version}: {len(frame) - n - m} trailing bytes")
+    # Trailing bytes are ignored, as Kafka does: librdkafka's "all topics" Metadata v10+ request leaves
+    # three stale bytes of its array-count placeholder after the body.
     return header, body
 
 
