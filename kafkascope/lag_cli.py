@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import logging
+import signal
 import sys
+import threading
 
 from slo.lag.cases import CaseError, evaluate_cases
+from slo.lag.config import ConfigError, read_config
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -22,10 +27,43 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _monitor(args: argparse.Namespace) -> int:
+    from slo.lag.api import LagAPI, serve
+    from slo.lag.collector import Collector, wall_ms
+    from slo.lag.monitor import LagMonitor
+
+    if not args.bootstrap_servers:
+        print("kafkascope lag: error: --bootstrap-servers is required (or use `lag evaluate`)", file=sys.stderr)
+        return 2
+    try:
+        config = read_config(args.config)
+    except (OSError, ConfigError) as e:
+        print(f"kafkascope lag: error: {e}", file=sys.stderr)
+        return 2
+    if args.http_port is not None:
+        config = dataclasses.replace(config, http_port=args.http_port)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    monitor = LagMonitor(config)
+    server = serve(LagAPI(monitor, wall_ms), config.http_port)
+    print(f"burrow-compatible API on http://127.0.0.1:{server.server_address[1]}/v3/kafka", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        Collector(args.bootstrap_servers, monitor).run(stop)
+    finally:
+        server.shutdown()
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `lag` (live monitor, `evaluate`) and `slo lag-history` on the kafkascope command parser."""
     lag = subparsers.add_parser("lag", help="consumer lag the way Burrow evaluates it",
                                 description="Consumer-lag monitor with Burrow's rules.")
+    lag.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="the cluster to monitor")
+    lag.add_argument("--config", metavar="lag.yaml", help="Burrow-style settings (see slo/lag/config.py)")
+    lag.add_argument("--http-port", type=int, help="API port on 127.0.0.1 (overrides http-port; 0 = any)")
+    lag.set_defaults(run=_monitor)
     lag_sub = lag.add_subparsers(dest="lag_command", metavar="SUBCOMMAND")
     ev = lag_sub.add_parser("evaluate", help="evaluate partition cases from a JSON file (offline)")
     ev.add_argument("cases", metavar="CASES.json")

@@ -1,0 +1,188 @@
+"""Burrow v3 HTTP API (paths and JSON names of burrow.md §5) and `/metrics`, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from slo.lag.monitor import LagMonitor
+from slo.lag.rules import ConsumerOffset, GroupStatus, PartitionStatus, Status
+
+HOST = socket.gethostname()
+
+
+def offset_json(o: ConsumerOffset | None) -> dict | None:
+    return None if o is None else {"offset": o.offset, "timestamp": o.timestamp, "observedAt": o.observed_at,
+                                   "lag": o.lag}
+
+
+def partition_json(p: PartitionStatus) -> dict:
+    return {"topic": p.topic, "partition": p.partition, "owner": p.owner, "client_id": p.client_id,
+            "status": p.status.name, "start": offset_json(p.start), "end": offset_json(p.end),
+            "current_lag": p.current_lag, "complete": p.complete, "lag_seconds": p.lag_seconds}
+
+
+def group_json(g: GroupStatus) -> dict:
+    return {"cluster": g.cluster, "group": g.group, "status": g.status.name, "complete": g.complete,
+            "partitions": [partition_json(p) for p in g.partitions], "partition_count": g.partition_count,
+            "maxlag": None if g.maxlag is None else partition_json(g.maxlag), "totallag": g.totallag,
+            "lag_seconds": g.lag_seconds}
+
+
+def _labels(**kv) -> str:
+    def esc(v):
+        return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in kv.items()) + "}"
+
+
+_HELP = {
+    "burrow_kafka_consumer_status": "The status of a consumer group (NOTFOUND=0 OK=1 WARN=2 ERR=3)",
+    "burrow_kafka_consumer_lag_total": "The sum of all partition current lags for the consumer group",
+    "burrow_kafka_consumer_partition_lag": "The number of messages the consumer group is behind for a partition",
+    "burrow_kafka_consumer_current_offset": "Latest committed offset for a partition (window complete only)",
+    "burrow_kafka_topic_partition_status": "The status of a partition (window complete only)",
+    "burrow_kafka_topic_partition_offset": "Latest broker offset for a partition",
+    "kafka_consumergroup_lag": "Current approximate lag of a consumer group at topic/partition (kafka_exporter)",
+    "kafkascope_consumer_partition_lag_seconds": "Estimated seconds the group is behind on the partition",
+    "kafkascope_consumer_lag_seconds": "Estimated seconds the group's worst partition is behind",
+}
+
+
+def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, list[int]]) -> str:
+    """Prometheus text for evaluated groups (ShowAll) and the latest broker offset per topic partition."""
+    series: dict[str, list[str]] = {name: [] for name in _HELP}
+
+    def add(name, value, **labels):
+        series[name].append(f"{name}{_labels(**labels)} {value}")
+
+    for g in groups:
+        gl = {"cluster": cluster, "consumer_group": g.group}
+        add("burrow_kafka_consumer_status", int(g.status), **gl)
+        add("burrow_kafka_consumer_lag_total", g.totallag, **gl)
+        if g.lag_seconds is not None:
+            add("kafkascope_consumer_lag_seconds", g.lag_seconds, **gl)
+        for p in g.partitions:
+            pl = {**gl, "topic": p.topic, "partition": p.partition}
+            add("burrow_kafka_consumer_partition_lag", p.current_lag, **pl)
+            add("kafka_consumergroup_lag", p.current_lag, consumergroup=g.group, topic=p.topic,
+                partition=p.partition)
+            if p.complete == 1.0:
+                add("burrow_kafka_consumer_current_offset", p.end.offset, **pl)
+                add("burrow_kafka_topic_partition_status", int(p.status), **pl)
+            if p.lag_seconds is not None:
+                add("kafkascope_consumer_partition_lag_seconds", p.lag_seconds, **pl)
+    for topic in sorted(topics):
+        for partition, offset in enumerate(topics[topic]):
+            add("burrow_kafka_topic_partition_offset", offset, cluster=cluster, topic=topic, partition=partition)
+    out = []
+    for name, lines in series.items():
+        out += [f"# HELP {name} {_HELP[name]}", f"# TYPE {name} gauge", *lines]
+    return "\n".join(out) + "\n"
+
+
+class LagAPI:
+    """Routes a request to (http status, body) against the monitor; `now_ms` is the clock."""
+
+    def __init__(self, monitor: LagMonitor, now_ms: Callable[[], int]) -> None:
+        self.monitor = monitor
+        self.now_ms = now_ms
+        self.cluster = monitor.config.cluster
+
+    def _ok(self, url: str, message: str, **result) -> tuple[int, dict]:
+        return 200, {"error": False, "message": message, **result, "request": {"url": url, "host": HOST}}
+
+    def _error(self, url: str, code: int, message: str) -> tuple[int, dict]:
+        return code, {"error": True, "message": message, "request": {"url": url, "host": HOST}}
+
+    def metrics(self) -> str:
+        m, now = self.monitor, self.now_ms()
+        with m.lock:
+            groups = [g for g in (m.evaluator.group(name, now) for name in sorted(m.storage.groups))
+                      if g.status is not Status.NOTFOUND]
+            topics = {t: m.storage.topic_offsets(t) for t in m.storage.broker}
+        return render_metrics(self.cluster, groups, topics)
+
+    def handle(self, method: str, url: str) -> tuple[int, dict]:
+        path = url.split("?", 1)[0].rstrip("/")
+        m, now = self.monitor, self.now_ms()
+        if method == "GET" and path == "/v3/kafka":
+            return self._ok(url, "cluster list returned", clusters=[self.cluster])
+        match = re.fullmatch(r"/v3/kafka/([^/]+)(/.*)?", path)
+        if not match:
+            return 404, {"error": True, "message": "invalid request type", "result": {}}
+        if match.group(1) != self.cluster:
+            return self._error(url, 404, "cluster not found")
+        rest = (match.group(2) or "").split("/")[1:]
+        cfg = m.config.collector
+        with m.lock:
+            if method == "DELETE" and len(rest) in (2, 4) and rest[0] == "consumer" and rest[2:3] in ([], ["topic"]):
+                m.delete_group(rest[1], now, rest[3] if len(rest) == 4 else None)
+                return self._ok(url, "consumer group removed")
+            if method != "GET":
+                return 404, {"error": True, "message": "invalid request type", "result": {}}
+            if not rest:
+                return self._ok(url, "cluster module detail returned", module={
+                    "class-name": "kafka", "servers": [], "client-profile": {
+                        "name": "", "client-id": f"kafkascope-lag-{self.cluster}", "kafka-version": "", "tls": None,
+                        "sasl": None}, "topic-refresh": cfg.topic_refresh_s, "offset-refresh": cfg.offset_refresh_s})
+            if rest == ["topic"]:
+                return self._ok(url, "topic list returned", topics=sorted(m.storage.broker))
+            if rest[0] == "topic" and len(rest) in (2, 3):
+                offsets = m.storage.topic_offsets(rest[1])
+                if offsets is None:
+                    return self._error(url, 404, "topic not found")
+                if len(rest) == 3 and rest[2] == "consumers":
+                    return self._ok(url, "consumers of topic returned", consumers=m.storage.consumers_of(rest[1]))
+                if len(rest) == 2:
+                    return self._ok(url, "topic offsets returned", offsets=offsets)
+            if rest == ["consumer"]:
+                return self._ok(url, "consumer list returned", consumers=sorted(m.storage.groups))
+            if rest[0] == "consumer" and len(rest) == 2:
+                views = m.storage.fetch_group(rest[1], now)
+                if views is None:
+                    return self._error(url, 404, "cluster or consumer not found")
+                topics: dict[str, list] = {}
+                for v in views:
+                    topics.setdefault(v.topic, []).append({"offsets": [offset_json(o) for o in v.offsets],
+                                                           "owner": v.owner, "client_id": v.client_id,
+                                                           "current-lag": v.current_lag})
+                return self._ok(url, "consumer detail returned", topics=topics)
+            if rest[0] == "consumer" and len(rest) == 3 and rest[2] in ("status", "lag"):
+                g = m.evaluator.group(rest[1], now, show_all=rest[2] == "lag")
+                code = 404 if g.status is Status.NOTFOUND else 200
+                return code, self._ok(url, "consumer status returned", status=group_json(g))[1]
+        return 404, {"error": True, "message": "invalid request type", "result": {}}
+
+
+def serve(api: LagAPI, port: int) -> ThreadingHTTPServer:
+    """Start the HTTP server on 127.0.0.1:port (0 = any free port) in a daemon thread."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _route(self) -> None:
+            if self.command == "GET" and self.path.split("?")[0] == "/metrics":
+                self._send(200, api.metrics().encode(), "text/plain; version=0.0.4; charset=utf-8")
+            elif self.command == "GET" and self.path.split("?")[0] == "/burrow/admin":
+                self._send(200, b"GOOD", "text/plain")
+            else:
+                code, body = api.handle(self.command, self.path)
+                self._send(code, json.dumps(body).encode(), "application/json")
+
+        do_GET = do_DELETE = _route
+
+        def log_message(self, fmt: str, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True, name="lag-http").start()
+    return server

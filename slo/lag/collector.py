@@ -1,0 +1,115 @@
+"""The Kafka edge (confluent-kafka): tail `__consumer_offsets` from the beginning, poll log-end offsets."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from slo.lag.monitor import LagMonitor
+
+log = logging.getLogger(__name__)
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Collector:
+    """Feeds a LagMonitor; `run` loops until `stop` is set. Time comes from `clock` (ms)."""
+
+    def __init__(self, bootstrap: str, monitor: LagMonitor, clock: Callable[[], int] = wall_ms) -> None:
+        self.monitor = monitor
+        self.cfg = monitor.config.collector
+        self.clock = clock
+        conf = {"bootstrap.servers": bootstrap, "client.id": f"kafkascope-lag-{monitor.config.cluster}"}
+        self.admin = AdminClient(conf)
+        self.consumer = Consumer({**conf, "group.id": "kafkascope-lag-unused", "enable.auto.commit": False,
+                                  "enable.partition.eof": False, "allow.auto.create.topics": False})
+        self.partitions: dict[str, int] = {}   # topic → partition count, from the last metadata refresh
+        self._next_poll = 0
+        self._next_topics = 0
+        self._assigned = False
+
+    def _metadata(self) -> dict[str, int]:
+        """All topics' partition counts; if the cluster refuses a full listing, the topics we know of."""
+        try:
+            md = self.admin.list_topics(timeout=10)
+            return {t: len(m.partitions) for t, m in md.topics.items() if m.error is None}
+        except KafkaException as e:
+            log.warning("full metadata listing failed (%s); polling the topics seen in commits", e)
+        out = {}
+        for topic in set(self.partitions) | self.monitor.seen_topics:
+            m = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if m is not None and m.error is None:
+                out[topic] = len(m.partitions)
+        return out
+
+    def poll_broker_offsets(self, now_ms: int) -> None:
+        if now_ms >= self._next_topics or not self.partitions:
+            fresh = self._metadata()
+            for gone in set(self.partitions) - set(fresh):
+                log.info("topic %s disappeared; deleting it", gone)
+                self.monitor.delete_topic(gone, now_ms)
+            self.partitions = fresh
+            self._next_topics = now_ms + int(self.cfg.topic_refresh_s * 1000)
+        request = {TopicPartition(t, p): OffsetSpec.latest() for t, n in self.partitions.items() for p in range(n)}
+        if not request:
+            return
+        offsets = {}
+        for tp, fut in self.admin.list_offsets(request, request_timeout=10).items():
+            try:
+                offsets[(tp.topic, tp.partition)] = fut.result().offset
+            except KafkaException as e:
+                log.warning("log-end offset of %s-%d: %s", tp.topic, tp.partition, e)
+                self._next_topics = 0   # refresh metadata on the next poll, as Burrow does after an error
+        with self.monitor.lock:
+            self.monitor.broker_offsets(offsets, self.partitions, self.clock())
+
+    def _assign(self) -> None:
+        topic = self.cfg.offsets_topic
+        md = self.consumer.list_topics(topic, timeout=10).topics[topic]
+        if md.error is not None:
+            raise KafkaException(md.error)
+        pos = self.monitor.positions
+        self.consumer.assign([TopicPartition(topic, p, pos.get(p, OFFSET_BEGINNING)) for p in md.partitions])
+        self._assigned = True
+
+    def consume(self, timeout_s: float) -> int:
+        """Apply up to one batch of __consumer_offsets messages; returns how many."""
+        if not self._assigned:
+            self._assign()
+        msgs = [m for m in self.consumer.consume(500, timeout_s) if m.error() is None]
+        if msgs:
+            with self.monitor.lock:
+                for m in msgs:
+                    self.monitor.apply_record(m.partition(), m.offset(), m.key(), m.value(), self.clock())
+        return len(msgs)
+
+    def run(self, stop: threading.Event) -> None:
+        cfg = self.monitor.config
+        next_save = self.clock() + int(cfg.snapshot_interval_s * 1000)
+        try:
+            while not stop.is_set():
+                now = self.clock()
+                if now >= self._next_poll:
+                    self._next_poll = now + int(self.cfg.offset_refresh_s * 1000)
+                    try:
+                        self.poll_broker_offsets(now)
+                    except KafkaException as e:
+                        log.warning("log-end offset poll failed: %s", e)
+                        self._next_topics = 0
+                if now >= next_save:
+                    next_save = now + int(cfg.snapshot_interval_s * 1000)
+                    with self.monitor.lock:
+                        self.monitor.save()
+                wait = max(0.0, min(0.2, (self._next_poll - self.clock()) / 1000))
+                self.consume(wait)
+        finally:
+            with self.monitor.lock:
+                self.monitor.save()
+            self.consumer.close()
