@@ -99,6 +99,11 @@ class Broker:
         self.producer_ids = ProducerIdManager(dirs[0] / "__producer_id_block")
         self.purgatory = Purgatory()
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))
+        self.metrics = None
+        if config.prometheus_listener or config.hdr_log_dir:
+            from broker.metrics import BrokerMetrics
+
+            self.metrics = BrokerMetrics(self)
         self.server = KafkaServer(self)
         self._tasks: list[asyncio.Task] = []
 
@@ -169,6 +174,8 @@ class Broker:
         self.ensure_offsets_topic()
         self.group_coordinator.load()
         self.logs.start()
+        if self.metrics is not None:
+            await self.metrics.start()  # before the Kafka port opens, so /metrics is up once clients can connect
         port = await self.server.start()
         self._tasks.append(asyncio.create_task(self.group_coordinator.run(), name="group-coordinator"))
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
@@ -187,6 +194,8 @@ class Broker:
 
     async def stop(self) -> None:
         await self.server.stop()
+        if self.metrics is not None:
+            await self.metrics.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

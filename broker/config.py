@@ -227,6 +227,9 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "zookeeper.connect": ("zookeeper_connect", _str),
     "broker.rack": ("broker_rack", _str),
     "cluster.id": ("cluster_id", _str),
+    "prometheus.listener": ("prometheus_listener", _str),
+    "prometheus.naming": ("prometheus_naming", _choice("strimzi", "confluent")),
+    "hdr.log.dir": ("hdr_log_dir", _str),
 }
 
 # Broker keys that only feed topic defaults; time-unit variants are folded into their .ms form.
@@ -298,6 +301,9 @@ class BrokerConfig:
     zookeeper_connect: str = ""
     broker_rack: str = ""
     cluster_id: str = ""
+    prometheus_listener: str = ""   # host:port of the /metrics endpoint; off when empty
+    prometheus_naming: str = "strimzi"
+    hdr_log_dir: str = ""           # HdrHistogram interval logs per request type; off when empty
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Raw keys as given (static broker config), for DescribeConfigs on the broker entity.
     static: dict[str, str] = field(default_factory=dict)

@@ -12,14 +12,17 @@ import logging
 import socket
 import struct
 from collections import Counter
+from time import perf_counter
 from typing import TYPE_CHECKING
 
+from broker.errors import ErrorCode
 from broker.protocol.api import HANDLERS, RequestContext, load_handlers
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
 
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from broker.metrics import RequestStats
 
 log = logging.getLogger(__name__)
 _RECV_CHUNK = 256 * 1024
@@ -141,12 +144,22 @@ class KafkaServer:
             self._connections[conn] = asyncio.create_task(self._serve(conn, host))
 
     async def _serve(self, conn: Connection, host: str) -> None:
+        metrics = self.broker.metrics
+        stats = metrics.new_request_stats() if metrics is not None else None
         try:
             while True:
                 frame = await conn.read_frame(self.config.socket_request_max_bytes)
-                response = await self.dispatch(frame, host)
+                t0 = perf_counter()
+                response = await self.dispatch(frame, host, stats)
+                if stats is None:
+                    if response is not None:
+                        await conn.write(response)
+                    continue
+                t3 = perf_counter()
+                stats.phase = 2
                 if response is not None:
                     await conn.write(response)
+                metrics.request_done(stats, t0, t3, perf_counter())
         except (ConnectionError, OSError):
             pass
         except (ValueError, UnparseableRequest) as e:
@@ -159,21 +172,35 @@ class KafkaServer:
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
             conn.close()
+            if metrics is not None:
+                metrics.connection_closed(stats)
 
-    async def dispatch(self, frame: bytes, client_host: str) -> bytes | list | None:
+    async def dispatch(self, frame: bytes, client_host: str, stats: RequestStats | None = None
+                       ) -> bytes | list | None:
+        """Serve one request frame; with `stats` (metrics on), stamp the handler's start and end into it."""
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
+        if stats is not None:
+            stats.api_key, stats.version, stats.t1, stats.t2, stats.phase = api_key, api_version, 0.0, 0.0, 1
         spec = HANDLERS.get(api_key)
         if api_key == API_VERSIONS_KEY and (spec is None or api_version > spec.max_version):
             return encode_response(API_VERSIONS_KEY, 0, correlation_id, unsupported_version_body())
         if spec is None or not spec.min_version <= api_version <= spec.max_version:
+            if stats is not None:
+                self.broker.metrics.request_failed(api_key, ErrorCode.unsupported_version)
             raise UnparseableRequest(f"unsupported api_key={api_key} version={api_version}")
         header, body = parse_request(frame)
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id, client_host)
+        if stats is not None:
+            stats.ctx, stats.body, stats.t1 = ctx, body, perf_counter()
         try:
             result = await spec.handle(ctx, body)
         except Exception:
             log.exception("handler for api_key=%d v%d failed", api_key, api_version)
+            if stats is not None:
+                self.broker.metrics.request_failed(api_key, ErrorCode.unknown_server_error)
             raise UnparseableRequest("handler failure") from None
+        if stats is not None:
+            stats.t2, stats.result = perf_counter(), result
         if result is None:
             return None
         return encode_response(api_key, api_version, correlation_id, result)

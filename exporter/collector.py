@@ -57,10 +57,13 @@ class RegistryCollector:
         def add(s: naming.Series | None, value: float, help_: str) -> None:
             if s is None:
                 return
-            fam = families.get(s.name)
+            name = s.name
+            if s.type == "counter" and name.endswith("_total"):
+                name = name[:-6]  # the exposition adds it back, as client_java 1.x / prometheus-client do
+            fam = families.get(name)
             if fam is None:
-                fam = families[s.name] = Metric(s.name, help_, _TYPE[s.type])
-            sample = s.name + "_total" if s.type == "counter" else s.name
+                fam = families[name] = Metric(name, help_, _TYPE[s.type])
+            sample = name + "_total" if s.type == "counter" else name
             fam.add_sample(sample, dict(s.labels), float(value))
 
         for mn, m in reg.items():

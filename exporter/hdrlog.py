@@ -34,7 +34,7 @@ class IntervalLogWriter:
             self._w.output_comment(f"kafkascope interval log: {name} (values in microseconds)")
             self._w.output_log_format_version()
             when = dt.datetime.fromtimestamp(start_wall_s, dt.UTC).isoformat()
-            self._f.write(f"#[StartTime: {start_wall_s:.3f} (seconds since epoch), {when}]\n")
+            self._f.write(f"#[StartTime: {start_wall_s:f} (seconds since epoch), {when}]\n")  # %f as the lines
             self._w.output_legend()
         self._hist = new_hdr()
 

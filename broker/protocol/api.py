@@ -33,6 +33,7 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     client_host: str
+    remote_s: float = 0.0  # time parked in the purgatory (RequestMetrics RemoteTimeMs)
 
 
 def handler(api_key: int, min_version: int, max_version: int) -> Callable[[Handler], Handler]:

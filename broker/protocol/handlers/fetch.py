@@ -1,5 +1,7 @@
 """Fetch (1) with long-poll, ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21)."""
 
+from time import perf_counter
+
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.api import RequestContext, handler
 from broker.protocol.codec import ms
@@ -48,9 +50,14 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
         errors = any(p["error_code"] for t in topics for p in t["partitions"])
         if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
             break
-        if not await ctx.broker.purgatory.wait(keys, remaining):
+        parked = perf_counter()
+        woken = await ctx.broker.purgatory.wait(keys, remaining)
+        ctx.remote_s += perf_counter() - parked
+        if not woken:
             topics, gathered = _read_partitions(ctx, req, max_bytes)
             break
+    if ctx.broker.metrics is not None:
+        ctx.broker.metrics.fetched(topics, getattr(req, "replica_id", -1) >= 0)
     return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": topics}
 
 

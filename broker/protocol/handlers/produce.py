@@ -9,6 +9,7 @@ LEADER_EPOCH = 0
 @handler(0, 0, 10)  # v0–2 advertised for old librdkafka's compression check, rejected when sent (kio has none)
 async def handle_produce(ctx: RequestContext, req) -> dict | None:
     broker = ctx.broker
+    metrics = broker.metrics
     acks = req.acks
     topics = []
     for t in req.topic_data:
@@ -32,9 +33,13 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                              log_start_offset=result.log_start_offset)
                 if not result.duplicate:
                     broker.on_append(t.name, p.index)
+                if metrics is not None:
+                    metrics.produced(t.name, len(p.records), 0 if result.duplicate else result.record_count)
             except KafkaError as e:
                 entry["error_code"] = e.code
                 entry["error_message"] = e.message
+                if metrics is not None:
+                    metrics.produce_failed(t.name, e.code, len(p.records or b""))
             parts.append(entry)
         topics.append({"name": t.name, "partition_responses": parts})
     if acks == 0:

@@ -1,0 +1,157 @@
+"""Broker metrics end to end: a real broker subprocess with prometheus.listener, scraped over HTTP."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.log.records import Record, build_batch
+from tests.e2e.helpers import create_topic, fetch_raw, wait_until
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.wire import WireClient
+
+PRODUCE = 0
+
+
+def scrape(port: int) -> dict[tuple[str, tuple], float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def produce(port: int, topic: str, records: bytes, acks: int = 1):
+    with WireClient(port) as w:
+        resp = w.call(PRODUCE, 9, {"transactional_id": None, "acks": acks, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
+        return resp.responses[0].partition_responses[0]
+
+
+@pytest.fixture(scope="module")
+def metrics_broker(tmp_path_factory):
+    mport = free_port()
+    b = BrokerProcess(tmp_path_factory.mktemp("metrics-broker"), **{"prometheus.listener": f"127.0.0.1:{mport}",
+                                                                     "hdr.log.dir": "HDRDIR"})
+    b.props["hdr.log.dir"] = str(b.data_dir / "hdr")
+    b.metrics_port = mport
+    with b:
+        yield b
+
+
+def test_produce_moves_messages_in_and_bytes_in(metrics_broker, topic_name):
+    b = metrics_broker
+    create_topic(b.port, topic_name)
+    before = scrape(b.metrics_port)
+    batch = build_batch([Record(timestamp=1, key=b"k", value=b"v" * 100) for _ in range(7)])
+    assert produce(b.port, topic_name, batch).error_code == 0
+    after = scrape(b.metrics_port)
+    topic = (("topic", topic_name),)
+    assert after[("kafka_server_brokertopicmetrics_messagesin_total", topic)] == 7
+    assert after[("kafka_server_brokertopicmetrics_bytesin_total", topic)] == len(batch)
+    assert after[("kafka_server_brokertopicmetrics_totalproducerequests_total", topic)] == 1
+    all_in = ("kafka_server_brokertopicmetrics_messagesin_total", ())
+    assert after[all_in] - before.get(all_in, 0) == 7
+    produce_count = ("kafka_network_requestmetrics_totaltimems_count_total", (("request", "Produce"),))
+    assert after[produce_count] - before.get(produce_count, 0) >= 1
+    p99 = ("kafka_network_requestmetrics_totaltimems", (("quantile", "0.99"), ("request", "Produce")))
+    assert after[p99] > 0
+    assert after[("kafka_network_requestmetrics_requests_total", (("request", "Produce"), ("version", "9")))] >= 1
+    assert after[("kafka_log_log_logendoffset", (("partition", "0"), *topic))] == 7
+    assert after[("kafka_log_log_size", (("partition", "0"), *topic))] == len(batch)
+    assert after[("kafka_log_log_numlogsegments", (("partition", "0"), *topic))] == 1
+    hist = ("kafka_network_requestmetrics_totaltime_seconds_bucket", (("le", "+Inf"), ("request", "Produce")))
+    assert after[hist] == after[produce_count]
+    # Fetch it back: BytesOut and the FetchConsumer split.
+    assert fetch_raw(b.port, topic_name)
+    after = scrape(b.metrics_port)
+    assert after[("kafka_server_brokertopicmetrics_bytesout_total", topic)] == len(batch)
+    assert after[("kafka_network_requestmetrics_totaltimems_count_total", (("request", "FetchConsumer"),))] >= 1
+    assert after[("kafka_network_requestmetrics_totaltimems_count_total", (("request", "Fetch"),))] >= 1
+
+
+def test_bad_request_counts_errors_with_their_label(metrics_broker, topic_name):
+    b = metrics_broker
+    create_topic(b.port, topic_name)
+    key = ("kafka_network_requestmetrics_errors_total", (("error", "INVALID_REQUIRED_ACKS"), ("request", "Produce")))
+    before = scrape(b.metrics_port).get(key, 0)
+    resp = produce(b.port, topic_name, build_batch([Record(timestamp=1, value=b"v")]), acks=5)
+    assert resp.error_code != 0
+    after = scrape(b.metrics_port)
+    assert after[key] == before + 1
+    assert after[("kafka_network_requestmetrics_errors_total", (("error", "NONE"), ("request", "Produce")))] >= 0
+    failed = ("kafka_server_brokertopicmetrics_failedproducerequests_total", (("topic", topic_name),))
+    assert after[failed] == 1
+
+
+def test_standalone_replication_and_broker_gauges(metrics_broker):
+    got = scrape(metrics_broker.metrics_port)
+    for name, value in [("kafka_server_replicamanager_underreplicatedpartitions", 0),
+                        ("kafka_server_replicamanager_underminisrpartitioncount", 0),
+                        ("kafka_controller_kafkacontroller_activecontrollercount", 1),
+                        ("kafka_controller_kafkacontroller_offlinepartitionscount", 0),
+                        ("kafka_controller_kafkacontroller_preferredreplicaimbalancecount", 0),
+                        ("kafka_controller_controllerstats_uncleanleaderelections_total", 0),
+                        ("kafka_server_replicamanager_isrshrinks_total", 0),
+                        ("kafka_server_replicamanager_isrexpands_total", 0),
+                        ("kafka_log_logmanager_offlinelogdirectorycount", 0),
+                        ("kafka_server_kafkaserver_brokerstate", 3)]:
+        assert got[(name, ())] == value, name
+    pc = got[("kafka_server_replicamanager_partitioncount", ())]
+    assert pc >= 5 and got[("kafka_server_replicamanager_leadercount", ())] == pc
+    assert got[("kafka_server_replicamanager_atminisrpartitioncount", ())] == pc  # RF 1, min ISR 1
+    assert 0.0 <= got[("kafka_network_socketserver_networkprocessoravgidle_percent", ())] <= 1.0
+    assert 0.0 < got[("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent", ())] <= 1.0
+    assert got[("kafka_server_delayedoperationpurgatory_purgatorysize", (("delayedOperation", "Fetch"),))] >= 0
+    assert got[("kafka_server_socket_server_metrics_connection_creation_total",
+                (("listener", "PLAINTEXT"), ("networkProcessor", "0")))] >= 1
+    assert ("kafka_coordinator_group_groupmetadatamanager_numgroups", ()) in got
+    assert got[("kafka_server_kafkaserver_linux_disk_write_bytes", ())] >= 0
+    assert ("process_cpu_seconds_total", ()) in got and ("process_open_fds", ()) in got
+    assert ("python_gc_pause_seconds_count", (("generation", "0"),)) in got
+    assert got[("kafka_network_requestmetrics_requestqueuetimems", (("quantile", "0.50"),
+                                                                   ("request", "DeleteGroups")))] == 0
+
+
+def test_fetch_long_poll_is_remote_time_and_purgatory(metrics_broker, topic_name):
+    b = metrics_broker
+    create_topic(b.port, topic_name)
+    with WireClient(b.port) as w:
+        w.send(1, 11, {"replica_id": -1, "max_wait": 1500, "min_bytes": 1, "max_bytes": 1 << 20,
+                       "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                           {"topic": topic_name, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                                 "fetch_offset": 0, "log_start_offset": -1,
+                                                                 "partition_max_bytes": 1 << 20}]}],
+                       "forgotten_topics_data": [], "rack_id": ""})
+        key = ("kafka_server_delayedoperationpurgatory_numdelayedoperations", (("delayedOperation", "Fetch"),))
+        wait_until(lambda: scrape(b.metrics_port)[key] >= 1, 5, what="a parked fetch")
+        w.recv(1, 11)
+    got = scrape(b.metrics_port)
+    assert got[("kafka_network_requestmetrics_remotetimems", (("quantile", "0.999"), ("request", "Fetch")))] >= 1000
+
+
+def test_hdr_interval_logs_are_written(metrics_broker, topic_name):
+    from hdrh.histogram import HdrHistogram
+    from hdrh.log import HistogramLogReader
+
+    b = metrics_broker
+    create_topic(b.port, topic_name)
+    produce(b.port, topic_name, build_batch([Record(timestamp=1, value=b"v")]))
+    path = b.data_dir / "hdr" / "broker-0.Produce.TotalTimeMs.hlog"
+    wait_until(lambda: path.exists() and any(line[:1].isdigit() for line in path.read_text().splitlines()), 25,
+               what="an interval line")
+    text = path.read_text()
+    assert "#[Histogram log format version 1.2]" in text and "#[StartTime: " in text
+    reader = HistogramLogReader(str(path), HdrHistogram(1, 3_600_000_000, 3))
+    total = 0
+    while (h := reader.get_next_interval_histogram()) is not None:
+        total += h.get_total_count()
+    assert total >= 1
+
+
+def test_metrics_off_without_listener(shared_broker):
+    # shared_broker has no prometheus.listener: nothing listens, nothing is recorded (no BrokerMetrics).
+    assert "prometheus.listener" not in shared_broker.props
