@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import logging
 import signal
@@ -56,6 +57,32 @@ def _monitor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC unless it says otherwise)."""
+    if text.isdigit():
+        return int(text)
+    t = datetime.datetime.fromisoformat(text)
+    return int((t if t.tzinfo else t.replace(tzinfo=datetime.UTC)).timestamp() * 1000)
+
+
+def _lag_history(args: argparse.Namespace) -> int:
+    from slo.jobs.lag_history import lag_history
+    from slo.spark import session
+
+    try:
+        config = read_config(args.config)
+    except (OSError, ConfigError) as e:
+        print(f"kafkascope slo lag-history: error: {e}", file=sys.stderr)
+        return 2
+    spark = session("kafkascope-lag-history", args.master)
+    try:
+        counts = lag_history(spark, args.input, args.out, args.from_ms, args.to_ms, args.step, config)
+    finally:
+        spark.stop()
+    print(json.dumps(counts))
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `lag` (live monitor, `evaluate`) and `slo lag-history` on the kafkascope command parser."""
     lag = subparsers.add_parser("lag", help="consumer lag the way Burrow evaluates it",
@@ -68,3 +95,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     ev = lag_sub.add_parser("evaluate", help="evaluate partition cases from a JSON file (offline)")
     ev.add_argument("cases", metavar="CASES.json")
     ev.set_defaults(run=_evaluate)
+
+    slo = subparsers.add_parser("slo", help="SLO batch jobs (PySpark)")
+    slo_sub = slo.add_subparsers(dest="slo_command", metavar="JOB", required=True)
+    hist = slo_sub.add_parser("lag-history", help="replay lag history through Burrow's rules: status intervals, "
+                                                  "daily summary")
+    hist.add_argument("--input", required=True, metavar="DIR", help="the lag monitor's history-dir")
+    hist.add_argument("--out", required=True, metavar="DIR")
+    hist.add_argument("--from", dest="from_ms", type=_time_ms, metavar="T", help="epoch ms or ISO time")
+    hist.add_argument("--to", dest="to_ms", type=_time_ms, metavar="T", help="epoch ms or ISO time")
+    hist.add_argument("--step", type=int, default=60, metavar="S", help="seconds between evaluations (60)")
+    hist.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    hist.add_argument("--config", metavar="lag.yaml", help="the monitor's storage/evaluator settings")
+    hist.set_defaults(run=_lag_history)

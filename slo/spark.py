@@ -1,0 +1,22 @@
+"""The only SparkSession builder: local mode by default, quiet, UTC, workers on this interpreter."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def session(app: str, master: str | None = None, shuffle_partitions: int = 8) -> SparkSession:
+    """Build (or reuse) a session; `master` defaults to local[*]."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.appName(app).master(master or "local[*]")
+             .config("spark.sql.shuffle.partitions", shuffle_partitions)
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.ui.enabled", "false")
+             .config("spark.driver.memory", "2g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
