@@ -7,6 +7,7 @@ import sys
 
 from confluent_kafka import KafkaException
 
+from kafkascope import lag_cli
 from kafkascope.client import CliError, error_text
 from kafkascope.tools import TOOLS
 
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for tool in TOOLS:
         tool.register(sub)
+    lag_cli.add_parser(sub)
     return p
 
 
