@@ -2,8 +2,10 @@
 
 Values are milliseconds recorded with microsecond resolution into an HdrHistogram of 1 µs .. 1 h at 3 significant
 digits (quantization error ≤ 0.1%). The window (default 60 s) is `intervals` (default 6) interval histograms of
-equal length; quantiles are exact to the HDR precision over the whole window, and read 0 with a window count of 0
-when nothing was recorded in it (never a stale value, unlike Kafka's exponentially decaying reservoir).
+equal length: the last `intervals` completed intervals plus the one in progress (so a read at an interval boundary
+covers exactly the last 60 s, and a read between boundaries up to 70 s). Quantiles are exact to the HDR precision
+over the window, and read 0 with a window count of 0 when nothing was recorded in it (never a stale value, unlike
+Kafka's exponentially decaying reservoir).
 
 Cost model (Python): ``update`` is a dict increment plus two adds, no clock read, no HDR call. Values are moved into
 the HDR window histogram in bulk by :meth:`drain` (once per distinct microsecond value), which the registry calls on
@@ -47,7 +49,7 @@ class Timer:
         self.sum_ms = 0.0       # cumulative
         self._pending: dict[int, int] = {}
         self._current: dict[int, int] = {}
-        self._ring: deque[dict[int, int]] = deque(maxlen=intervals - 1)  # completed intervals, newest last
+        self._ring: deque[dict[int, int]] = deque(maxlen=intervals)  # completed intervals, newest last
         self._window: HdrHistogram | None = None
         self._window_count = 0
         self._cache: tuple[float, ...] | None = None
@@ -94,14 +96,12 @@ class Timer:
         self.drain()
         self.last_completed = self._current
         for i in range(n):
-            if self._ring.maxlen and len(self._ring) == self._ring.maxlen:
+            if len(self._ring) == self._ring.maxlen:
                 self._expire(self._ring[0])
             self._ring.append(self._current if i == 0 else {})
             self._current = {}
             if i >= self._ring.maxlen and not self._window_count:
                 break
-        if self._ring.maxlen == 0:  # a window of one interval
-            self._expire(self.last_completed)
 
     def _expire(self, interval: dict[int, int]) -> None:
         if not interval:

@@ -21,9 +21,9 @@ def test_empty_window_reads_zero_with_count_zero():
     t.update(5.0)
     reg.tick()
     assert t.quantiles()[0] == pytest.approx(5.0, rel=1e-3)
-    clock.advance(59.9)
+    clock.advance(69.9)
     reg.tick()
-    assert t.window_count == 1  # still inside the 60 s window
+    assert t.window_count == 1  # its interval [0, 10) is one of the last six completed ones
     clock.advance(0.2)
     reg.tick()
     assert t.window_count == 0
@@ -38,6 +38,9 @@ def test_window_slides_interval_by_interval():
             t.update((i + 1) * 10.0)
         clock.advance(10)
         reg.tick()
+    assert t.window_count == 600  # at the boundary: exactly the last 60 s
+    clock.advance(10)
+    reg.tick()
     assert t.window_count == 500  # the first interval has expired
     assert t.quantiles((0.0001,))[0] == pytest.approx(20.0, rel=1e-3)
     clock.advance(30)
