@@ -204,13 +204,28 @@ class Member:
     """A group member in its own process; tracks the latest assignment it reported."""
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.e2e.group_member", client, bootstrap, topic,
-                                      group, str(SESSION_MS)], cwd=ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.client = client
+        if client == "kcat":   # kcat's balanced consumer reports its rebalances on stderr
+            self.proc = subprocess.Popen([KCAT, "-b", bootstrap, "-G", group, "-X", f"session.timeout.ms={SESSION_MS}",
+                                          "-X", "heartbeat.interval.ms=300", topic], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        else:
+            self.proc = subprocess.Popen([sys.executable, "-m", "tests.e2e.group_member", client, bootstrap, topic,
+                                          group, str(SESSION_MS)], cwd=ROOT, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assignment: list[int] | None = None
         self.closed = False
-        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader = threading.Thread(target=self._read_kcat if client == "kcat" else self._read, daemon=True)
         self.reader.start()
+
+    def _read_kcat(self) -> None:
+        # "% Group g rebalanced (memberid m): assigned: t [0], t [1]"  /  "...: revoked: t [0], t [1]"
+        for line in self.proc.stderr:
+            if " rebalanced " in line and "assigned:" in line:
+                self.assignment = sorted(int(x.split("]")[0]) for x in line.split("assigned:")[1].split("[")[1:])
+            elif " rebalanced " in line and "revoked:" in line:
+                self.assignment = []
+        self.closed = self.proc.poll() == 0
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -221,6 +236,10 @@ class Member:
                 self.assignment = json.loads(line)["assignment"]
 
     def close(self) -> None:
+        if self.client == "kcat":
+            self.proc.terminate()   # kcat leaves the group and exits cleanly on SIGTERM
+            assert self.proc.wait(30) == 0
+            return
         self.proc.stdin.write("close\n")
         self.proc.stdin.flush()
         assert self.proc.wait(30) == 0, self.proc.stderr.read()
@@ -250,7 +269,7 @@ def _why(members: list[Member]) -> str:
 
 
 @pytest.mark.parametrize("how", ["close", "kill"])
-@pytest.mark.parametrize("client", PY_CLIENTS)
+@pytest.mark.parametrize("client", CLIENTS)
 def test_group_of_three_rebalances(shared_broker, topic_name, client, how):
     n = 6
     create_topic(shared_broker.port, topic_name, partitions=n)
