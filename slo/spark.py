@@ -16,6 +16,7 @@ def session(app: str, master: str | None = None, shuffle_partitions: int = 8) ->
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "2g")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
