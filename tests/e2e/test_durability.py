@@ -317,14 +317,15 @@ def _read_consumer_offsets(bootstrap: str, n_partitions: int) -> list[tuple[obje
     return out
 
 
-def test_group_offsets_survive_restart_and_decode_from_consumer_offsets(broker, topic_name):
+@pytest.mark.parametrize("restart", ["sigterm", "kill9"])
+def test_group_offsets_survive_restart_and_decode_from_consumer_offsets(broker, topic_name, restart):
     broker.start()
     create_topic(broker.port, topic_name)
     produce("confluent", broker.bootstrap, topic_name, _values(10), partition=0)
     group = f"g-{uuid.uuid4().hex[:8]}"
     _commit(broker.bootstrap, topic_name, group, 3)
     _commit(broker.bootstrap, topic_name, group, 7)
-    broker.stop()
+    broker.stop() if restart == "sigterm" else broker.kill()
     broker.start()
     assert _committed(broker.bootstrap, topic_name, group) == 7
     entries = _read_consumer_offsets(broker.bootstrap, int(broker.props["offsets.topic.num.partitions"]))
@@ -363,3 +364,26 @@ def test_repeated_kill9_cycles_with_small_segments(broker, topic_name):
         broker.start()
         assert list_offset(broker.port, topic_name, 0, LATEST) == len(acked)
     _check_all(broker.bootstrap, topic_name, acked)
+
+
+def test_retention_by_time_with_time_rolled_segments(broker, topic_name):
+    """segment.ms rolls segments by age; retention.ms then deletes the old ones."""
+    broker.props["log.retention.check.interval.ms"] = 200
+    broker.start()
+    create_topic(broker.port, topic_name, segment_ms="300", retention_ms="2000")
+    sent: list = []
+
+    def rolled() -> bool:
+        recs = _values(5, prefix=f"b{len(sent)}-")
+        produce("confluent", broker.bootstrap, topic_name, recs, partition=0, acks=1)
+        sent.extend(recs)
+        return len(list(_partition_dir(broker, topic_name).glob("*.log"))) >= 3
+
+    wait_until(rolled, 20, interval_s=0.15, what="3 time-rolled segments")
+    start = wait_until(lambda: list_offset(broker.port, topic_name, 0, EARLIEST) or None, 30,
+                       what="log start offset moving")
+    assert 0 < start <= len(sent)
+    assert list_offset(broker.port, topic_name, 0, LATEST) == len(sent)
+    got = [r.value for r in records(broker.port, topic_name)]
+    first = list_offset(broker.port, topic_name, 0, EARLIEST)
+    assert got == [v for _, v, _ in sent[first:]]
