@@ -716,3 +716,66 @@ def test_commit_restart_resume_kcat(shared_broker, topic_name):
         assert c.committed([TopicPartition(topic_name, 0)], timeout=10)[0].offset == 20
     finally:
         c.close()
+
+
+# ---------------------------------------------------------------- 7. positions inside batches and out of range
+
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_seek_into_middle_of_compressed_batch(shared_broker, topic_name, client):
+    create_topic(shared_broker.port, topic_name)
+    recs = [(None, f"m{i}".encode() + PAD, []) for i in range(10)]
+    produce("confluent", shared_broker.bootstrap, topic_name, recs, "lz4", partition=0)
+    assert len(batches(shared_broker.port, topic_name)) == 1
+    got: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + 30
+    if client == "confluent":
+        from confluent_kafka import Consumer, TopicPartition
+        c = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": _group()})
+        c.assign([TopicPartition(topic_name, 0, 6)])
+        while len(got) < 4 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append((m.offset(), m.value()))
+        c.close()
+    elif client == "kafka-python":
+        from kafka import KafkaConsumer, TopicPartition
+        c = KafkaConsumer(bootstrap_servers=shared_broker.bootstrap)
+        tp = TopicPartition(topic_name, 0)
+        c.assign([tp])
+        c.seek(tp, 6)
+        while len(got) < 4 and time.monotonic() < deadline:
+            for msgs in c.poll(timeout_ms=500).values():
+                got.extend((m.offset, m.value) for m in msgs)
+        c.close()
+    else:
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        async def run():
+            c = AIOKafkaConsumer(bootstrap_servers=shared_broker.bootstrap)
+            await c.start()
+            tp = TopicPartition(topic_name, 0)
+            c.assign([tp])
+            c.seek(tp, 6)
+            while len(got) < 4 and time.monotonic() < deadline:
+                for msgs in (await c.getmany(timeout_ms=500)).values():
+                    got.extend((m.offset, m.value) for m in msgs)
+            await c.stop()
+        asyncio.run(asyncio.wait_for(run(), 60))
+    assert got == [(i, recs[i][1]) for i in range(6, 10)]
+
+
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_committed_offset_below_log_start_resets_to_earliest(shared_broker, topic_name, client):
+    """After DeleteRecords moves the log start past a group's commit, the consumer resets (earliest)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+    create_topic(shared_broker.port, topic_name)
+    produce("confluent", shared_broker.bootstrap, topic_name, [(None, f"r{i}".encode(), []) for i in range(10)],
+            partition=0)
+    group = _group()
+    _group_consume(client, shared_broker.bootstrap, topic_name, group, want=2, commit_at=2)
+    a = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    tp = TopicPartition(topic_name, 0, 6)
+    assert a.delete_records([tp])[tp].result(15).low_watermark == 6
+    got, _ = _group_consume(client, shared_broker.bootstrap, topic_name, group, want=4, commit_at=None)
+    assert got == [(i, f"r{i}".encode()) for i in range(6, 10)]
