@@ -78,14 +78,15 @@ def produce(client: str, bootstrap: str, topic: str, recs, codec: str = "none", 
         raise ValueError(client)
 
 
-def consume(client: str, bootstrap: str, topic: str, n: int, partitions=(0,), timeout_s: float = 30.0):
+def consume(client: str, bootstrap: str, topic: str, n: int, partitions=(0,), timeout_s: float = 30.0,
+            **conf):
     """Read `n` records from the beginning of `partitions` (no group offsets): (partition, offset, key, value,
     headers, timestamp, timestamp_type)."""
     out = []
     deadline = time.monotonic() + timeout_s
     if client == "confluent":
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": _group(), "enable.auto.commit": False})
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": _group(), "enable.auto.commit": False, **conf})
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         try:
             while len(out) < n and time.monotonic() < deadline:
@@ -100,7 +101,7 @@ def consume(client: str, bootstrap: str, topic: str, n: int, partitions=(0,), ti
     elif client == "kafka-python":
         from kafka import KafkaConsumer, TopicPartition
         c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                          auto_offset_reset="earliest")
+                          auto_offset_reset="earliest", **conf)
         c.assign([TopicPartition(topic, p) for p in partitions])
         try:
             while len(out) < n and time.monotonic() < deadline:
@@ -115,7 +116,7 @@ def consume(client: str, bootstrap: str, topic: str, n: int, partitions=(0,), ti
 
         async def run():
             c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                                 auto_offset_reset="earliest")
+                                 auto_offset_reset="earliest", **conf)
             await c.start()
             try:
                 c.assign([TopicPartition(topic, p) for p in partitions])
@@ -779,3 +780,17 @@ def test_committed_offset_below_log_start_resets_to_earliest(shared_broker, topi
     assert a.delete_records([tp])[tp].result(15).low_watermark == 6
     got, _ = _group_consume(client, shared_broker.bootstrap, topic_name, group, want=4, commit_at=None)
     assert got == [(i, f"r{i}".encode()) for i in range(6, 10)]
+
+
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_batch_larger_than_partition_fetch_limit_is_still_delivered(shared_broker, topic_name, client):
+    """KIP-74: the first batch comes back even when it exceeds max.partition.fetch.bytes."""
+    import os
+    create_topic(shared_broker.port, topic_name)
+    big = [(b"big", os.urandom(200_000), []), (b"small", b"s", []), (b"big2", os.urandom(300_000), [])]
+    produce("kafka-python", shared_broker.bootstrap, topic_name, big, partition=0)
+    conf = {"confluent": {"max.partition.fetch.bytes": 1024, "fetch.max.bytes": 1024, "message.max.bytes": 1000},
+            "kafka-python": {"max_partition_fetch_bytes": 1024, "fetch_max_bytes": 1024},
+            "aiokafka": {"max_partition_fetch_bytes": 1024, "fetch_max_bytes": 1024}}[client]
+    got = consume(client, shared_broker.bootstrap, topic_name, 3, **conf)
+    assert [(k, v) for _, _, k, v, *_ in got] == [(k, v) for k, v, _ in big]
