@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import struct
 from collections import Counter
@@ -16,6 +17,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING
 
 from broker.errors import ErrorCode
+from broker.log.segment import FileRegion
 from broker.protocol.api import HANDLERS, RequestContext, load_handlers
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
@@ -39,26 +41,72 @@ class Connection:
 
     async def _fill(self, need: int) -> None:
         while len(self._buf) < need:
-            data = await self.loop.sock_recv(self.sock, max(_RECV_CHUNK, need - len(self._buf)))
+            data = await self.loop.sock_recv(self.sock, _RECV_CHUNK)
             if not data:
                 raise ConnectionError("closed by client")
             self._buf += data
 
-    async def read_frame(self, max_size: int) -> bytes:
-        """The next request frame (without its size prefix); ValueError if its size is out of bounds."""
+    async def read_frame(self, max_size: int) -> bytes | memoryview:
+        """The next request frame (without its size prefix); ValueError if its size is out of bounds.
+
+        Small frames come out of the read-ahead buffer; the rest of a large frame (a Produce) is received
+        straight into its own buffer, so its bytes are copied once, by the kernel.
+        """
         await self._fill(4)
         (size,) = struct.unpack_from(">i", self._buf, 0)
         if size < 8 or size > max_size:
             raise ValueError(f"request size {size} outside [8, {max_size}] (socket.request.max.bytes)")
-        await self._fill(4 + size)
-        frame = bytes(memoryview(self._buf)[4:4 + size])
-        del self._buf[:4 + size]
-        return frame
+        have = len(self._buf) - 4
+        if have >= size:
+            frame = bytes(memoryview(self._buf)[4:4 + size])
+            del self._buf[:4 + size]
+            return frame
+        frame = bytearray(size)
+        frame[:have] = memoryview(self._buf)[4:]
+        self._buf.clear()
+        view = memoryview(frame)
+        while have < size:
+            n = await self.loop.sock_recv_into(self.sock, view[have:])
+            if n == 0:
+                raise ConnectionError("closed by client")
+            have += n
+        return view.toreadonly()  # kio's reader takes read-only buffers only
 
-    async def write(self, data: bytes | list[bytes | memoryview]) -> None:
-        """Write all of `data`, gathering a buffer list with sendmsg (no user-space copy)."""
-        views = [memoryview(data)] if isinstance(data, bytes | bytearray) else [memoryview(d) for d in data]
-        views = [v.cast("B") for v in views if len(v)]
+    async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
+        """Write all of `data`: buffers are gathered with sendmsg, file regions go out with sendfile, so
+        neither is copied in user space."""
+        if isinstance(data, bytes | bytearray):
+            await self._send_buffers([memoryview(data)])
+            return
+        pending: list[memoryview] = []
+        try:
+            for part in data:
+                if isinstance(part, FileRegion):
+                    await self._send_buffers(pending)
+                    pending = []
+                    await self._send_file(part)
+                elif len(part):
+                    pending.append(memoryview(part).cast("B"))
+            await self._send_buffers(pending)
+        finally:
+            for part in data:
+                if isinstance(part, FileRegion):
+                    part.release()
+
+    async def _send_file(self, region: FileRegion) -> None:
+        offset, end = region.position, region.position + region.length
+        out = self.sock.fileno()
+        while offset < end:
+            try:
+                sent = os.sendfile(out, region.fd, offset, end - offset)
+            except BlockingIOError:
+                await self._writable()
+                continue
+            if sent == 0:
+                raise OSError("segment file ended inside a fetched region")
+            offset += sent
+
+    async def _send_buffers(self, views: list[memoryview]) -> None:
         while views:
             try:
                 sent = self.sock.sendmsg(views[:_IOV_MAX])

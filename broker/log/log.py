@@ -31,7 +31,7 @@ from broker.log.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from broker.log.segment import LOG_SUFFIX, LogSegment, segment_name
+from broker.log.segment import LOG_SUFFIX, FileRegion, LogSegment, segment_name
 
 log = logging.getLogger(__name__)
 
@@ -298,9 +298,9 @@ class PartitionLog:
 
     # ---------------------------------------------------------------- read
 
-    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes | memoryview:
+    def read_region(self, offset: int, max_bytes: int, max_offset: int | None = None) -> FileRegion | None:
         """Whole batches from the one containing `offset`: at least one batch even if larger than `max_bytes`
-        (KIP-74), none reaching `max_offset` (e.g. the high watermark). b"" at the log end offset.
+        (KIP-74), none reaching `max_offset` (e.g. the high watermark). None at the log end offset.
 
         Raises OFFSET_OUT_OF_RANGE outside [log start offset, log end offset].
         """
@@ -309,15 +309,20 @@ class PartitionLog:
                 raise KafkaError(ErrorCode.offset_out_of_range,
                                  f"offset {offset} is outside [{self.log_start_offset}, {self.log_end_offset}]")
             if offset == self.log_end_offset or (max_offset is not None and offset >= max_offset):
-                return b""
+                return None
             for seg in self.segments[max(0, bisect_right(self._bases, offset) - 1):]:
                 found = seg.find(offset)
                 if found is not None:
                     pos, h = found
                     if max_offset is not None and h.last_offset >= max_offset:
-                        return b""
-                    return seg.read(pos, h.size, max_bytes, max_offset)
-            return b""
+                        return None
+                    return seg.read_region(pos, h.size, max_bytes, max_offset)
+            return None
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+        """`read_region` read into memory (b"" at the log end offset)."""
+        region = self.read_region(offset, max_bytes, max_offset)
+        return region.read_bytes() if region is not None else b""
 
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the earliest record with timestamp >= `ts_ms`, or None."""

@@ -16,6 +16,36 @@ log = logging.getLogger(__name__)
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 
 
+class FileRegion:
+    """A byte range of a segment file, to be sent with sendfile (Fetch) or read into memory.
+
+    It holds its own duplicate of the file descriptor, so that a segment deleted or compacted away while a
+    response is still being sent cannot close the file under it (or hand its descriptor number to another
+    file); the duplicate is closed when the region is released or garbage-collected.
+    """
+
+    __slots__ = ("fd", "position", "length")
+
+    def __init__(self, fd: int, position: int, length: int) -> None:
+        self.fd = os.dup(fd)
+        self.position = position
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read_bytes(self) -> bytes:
+        return os.pread(self.fd, self.length, self.position)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.release()
+
+
 def segment_name(base_offset: int) -> str:
     """Kafka's file stem: the base offset zero-padded to 20 digits."""
     return f"{base_offset:020d}"
@@ -190,19 +220,24 @@ class LogSegment:
                 return pos, h
         return None
 
-    def read(self, pos: int, first_size: int, max_bytes: int, max_offset: int | None) -> bytes | memoryview:
+    def read_region(self, pos: int, first_size: int, max_bytes: int, max_offset: int | None) -> FileRegion:
         """Whole batches from `pos`: at least the first one, then more while within `max_bytes`.
 
-        Batches reaching `max_offset` (e.g. the high watermark) are left out.
+        Batches reaching `max_offset` (e.g. the high watermark) are left out. Only batch headers are read;
+        the bytes themselves stay in the page cache until sent.
         """
-        data = os.pread(self._fd, min(max(max_bytes, first_size), self.size - pos), pos)
-        end = 0
-        while len(data) - end >= HEADER_SIZE:
-            h = read_header(data, end)
-            if end + h.size > len(data) or (max_offset is not None and h.last_offset >= max_offset):
+        limit = min(max(max_bytes, first_size), self.size - pos)
+        end = first_size
+        while limit - end >= HEADER_SIZE:
+            h = self.header_at(pos + end)
+            if end + h.size > limit or (max_offset is not None and h.last_offset >= max_offset):
                 break
             end += h.size
-        return data if end == len(data) else memoryview(data)[:end]
+        return FileRegion(self._fd, pos, end)
+
+    def read(self, pos: int, first_size: int, max_bytes: int, max_offset: int | None) -> bytes:
+        """`read_region` read into memory."""
+        return self.read_region(pos, first_size, max_bytes, max_offset).read_bytes()
 
     def read_batch(self, pos: int, h: BatchHeader) -> bytes:
         return os.pread(self._fd, h.size, pos)

@@ -40,11 +40,11 @@ def _array_len(n: int | None, flexible: bool) -> bytes:
     return _I32.pack(-1 if n is None else n)
 
 
-def encode_fetch_response(api_version: int, correlation_id: int, body: Mapping[str, Any]) -> list[bytes | memoryview]:
+def encode_fetch_response(api_version: int, correlation_id: int, body: Mapping[str, Any]) -> list[Any]:
     """The complete response frame (size prefix, header, body) for Fetch `api_version`, as buffers to be
-    written in order (gathered by sendmsg, so stored record bytes are never copied in user space)."""
+    written in order. `records` may be bytes or a segment FileRegion (sent with sendfile)."""
     flexible = api_version >= FLEXIBLE_FROM
-    parts: list[bytes | memoryview] = [b"", _I32.pack(correlation_id)]
+    parts: list[Any] = [b"", _I32.pack(correlation_id)]
     if flexible:
         parts.append(b"\0")  # response header v1: no tagged fields
     parts.append(_I32.pack(body.get("throttle_time", 0)))
@@ -86,12 +86,13 @@ def encode_fetch_response(api_version: int, correlation_id: int, body: Mapping[s
     return _coalesce(parts)
 
 
-def _coalesce(parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
-    """Join runs of small buffers so that sendmsg gets few iovecs; large record buffers stay as they are."""
-    out: list[bytes | memoryview] = []
+def _coalesce(parts: list[Any]) -> list[Any]:
+    """Join runs of small buffers so that sendmsg gets few iovecs; large record buffers and file regions
+    (anything that is not a bytes-like buffer) stay as they are."""
+    out: list[Any] = []
     small: list[bytes | memoryview] = []
     for p in parts:
-        if len(p) >= 4096:
+        if len(p) >= 4096 or not isinstance(p, bytes | memoryview):
             if small:
                 out.append(b"".join(small))
                 small = []

@@ -27,7 +27,7 @@ def _read_partitions(ctx: RequestContext, req, max_bytes: int) -> tuple[list[dic
                 entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
                 budget = min(p.partition_max_bytes, max_bytes - gathered)
                 if budget > 0 or gathered == 0:
-                    records = plog.read(p.fetch_offset, max(budget, 1), max_offset=hw)
+                    records = plog.read_region(p.fetch_offset, max(budget, 1), max_offset=hw)
                     # KIP-74: only the first non-empty partition may exceed the budget.
                     if records and (len(records) <= budget or gathered == 0):
                         entry["records"] = records
