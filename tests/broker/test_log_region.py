@@ -20,7 +20,7 @@ def test_region_outlives_deletion_of_its_segment(tmp_path):
     try:
         assert os.sendfile(a.fileno(), region.fd, region.position, region.length) == len(batch)
         received = b.recv(len(batch))
-        assert received[12:] == batch[12:]  # base offset patched in place, the rest as produced
+        assert received[16:] == batch[16:]  # base offset and leader epoch patched, the rest as produced
     finally:
         region.release()
         a.close()
