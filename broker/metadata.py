@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from broker.controller.state import ClusterListener, PartitionState
 from broker.errors import ErrorCode, KafkaError
 
 MAX_TOPIC_NAME = 249
@@ -61,17 +62,32 @@ class TopicInfo:
 
 
 class MetadataStore(Protocol):
+    """Cluster metadata as this broker sees it. Reads come from a local cache (never block); writes that
+    go to ZooKeeper are synchronous and short; waiting for the controller to act is async."""
+
     cluster_id: str
     controller_id: int
 
-    def brokers(self) -> list[BrokerInfo]: ...
+    def brokers(self) -> list[BrokerInfo]:
+        """Live brokers."""
     def topics(self) -> dict[str, TopicInfo]: ...
     def topic(self, name: str) -> TopicInfo | None: ...
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None: ...
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: Mapping[str, str]) -> TopicInfo: ...
     def delete_topic(self, name: str) -> TopicInfo: ...
     def add_partitions(self, name: str, total: int) -> TopicInfo: ...
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo: ...
+    def update_isr(self, topic: str, partition: int, current: PartitionState,
+                   isr: tuple[int, ...]) -> PartitionState | None:
+        """Leader-only conditional ISR write; None if `current` is stale (version or leader epoch moved)."""
+    async def wait_online(self, topic: str, timeout_s: float) -> bool:
+        """Until every partition of `topic` has a leader (the controller acted), or the timeout."""
+    def start(self, listener: ClusterListener) -> None:
+        """Register this broker and start delivering partition states to `listener`."""
+    async def controlled_shutdown(self, timeout_s: float) -> None:
+        """Ask the controller to move leadership off this broker before it stops."""
+    def close(self) -> None: ...
 
 
 class LocalMetadata:
@@ -84,6 +100,7 @@ class LocalMetadata:
         self._me = me
         self.controller_id = me.node_id
         self._topics: dict[str, TopicInfo] = {}
+        self._listener: ClusterListener | None = None
         state = json.loads(self._path.read_text()) if self._path.exists() else {}
         self.cluster_id = state.get("cluster_id") or cluster_id or _new_cluster_id()
         for t in state.get("topics", []):
@@ -108,6 +125,36 @@ class LocalMetadata:
     def brokers(self) -> list[BrokerInfo]:
         return [self._me]
 
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        info = self._topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            return None
+        me = self._me.node_id
+        return PartitionState(replicas=(me,), leader=me, leader_epoch=0, isr=(me,))
+
+    def update_isr(self, topic: str, partition: int, current: PartitionState,
+                   isr: tuple[int, ...]) -> PartitionState | None:
+        return current  # a single broker is always its own ISR
+
+    async def wait_online(self, topic: str, timeout_s: float) -> bool:
+        return topic in self._topics
+
+    def start(self, listener: ClusterListener) -> None:
+        self._listener = listener
+        for name in self._topics:
+            self._announce(name)
+
+    def _announce(self, name: str) -> None:
+        if self._listener is not None:
+            for p in range(self._topics[name].partitions):
+                self._listener.on_partition_state(name, p, self.partition_state(name, p))
+
+    async def controlled_shutdown(self, timeout_s: float) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
     def topics(self) -> dict[str, TopicInfo]:
         return self._topics
 
@@ -130,6 +177,7 @@ class LocalMetadata:
         info = TopicInfo(name, uuid.uuid4(), partitions, replication_factor, dict(configs))
         self._topics[name] = info
         self._save()
+        self._announce(name)
         return info
 
     def delete_topic(self, name: str) -> TopicInfo:
@@ -137,6 +185,8 @@ class LocalMetadata:
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
         self._save()
+        if self._listener is not None:
+            self._listener.on_topic_deleted(name)
         return info
 
     def add_partitions(self, name: str, total: int) -> TopicInfo:
@@ -146,6 +196,7 @@ class LocalMetadata:
                              f"Topic currently has {info.partitions} partitions, {total} would not be an increase.")
         info.partitions = total
         self._save()
+        self._announce(name)
         return info
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo:
