@@ -1,0 +1,1 @@
+"""Local clusters: a real ZooKeeper plus N broker subprocesses, driven by `kafkascope cluster ...` and tests."""

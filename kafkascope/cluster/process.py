@@ -1,0 +1,157 @@
+"""Subprocess plumbing shared by the ZooKeeper runner and the cluster launcher.
+
+Every process runs in its own session (process group), so a signal reaches the whole tree. A process is
+identified by its pid *and* its start time (from /proc), so a recycled pid is never mistaken for ours.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+RUNNING, PAUSED, STOPPED, DEAD = "running", "paused", "stopped", "dead"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(cmd: list[str], log_path: Path, cwd: Path | str | None = None,
+          env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start `cmd` in a new session with stdout+stderr appended to `log_path`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm (field 2) may contain spaces or parentheses: split after the last ')'.
+    return raw[raw.rindex(")") + 2:].split()
+
+
+def start_time(pid: int) -> int | None:
+    """Process start time in clock ticks since boot (field 22 of /proc/PID/stat), None if there is no such pid."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
+def os_state(pid: int | None, started: int | None = None) -> str:
+    """running / paused / dead for a pid as the kernel sees it (a zombie counts as dead)."""
+    if not pid:
+        return DEAD
+    fields = _stat_fields(pid)
+    if fields is None or (started is not None and int(fields[19]) != started):
+        return DEAD
+    code = fields[0]
+    if code in ("Z", "X", "x"):
+        return DEAD
+    if code in ("T", "t"):
+        return PAUSED
+    return RUNNING
+
+
+def alive(pid: int | None, started: int | None = None) -> bool:
+    return os_state(pid, started) != DEAD
+
+
+def signal_group(pid: int, sig: int) -> bool:
+    """Send `sig` to the process group led by `pid` (falls back to the pid alone). False if nothing was there."""
+    try:
+        os.killpg(pid, sig)
+        return True
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        return False
+    try:
+        os.kill(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def reap(pid: int) -> None:
+    """Collect the exit status if `pid` is our child (no-op otherwise)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.05,
+               what: str = "condition") -> object:
+    """Poll `predicate` until it returns something truthy; TimeoutError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what} not reached after {timeout_s}s")
+        time.sleep(interval_s)
+
+
+def wait_dead(pid: int, started: int | None, timeout_s: float) -> bool:
+    """Wait for the process to exit (reaping it if it is our child); True if it did."""
+    def gone() -> bool:
+        reap(pid)
+        return not alive(pid, started)
+    try:
+        wait_until(gone, timeout_s, what=f"exit of pid {pid}")
+        return True
+    except TimeoutError:
+        return False
+
+
+def terminate(pid: int, started: int | None, timeout_s: float = 20.0) -> str:
+    """SIGTERM the group (resuming it first if paused, or it could never handle the signal) and wait;
+    SIGKILL after `timeout_s`. Returns "stopped" on a clean exit, "killed" if SIGKILL was needed, "gone" if
+    nothing was running."""
+    if not alive(pid, started):
+        reap(pid)
+        return "gone"
+    signal_group(pid, signal.SIGTERM)
+    signal_group(pid, signal.SIGCONT)
+    if wait_dead(pid, started, timeout_s):
+        return "stopped"
+    signal_group(pid, signal.SIGKILL)
+    wait_dead(pid, started, 10.0)
+    return "killed"
+
+
+def kill_group(pid: int, started: int | None, timeout_s: float = 10.0) -> None:
+    if alive(pid, started):
+        signal_group(pid, signal.SIGKILL)
+    wait_dead(pid, started, timeout_s)
+
+
+def wait_for_port(port: int, is_alive: Callable[[], bool], timeout_s: float, host: str = "127.0.0.1") -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not is_alive():
+            raise RuntimeError(f"process exited before listening on {host}:{port}")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on {host}:{port} after {timeout_s}s")
+
+
+def log_tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
