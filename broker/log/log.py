@@ -31,6 +31,7 @@ from broker.log.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.segment import LOG_SUFFIX, FileRegion, LogSegment, segment_name
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,11 @@ class PartitionLog:
         self._bases = [s.base_offset for s in self.segments]
         self.log_end_offset = self.segments[-1].next_offset
         self.log_start_offset = min(max(stored_start, self.segments[0].base_offset), self.log_end_offset)
-        # Standalone the high watermark follows the log end offset; replication will manage it.
+        # Standalone the high watermark follows the log end offset; a replicated partition's leader moves it
+        # (replication/replica_manager.py sets `auto_high_watermark` off).
         self.high_watermark = self.log_end_offset
+        self.auto_high_watermark = True
+        self.leader_epochs = LeaderEpochCache(directory)
         self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
         self.producer_state = ProducerStateManager(directory)
         self._snapshot_offset = self._load_producer_state()
@@ -247,9 +251,11 @@ class PartitionLog:
             if self.config.log_append_time:
                 set_log_append_time(buf, 0, h, now)
                 append_time = now
+            self.leader_epochs.assign(leader_epoch, h.base_offset)
             self.active_segment.append(memoryview(buf)[: h.size], [(0, h)], now)
             self.log_end_offset = h.last_offset + 1
-            self.high_watermark = self.log_end_offset
+            if self.auto_high_watermark:
+                self.high_watermark = self.log_end_offset
             self.producer_state.update(h)
             return AppendResult(h.base_offset, h.last_offset, append_time, self.log_start_offset, h.record_count)
 
@@ -270,6 +276,7 @@ class PartitionLog:
             for pos, h in batches:
                 now = self.clock.now_ms()
                 self._maybe_roll(h.size, h.last_offset_delta, now)
+                self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset)
                 self.active_segment.append(memoryview(data)[pos: pos + h.size], [(0, h)], now)
                 self.log_end_offset = h.next_offset
                 self.producer_state.update(h)
@@ -323,6 +330,28 @@ class PartitionLog:
         """`read_region` read into memory (b"" at the log end offset)."""
         region = self.read_region(offset, max_bytes, max_offset)
         return region.read_bytes() if region is not None else b""
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything from `offset` on (a follower whose log diverged from the new leader's)."""
+        with self.lock:
+            if offset >= self.log_end_offset:
+                return
+            if offset <= self.log_start_offset:
+                offset = self.log_start_offset
+            while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+                self.segments.pop().delete_files()
+                self._bases.pop()
+            self.segments[-1].truncate_to(offset)
+            self.log_end_offset = self.segments[-1].next_offset
+            self.high_watermark = min(self.high_watermark, self.log_end_offset)
+            self.cleaner_checkpoint = min(self.cleaner_checkpoint, self.log_end_offset)
+            self.leader_epochs.truncate_from_end(self.log_end_offset)
+            self._snapshot_offset = self._load_producer_state()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset) from the leader epoch cache."""
+        with self.lock:
+            return self.leader_epochs.end_offset_for(epoch, self.log_end_offset)
 
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the earliest record with timestamp >= `ts_ms`, or None."""

@@ -95,16 +95,31 @@ class LogSegment:
         CRC; the log is truncated at the first that does not (a torn write from a kill -9).
         """
         seg = cls(directory, base_offset, index_interval_bytes)
-        start = seg._usable_index_start()
-        if start is None:
-            log.info("rebuilding indexes of %s", seg.log_path)
-            seg._rebuild()
-        elif not seg._scan(start, from_entry=len(seg.offset_index) > 0):
-            log.info("corrupt batch at the indexed tail of %s; rebuilding its indexes", seg.log_path)
-            seg._rebuild()
+        seg._recover()
         if seg.size:
             seg.rolling_base_ms = seg.header_at(0).max_timestamp
         return seg
+
+    def _recover(self) -> None:
+        start = self._usable_index_start()
+        if start is None:
+            log.info("rebuilding indexes of %s", self.log_path)
+            self._rebuild()
+        elif not self._scan(start, from_entry=len(self.offset_index) > 0):
+            log.info("corrupt batch at the indexed tail of %s; rebuilding its indexes", self.log_path)
+            self._rebuild()
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch from the one containing `offset` on (a follower diverged from its leader)."""
+        found = self.find(offset)
+        if found is None:
+            return
+        pos = found[0]
+        self._truncate_log(pos)
+        self.offset_index.truncate_to_position(pos)
+        self.time_index.truncate_to_offset(found[1].base_offset)
+        self.max_timestamp = self.offset_of_max_timestamp = -1
+        self._recover()
 
     def _usable_index_start(self) -> int | None:
         """Position of the last indexed batch if both indexes load and agree with the log, else None."""

@@ -1,0 +1,59 @@
+"""Follower-side truncation and the leader epoch cache kept by the log."""
+
+from broker.clock import ManualClock
+from broker.config import LogConfig
+from broker.log.log import PartitionLog
+from broker.log.records import Record, build_batch, iter_batches
+
+
+def _log(tmp_path, **cfg):
+    return PartitionLog("t", 0, tmp_path / "t-0", LogConfig(**cfg), ManualClock())
+
+
+def _batch(n: int, value: bytes = b"v", pid: int = -1, seq: int = -1) -> bytes:
+    return build_batch([Record(timestamp=1, key=b"k", value=value)] * n, producer_id=pid,
+                       producer_epoch=0 if pid >= 0 else -1, base_sequence=seq)
+
+
+def test_truncate_across_segments_and_reopen(tmp_path):
+    plog = _log(tmp_path, segment_bytes=400)
+    for epoch in (0, 0, 1, 1, 2, 2):
+        plog.append_as_leader(_batch(2, b"x" * 100), epoch)
+    assert plog.log_end_offset == 12 and plog.segment_count > 2
+    assert plog.leader_epochs.entries == [(0, 0), (1, 4), (2, 8)]
+    plog.truncate_to(5)  # inside the batch [4, 5]: the whole batch goes
+    assert plog.log_end_offset == 4 and plog.high_watermark == 4
+    assert plog.leader_epochs.entries == [(0, 0)]
+    last_offsets, offset = [], 0
+    while offset < plog.log_end_offset:  # a read stops at a segment's end
+        for _, h in iter_batches(plog.read(offset, 1 << 20)):
+            last_offsets.append(h.last_offset)
+            offset = h.next_offset
+    assert last_offsets == [1, 3]
+    plog.append_as_leader(_batch(1), 3)
+    plog.close()
+    again = _log(tmp_path, segment_bytes=400)
+    assert again.log_end_offset == 5
+    assert again.leader_epochs.entries == [(0, 0), (3, 4)]
+    assert again.end_offset_for_epoch(0) == (0, 4)
+    assert again.end_offset_for_epoch(3) == (3, 5)
+
+
+def test_truncation_forgets_truncated_producer_batches(tmp_path):
+    plog = _log(tmp_path)
+    plog.append_as_leader(_batch(1, pid=7, seq=0), 0)
+    plog.append_as_leader(_batch(1, pid=7, seq=1), 0)
+    plog.truncate_to(1)
+    # seq 1 is gone from the log, so the same batch is new again, not a duplicate
+    result = plog.append_as_leader(_batch(1, pid=7, seq=1), 1)
+    assert not result.duplicate and result.base_offset == 1
+
+
+def test_follower_append_records_epochs(tmp_path):
+    leader = _log(tmp_path / "a")
+    leader.append_as_leader(_batch(2), 4)
+    leader.append_as_leader(_batch(1), 6)
+    follower = _log(tmp_path / "b")
+    follower.append_as_follower(leader.read(0, 1 << 20))
+    assert follower.log_end_offset == 3
+    assert follower.leader_epochs.entries == [(4, 0), (6, 2)]
