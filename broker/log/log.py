@@ -14,6 +14,7 @@ from pathlib import Path
 from broker.clock import Clock
 from broker.config import LogConfig
 from broker.errors import ErrorCode, KafkaError
+from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.producer_state import ProducerStateManager
 from broker.log.records import (
     COMPRESSION_NAMES,
@@ -31,7 +32,6 @@ from broker.log.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.segment import LOG_SUFFIX, FileRegion, LogSegment, segment_name
 
 log = logging.getLogger(__name__)
