@@ -225,6 +225,12 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "log.cleaner.enable": ("log_cleaner_enable", _bool),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int(0)),
     "zookeeper.connect": ("zookeeper_connect", _str),
+    "replica.lag.time.max.ms": ("replica_lag_time_max_ms", _int(1)),
+    "replica.fetch.wait.max.ms": ("replica_fetch_wait_max_ms", _int(0)),
+    "replica.fetch.max.bytes": ("replica_fetch_max_bytes", _int(1)),
+    "replica.fetch.response.max.bytes": ("replica_fetch_response_max_bytes", _int(1)),
+    "replica.fetch.backoff.ms": ("replica_fetch_backoff_ms", _int(0)),
+    "controlled.shutdown.enable": ("controlled_shutdown_enable", _bool),
     "broker.rack": ("broker_rack", _str),
     "cluster.id": ("cluster_id", _str),
     "prometheus.listener": ("prometheus_listener", _str),
@@ -299,6 +305,12 @@ class BrokerConfig:
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15_000
     zookeeper_connect: str = ""
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_max_bytes: int = 1048576
+    replica_fetch_response_max_bytes: int = 10485760
+    replica_fetch_backoff_ms: int = 1000
+    controlled_shutdown_enable: bool = True
     broker_rack: str = ""
     cluster_id: str = ""
     prometheus_listener: str = ""   # host:port of the /metrics endpoint; off when empty

@@ -83,6 +83,15 @@ class LogManager:
         for plog in logs:
             plog.delete()
 
+    def delete_partition(self, topic: str, partition: int) -> None:
+        """Remove one partition's log (its replica moved to other brokers)."""
+        with self._lock:
+            plog = self._logs.pop((topic, partition), None)
+            if plog is not None:
+                self._dir_counts[plog.directory.parent] -= 1
+        if plog is not None:
+            plog.delete()
+
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self._logs)
 
