@@ -9,6 +9,7 @@ from confluent_kafka import KafkaException
 
 from kafkascope import lag_cli
 from kafkascope.client import CliError, error_text
+from kafkascope.cluster import cli as cluster_cli
 from kafkascope.tools import TOOLS
 
 
@@ -23,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     for tool in TOOLS:
         tool.register(sub)
     lag_cli.add_parser(sub)
+    cluster_cli.add_parser(sub)
     return p
 
 
