@@ -16,6 +16,7 @@ import pytest
 
 from kafkascope.cli import main
 from kafkascope.cluster import zookeeper as zkmod
+from kafkascope.cluster.launcher import ClusterLauncher
 from tests.support.cluster import wait_for
 
 pytestmark = pytest.mark.skipif(not zkmod.available(), reason="java or Debian's zookeeper package missing")
@@ -36,6 +37,19 @@ def _processes_mentioning(text: str) -> list[int]:
         if text in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def _cleanup(up: subprocess.Popen, data_dir: Path) -> None:
+    """On a failed test: let the launcher stop its cluster, then stop whatever cluster.json still names."""
+    if up.poll() is None:
+        up.send_signal(signal.SIGINT)
+        try:
+            up.wait(30)
+        except subprocess.TimeoutExpired:
+            up.kill()
+            up.wait(10)
+    if (data_dir / "cluster.json").exists():
+        ClusterLauncher.attach(data_dir).shutdown()
 
 
 class _Lines:
@@ -99,9 +113,7 @@ def test_up_prints_bootstrap_and_sigint_leaves_nothing_behind(tmp_path, capsys):
         assert up.wait(30) == 0
         out.until("cluster stopped", 5)
     finally:
-        if up.poll() is None:
-            up.kill()
-            up.wait(10)
+        _cleanup(up, data_dir)
     assert _processes_mentioning(str(data_dir)) == []  # ZooKeeper and brokers, including the restarted one
     assert main(["cluster", "status", "--data-dir", str(data_dir)]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -119,9 +131,7 @@ def test_sigterm_during_run_and_down_command(tmp_path, capsys):
         assert main(["cluster", "down", "--data-dir", str(data_dir)]) == 0  # SIGTERMs the launcher
         assert up.wait(30) == 0
     finally:
-        if up.poll() is None:
-            up.kill()
-            up.wait(10)
+        _cleanup(up, data_dir)
     wait_for(lambda: _processes_mentioning(str(data_dir)) == [], 5)
 
 
