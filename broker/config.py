@@ -225,6 +225,12 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "log.cleaner.enable": ("log_cleaner_enable", _bool),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int(0)),
     "zookeeper.connect": ("zookeeper_connect", _str),
+    "zookeeper.session.timeout.ms": ("zookeeper_session_timeout_ms", _int(1)),
+    "zookeeper.connection.timeout.ms": ("zookeeper_connection_timeout_ms", _int(1)),
+    "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", _bool),
+    "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", _int(1)),
+    "leader.imbalance.per.broker.percentage": ("leader_imbalance_per_broker_percentage", _int(0, 100)),
+    "request.timeout.ms": ("request_timeout_ms", _int(1)),
     "replica.lag.time.max.ms": ("replica_lag_time_max_ms", _int(1)),
     "replica.fetch.wait.max.ms": ("replica_fetch_wait_max_ms", _int(0)),
     "replica.fetch.max.bytes": ("replica_fetch_max_bytes", _int(1)),
@@ -251,7 +257,7 @@ _UNIT_KEYS = {
 _ACCEPTED_IGNORED = {
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir", "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr", "log.flush.interval.ms", "zookeeper.connection.timeout.ms",
+    "transaction.state.log.min.isr", "log.flush.interval.ms",
 }
 _UNIT_PRIORITY = {"log.retention.ms": 0, "log.retention.minutes": 1, "log.retention.hours": 2,
                   "log.roll.ms": 0, "log.roll.hours": 1}
@@ -305,6 +311,12 @@ class BrokerConfig:
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15_000
     zookeeper_connect: str = ""
+    zookeeper_session_timeout_ms: int = 18_000
+    zookeeper_connection_timeout_ms: int = 18_000
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    request_timeout_ms: int = 30_000
     replica_lag_time_max_ms: int = 30_000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_max_bytes: int = 1048576
@@ -319,6 +331,16 @@ class BrokerConfig:
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Raw keys as given (static broker config), for DescribeConfigs on the broker entity.
     static: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unclean_leader_election_enable(self) -> bool:
+        """Broker default (a topic default key); topics override it."""
+        return _bool(self.topic_defaults.get("unclean.leader.election.enable", "false"))
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """Broker default (a topic default key); topics override it."""
+        return int(self.topic_defaults.get("min.insync.replicas", "1"))
 
     @property
     def listener(self) -> Listener:

@@ -1,0 +1,575 @@
+"""The controller: one broker at a time (elected through the ephemeral /controller znode) decides leaders.
+
+It runs on its own thread, fed by an event queue (Kafka's ControllerEventManager): ZooKeeper watches (through
+ZkMetadata) and requests (ElectLeaders) only enqueue, so neither the broker's event loop nor kazoo's callback
+thread ever waits on it. Every write is a multi-op fenced by a version check on /controller_epoch: a controller
+that lost its seat (paused, session expired) fails its first write and resigns.
+
+All decisions come from election.py; the controller reconciles the whole cluster against them on each batch of
+events (cheap: it reads the in-memory cache, and writes only partitions that need a change).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+)
+
+from broker.controller import election
+from broker.controller import zk_paths as zp
+from broker.controller.state import NO_LEADER, PartitionState
+from broker.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.controller.store import ZkMetadata
+
+log = logging.getLogger(__name__)
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_per_broker_percentage: int = 10
+    unclean_leader_election_enable: bool = False  # broker default; the topic config overrides it
+
+    @classmethod
+    def from_config(cls, c: BrokerConfig) -> ControllerSettings:
+        return cls(c.auto_leader_rebalance_enable, float(c.leader_imbalance_check_interval_seconds),
+                   c.leader_imbalance_per_broker_percentage, c.unclean_leader_election_enable)
+
+
+@dataclass
+class ControllerStats:
+    """Kafka's controller metrics (meaningful on the active controller)."""
+
+    active: bool = False
+    epoch: int = 0
+    leader_elections: int = 0          # LeaderElectionRateAndTimeMs count
+    unclean_leader_elections: int = 0  # UncleanLeaderElectionsPerSec count
+    offline_partitions: int = 0
+    preferred_replica_imbalance: int = 0
+    global_topic_count: int = 0
+    global_partition_count: int = 0
+    event_queue_size: int = 0
+    reassigning_partitions: int = 0
+
+
+class Fenced(Exception):
+    """Our controller epoch is no longer current."""
+
+
+class Controller:
+    def __init__(self, store: ZkMetadata, settings: ControllerSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.me = store.me.node_id
+        self.active = False
+        self.epoch = 0
+        self.epoch_zk_version = -1
+        self.leader_elections = 0
+        self.unclean_leader_elections = 0
+        self._q: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._next_rebalance = time.monotonic() + settings.leader_imbalance_check_interval_s
+
+    # ------------------------------------------------------------ thread and queue
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"controller-event-thread-{self.me}", daemon=True)
+        self._thread.start()
+        self.enqueue("elect")
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._q.put(("stop",))
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def enqueue(self, kind: str, *args: object) -> None:
+        self._q.put((kind, *args))
+
+    def submit(self, fn: Callable[[], object]) -> concurrent.futures.Future:
+        """Run `fn` on the controller thread; the future carries its result."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._q.put(("call", fn, fut))
+        return fut
+
+    def stats(self) -> ControllerStats:
+        states = self.store.partition_states()
+        assigns = self.store.assignments()
+        return ControllerStats(
+            active=self.active, epoch=self.epoch, leader_elections=self.leader_elections,
+            unclean_leader_elections=self.unclean_leader_elections,
+            offline_partitions=sum(1 for s in states.values() if s.leader == NO_LEADER),
+            preferred_replica_imbalance=election.preferred_imbalance_count(
+                (s.replicas, s.leader) for s in states.values()),
+            global_topic_count=len(assigns), global_partition_count=sum(len(a.partitions) for a in assigns.values()),
+            event_queue_size=self._q.qsize(), reassigning_partitions=len(self.store.reassignments()))
+
+    def _run(self) -> None:
+        while not self._stopping:
+            timeout = max(0.0, self._next_rebalance - time.monotonic())
+            try:
+                first = self._q.get(timeout=timeout)
+            except queue.Empty:
+                self._periodic()
+                continue
+            events = [first]
+            while True:  # coalesce a burst of watch events into one pass
+                try:
+                    events.append(self._q.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self._process(events)
+            except Fenced:
+                self._resign("fenced by a newer controller epoch")
+            except KazooException as e:
+                log.warning("controller %d: ZooKeeper error %r; retrying", self.me, e)
+                if self.active and not self._stopping:
+                    time.sleep(0.2)
+                    self.enqueue("reconcile")
+            except Exception:
+                log.exception("controller %d: event processing failed", self.me)
+
+    def _process(self, events: list[tuple]) -> None:
+        kinds = {e[0] for e in events}
+        if "stop" in kinds:
+            self._stopping = True
+            self._fail_calls(events)
+            return
+        if "resign" in kinds:
+            self._resign("ZooKeeper session lost")
+        if "controller_changed" in kinds and self.active and self.store.controller_id != self.me:
+            self._resign(f"broker {self.store.controller_id} is the controller now")
+        if "elect" in kinds and not self.active:
+            self._elect()
+        if self.active and kinds - {"call", "controller_changed", "resign"}:
+            self._reconcile()
+        for e in events:
+            if e[0] == "call":
+                _, fn, fut = e
+                if not fut.set_running_or_notify_cancel():
+                    continue
+                try:
+                    fut.set_result(fn())
+                except BaseException as ex:  # delivered to the caller
+                    fut.set_exception(ex)
+
+    def _fail_calls(self, events: list[tuple]) -> None:
+        for e in events:
+            if e[0] == "call" and e[2].set_running_or_notify_cancel():
+                e[2].set_exception(RuntimeError("controller stopped"))
+
+    def _periodic(self) -> None:
+        self._next_rebalance = time.monotonic() + self.settings.leader_imbalance_check_interval_s
+        if not self.active or not self.settings.auto_leader_rebalance_enable:
+            return
+        try:
+            self.rebalance()
+        except Fenced:
+            self._resign("fenced by a newer controller epoch")
+        except KazooException as e:
+            log.warning("controller %d: rebalance failed: %r", self.me, e)
+
+    # ------------------------------------------------------------ election of the controller
+
+    def _elect(self) -> None:
+        zk = self.store.zk
+        try:
+            data, stat = zk.get(zp.CONTROLLER_EPOCH)
+        except NoNodeError:
+            try:
+                zk.create(zp.CONTROLLER_EPOCH, b"0")
+            except NodeExistsError:
+                pass
+            data, stat = zk.get(zp.CONTROLLER_EPOCH)
+        epoch = int(data.decode() or 0) + 1
+        tx = zk.transaction()
+        tx.create(zp.CONTROLLER, zp.encode_controller(self.me), ephemeral=True)
+        tx.set_data(zp.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+        res = tx.commit()
+        if isinstance(res[0], NodeExistsError):
+            try:
+                cid = zp.decode_controller(zk.get(zp.CONTROLLER)[0])
+            except NoNodeError:
+                self.enqueue("elect")
+                return
+            self.store.controller_id = cid
+            return
+        if isinstance(res[1], BadVersionError) or any(isinstance(r, Exception) for r in res):
+            log.info("controller %d: lost the controller race (%r)", self.me, res)
+            self.enqueue("elect")
+            return
+        self.active = True
+        self.epoch = epoch
+        self.epoch_zk_version = res[1].version
+        self.store.controller_id = self.me
+        self._next_rebalance = time.monotonic() + self.settings.leader_imbalance_check_interval_s
+        log.info("broker %d is the controller (epoch %d)", self.me, epoch)
+
+    def _resign(self, why: str) -> None:
+        if self.active:
+            log.warning("controller %d resigns: %s", self.me, why)
+        self.active = False
+
+    def _commit(self, build: Callable[[object], None]) -> list:
+        """Run a multi-op behind a /controller_epoch version check; results of `build`'s ops."""
+        tx = self.store.zk.transaction()
+        tx.check(zp.CONTROLLER_EPOCH, self.epoch_zk_version)
+        build(tx)
+        res = tx.commit()
+        if isinstance(res[0], (BadVersionError, NoNodeError)):
+            raise Fenced()
+        return res[1:]
+
+    # ------------------------------------------------------------ partition state writes
+
+    def _unclean(self, topic: str) -> bool:
+        info = self.store.topic(topic)
+        return election.unclean_enabled(info.configs if info else {}, self.settings.unclean_leader_election_enable)
+
+    def _write_state(self, t: str, p: int,
+                     decide: Callable[[PartitionState], election.Decision | None]) -> PartitionState | None:
+        """Apply `decide` to the current state with a conditional, fenced write; re-read and retry when the
+        state moved underneath (a leader's ISR change). Returns the state written (or None)."""
+        for _ in range(5):
+            cur = self.store.partition_state(t, p)
+            if cur is None:
+                return None
+            d = decide(cur)
+            if d is None:
+                return None
+            new = PartitionState(replicas=cur.replicas, leader=d.leader, leader_epoch=cur.leader_epoch + 1,
+                                 isr=tuple(d.isr), controller_epoch=self.epoch, version=cur.version)
+            res = self._commit(lambda tx, new=new: tx.set_data(zp.state_path(t, p), zp.encode_state(new),
+                                                               version=new.version))
+            if isinstance(res[0], Exception):
+                self.store.refresh_state(t, p)
+                continue
+            written = replace(new, version=res[0].version)
+            self.store._put_state(t, p, written)
+            if d.leader != cur.leader and d.leader != NO_LEADER:
+                self.leader_elections += 1
+            if d.unclean:
+                self.unclean_leader_elections += 1
+                log.warning("controller %d: UNCLEAN leader election for %s-%d: leader %d (ISR was %s)",
+                            self.me, t, p, d.leader, list(cur.isr))
+            return written
+        return None
+
+    def _create_state(self, t: str, p: int, replicas: Sequence[int], live: set[int]) -> None:
+        d = election.initial(replicas, live)
+        if d is None:
+            return
+        zk = self.store.zk
+        parents = [path for path in (zp.partitions_path(t), zp.partition_path(t, p)) if not zk.exists(path)]
+        s = PartitionState(replicas=tuple(replicas), leader=d.leader, leader_epoch=0, isr=d.isr,
+                           controller_epoch=self.epoch, version=0)
+
+        def build(tx) -> None:
+            for path in parents:
+                tx.create(path, b"")
+            tx.create(zp.state_path(t, p), zp.encode_state(s))
+        res = self._commit(build)
+        if any(isinstance(r, NoNodeError) for r in res):
+            return  # the topic went away
+        if any(isinstance(r, NodeExistsError) for r in res):
+            self.store.refresh_state(t, p)
+            return
+        if isinstance(res[-1], Exception):
+            raise res[-1]
+        self.store._put_state(t, p, s)
+        self.leader_elections += 1
+
+    # ------------------------------------------------------------ reconcile
+
+    def _reconcile(self) -> None:
+        store = self.store
+        live = store.live_broker_ids()
+        shutting = store.shutting_down_brokers() & live
+        self._process_deletes()
+        self._process_legacy_reassignment(live)
+        self._process_preferred_znode(live)
+        again = False
+        for t, a in store.assignments().items():
+            if t in store.pending_deletes:
+                continue
+            unclean = self._unclean(t)
+            for p, replicas in a.partitions.items():
+                cur = store.partition_state(t, p)
+                if cur is None:
+                    try:
+                        store.zk.get(zp.state_path(t, p))
+                        store.refresh_state(t, p)
+                        cur = store.partition_state(t, p)
+                    except NoNodeError:
+                        self._create_state(t, p, replicas, live)
+                        continue
+                    if cur is None:
+                        continue
+                self._write_state(t, p, lambda c, u=unclean: election.reconcile(
+                    c.replicas, c.leader, c.isr, live, u, shutting))
+                if a.reassigning(p):
+                    again |= self._maybe_complete_reassignment(t, p, live, shutting)
+        self._answer_shutdowns(shutting)
+        if again:
+            self.enqueue("reconcile")
+
+    def _answer_shutdowns(self, shutting: set[int]) -> None:
+        zk = self.store.zk
+        states = self.store.partition_states()
+        for b in shutting:
+            path = zp.controlled_shutdown_path(b)
+            try:
+                data, stat = zk.get(path)
+            except NoNodeError:
+                continue
+            if zp.decode_shutdown(data).get("status") != "requested":
+                continue
+            remaining = sum(1 for s in states.values() if s.leader == b and len(s.replicas) > 1)
+            try:
+                zk.set(path, zp.encode_shutdown(b, "done", remaining), version=stat.version)
+            except (BadVersionError, NoNodeError):
+                pass
+            log.info("controller %d: controlled shutdown of broker %d done (%d partitions still led)",
+                     self.me, b, remaining)
+
+    def _process_deletes(self) -> None:
+        zk = self.store.zk
+        for t in sorted(self.store.pending_deletes):
+            try:
+                parts = zk.get_children(zp.partitions_path(t))
+            except NoNodeError:
+                parts = []
+            ops: list[str] = []
+            for p in parts:
+                try:
+                    if zk.exists(zp.state_path(t, int(p))):
+                        ops.append(zp.state_path(t, int(p)))
+                except ValueError:
+                    continue
+                ops.append(zp.partition_path(t, int(p)))
+            if parts or zk.exists(zp.partitions_path(t)):
+                ops.append(zp.partitions_path(t))
+            if zk.exists(zp.topic_path(t)):
+                ops.append(zp.topic_path(t))
+            if zk.exists(zp.topic_config_path(t)):
+                ops.append(zp.topic_config_path(t))
+            ops.append(zp.delete_topic_path(t))
+
+            def build(tx, ops=ops) -> None:
+                for path in ops:
+                    tx.delete(path)
+            res = self._commit(build)
+            bad = [r for r in res if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+            if bad and not all(isinstance(r, (NoNodeError, NotEmptyError)) for r in bad):
+                log.warning("controller %d: deleting topic %s: %r", self.me, t, bad)
+            if bad:
+                self.enqueue("delete")  # someone raced us (a new partition): retry with a fresh listing
+            else:
+                log.info("controller %d: deleted topic %s", self.me, t)
+
+    # ------------------------------------------------------------ reassignment
+
+    def _maybe_complete_reassignment(self, t: str, p: int, live: set[int], shutting: set[int]) -> bool:
+        """Phase B: once every target replica is in the ISR, lead from the target set and drop the others.
+        Returns True when a retry is needed (the topic znode moved)."""
+        a = self.store.assignment(t)
+        cur = self.store.partition_state(t, p)
+        if a is None or cur is None or not a.reassigning(p):
+            return False
+        trs = a.target(p)
+        if not set(trs) <= set(cur.isr):
+            return False
+        leader = cur.leader
+        if leader not in trs or leader not in live or leader in shutting:
+            leader = election.clean_leader(trs, cur.isr, live, exclude=shutting)
+            if leader is None:
+                leader = election.clean_leader(trs, cur.isr, live)
+            if leader is None:
+                return False
+        new_state = PartitionState(replicas=trs, leader=leader, leader_epoch=cur.leader_epoch + 1,
+                                   isr=tuple(r for r in cur.isr if r in trs), controller_epoch=self.epoch,
+                                   version=cur.version)
+        adding, removing = dict(a.adding), dict(a.removing)
+        adding.pop(p, None)
+        removing.pop(p, None)
+        new_a = replace(a, partitions={**a.partitions, p: trs}, adding=adding, removing=removing)
+
+        def build(tx) -> None:
+            tx.set_data(zp.state_path(t, p), zp.encode_state(new_state), version=cur.version)
+            tx.set_data(zp.topic_path(t), zp.encode_topic(new_a), version=a.version)
+        res = self._commit(build)
+        if any(isinstance(r, Exception) for r in res):
+            self.store.refresh_state(t, p)
+            self.store.refresh_topic(t)
+            return True
+        self.store._apply_assignment(t, replace(new_a, version=res[1].version))
+        self.store._put_state(t, p, replace(new_state, version=res[0].version))
+        if leader != cur.leader:
+            self.leader_elections += 1
+        log.info("controller %d: reassignment of %s-%d complete: replicas %s", self.me, t, p, list(trs))
+        self._finish_legacy(t, p)
+        return False
+
+    def _process_legacy_reassignment(self, live: set[int]) -> None:
+        """/admin/reassign_partitions (kafka-reassign-partitions with --zookeeper): start each listed
+        partition (skipping one already moving); delete the znode once all are done."""
+        zk = self.store.zk
+        try:
+            data, stat = zk.get(zp.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return
+        try:
+            wanted = zp.decode_reassignment(data)
+        except (ValueError, KeyError):
+            log.warning("controller %d: unreadable %s deleted", self.me, zp.REASSIGN_PARTITIONS)
+            self._commit(lambda tx: tx.delete(zp.REASSIGN_PARTITIONS, version=stat.version))
+            return
+        pending = {}
+        start: dict[tuple[str, int], tuple[int, ...]] = {}
+        for (t, p), target in wanted.items():
+            a = self.store.assignment(t)
+            if a is None or p not in a.partitions or not target or not set(target) <= live:
+                log.warning("controller %d: reassignment of %s-%d to %s ignored", self.me, t, p, list(target))
+                continue
+            if a.reassigning(p):
+                if a.target(p) == target:
+                    pending[(t, p)] = target
+                else:
+                    log.warning("controller %d: %s-%d is already being reassigned; %s ignored", self.me, t, p,
+                                list(target))
+                continue
+            if a.partitions[p] != target:
+                pending[(t, p)] = target
+                start[(t, p)] = target
+        if start:
+            results = self.store.alter_reassignments(start)
+            for key, (code, _msg) in results.items():
+                if code != ErrorCode.none:
+                    pending.pop(key, None)
+        if not pending:
+            self._commit(lambda tx: tx.delete(zp.REASSIGN_PARTITIONS))
+
+    def _finish_legacy(self, t: str, p: int) -> None:
+        zk = self.store.zk
+        try:
+            data, stat = zk.get(zp.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return
+        wanted = zp.decode_reassignment(data)
+        if (t, p) not in wanted:
+            return
+        del wanted[(t, p)]
+        if wanted:
+            self._commit(lambda tx: tx.set_data(zp.REASSIGN_PARTITIONS, zp.encode_reassignment(wanted),
+                                                version=stat.version))
+        else:
+            self._commit(lambda tx: tx.delete(zp.REASSIGN_PARTITIONS, version=stat.version))
+
+    # ------------------------------------------------------------ preferred leaders
+
+    def _process_preferred_znode(self, live: set[int]) -> None:
+        zk = self.store.zk
+        try:
+            data, stat = zk.get(zp.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            return
+        try:
+            parts = zp.decode_partition_list(data)
+        except (ValueError, KeyError):
+            parts = []
+        self.elect(PREFERRED, parts)
+        self._commit(lambda tx: tx.delete(zp.PREFERRED_REPLICA_ELECTION))
+
+    def rebalance(self) -> int:
+        """Preferred-leader rebalance for brokers above leader.imbalance.per.broker.percentage; returns the
+        number of partitions moved back to their preferred leader."""
+        if not self.active:
+            return 0
+        store = self.store
+        live = store.live_broker_ids()
+        shutting = store.shutting_down_brokers()
+        reassigning = set(store.reassignments())
+        states = {k: s for k, s in store.partition_states().items()
+                  if k not in reassigning and k[0] not in store.pending_deletes}
+        brokers = election.imbalanced_brokers(((s.replicas, s.leader) for s in states.values()),
+                                              self.settings.leader_imbalance_per_broker_percentage)
+        moved = 0
+        for (t, p), s in sorted(states.items()):
+            if s.replicas and s.replicas[0] in brokers and s.leader != s.replicas[0]:
+                if self._write_state(t, p, lambda c: election.preferred(c.replicas, c.leader, c.isr, live,
+                                                                        shutting)[1]):
+                    moved += 1
+        if moved:
+            log.info("controller %d: preferred-leader rebalance moved %d partitions", self.me, moved)
+        return moved
+
+    def elect(self, election_type: int, partitions: Sequence[tuple[str, int]] | None
+              ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """ElectLeaders (on the controller thread): per partition NONE, ELECTION_NOT_NEEDED,
+        PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION.
+        With `partitions` None, every partition is tried and only attempted elections are reported."""
+        if not self.active:
+            raise RuntimeError("not the controller")
+        store = self.store
+        live = store.live_broker_ids()
+        shutting = store.shutting_down_brokers()
+        everything = partitions is None
+        if partitions is None:
+            partitions = sorted(store.partition_states())
+        out: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        for t, p in partitions:
+            cur = store.partition_state(t, p)
+            if cur is None:
+                out[(t, p)] = (ErrorCode.unknown_topic_or_partition, None)
+                continue
+            if election_type == PREFERRED:
+                verdict, _ = election.preferred(cur.replicas, cur.leader, cur.isr, live, shutting)
+            else:
+                verdict, _ = election.unclean_request(cur.replicas, cur.leader, cur.isr, live)
+            if verdict == "elected":
+                if election_type == PREFERRED:
+                    def decide(c: PartitionState) -> election.Decision | None:
+                        return election.preferred(c.replicas, c.leader, c.isr, live, shutting)[1]
+                else:
+                    def decide(c: PartitionState) -> election.Decision | None:
+                        return election.unclean_request(c.replicas, c.leader, c.isr, live)[1]
+                written = self._write_state(t, p, decide)
+                if written is None:
+                    verdict = "not_available"
+            if verdict == "elected":
+                out[(t, p)] = (ErrorCode.none, None)
+            elif verdict == "not_needed":
+                if not everything:
+                    out[(t, p)] = (ErrorCode.election_not_needed, "Leader election not needed for topic "
+                                                                  f"partition {t}-{p}")
+            elif election_type == PREFERRED:
+                out[(t, p)] = (ErrorCode.preferred_leader_not_available,
+                               f"Failed to elect leader for partition {t}-{p} under strategy "
+                               "PreferredReplicaPartitionLeaderElectionStrategy")
+            else:
+                out[(t, p)] = (ErrorCode.eligible_leaders_not_available,
+                               f"Failed to elect leader for partition {t}-{p} under strategy "
+                               "OfflinePartitionLeaderElectionStrategy")
+        return out
