@@ -54,6 +54,14 @@ def handler(api_key: int, min_version: int, max_version: int) -> Callable[[Handl
 
 def load_handlers() -> dict[int, ApiSpec]:
     """Import every handler module so that its @handler registrations run."""
-    from broker.protocol.handlers import admin, api_versions, fetch, groups, metadata, produce  # noqa: F401
+    from broker.protocol.handlers import (  # noqa: F401
+        admin,
+        api_versions,
+        cluster_admin,
+        fetch,
+        groups,
+        metadata,
+        produce,
+    )
 
     return HANDLERS

@@ -89,3 +89,215 @@ def test_controller_failover_bumps_epoch_and_fences_old(cluster):
     res = tx.commit()
     assert not isinstance(res[0], bool) and isinstance(res[0], Exception)
     assert not new.zk.exists("/zombie")
+
+
+def three(cluster, **settings):
+    for b in (1, 2, 3):
+        cluster.start(b, **settings)
+    ctrl = cluster.controller()
+    wait_until(lambda: all(len(n.brokers()) == 3 for n in cluster.nodes.values()), 10, "3 brokers seen")
+    return ctrl
+
+
+def survivor(cluster, not_id):
+    return next(n for b, n in cluster.nodes.items() if b != not_id)
+
+
+def test_broker_death_moves_leader_within_isr_and_shrinks_isr(cluster):
+    three(cluster)
+    n1 = cluster.nodes[1]
+    n1.create_topic("t", 3, 3, {}, assignment={0: [2, 1, 3], 1: [3, 2, 1], 2: [1, 2, 3]})
+    online(cluster, n1, "t", 3)
+    ctrl_id = n1.controller_id
+    victim = 2 if ctrl_id != 2 else 3
+    before = n1.partition_state("t", 0 if victim == 2 else 1)
+    cluster.stop(victim)
+    obs = survivor(cluster, victim)
+    p = 0 if victim == 2 else 1
+
+    def moved():
+        s = obs.partition_state("t", p)
+        return s if s.leader not in (victim, NO_LEADER) and victim not in s.isr else None
+    s = wait_until(moved, 10, "leader moved")
+    assert s.leader_epoch == before.leader_epoch + 1 and s.leader in before.isr
+    # followers on the dead broker leave the ISR of every partition
+    wait_until(lambda: all(victim not in obs.partition_state("t", q).isr for q in range(3)), 10, "isr shrunk")
+    wait_until(lambda: cluster.listeners[obs.me.node_id].states[("t", p)].leader == s.leader, 10, "listener")
+
+
+def test_unclean_disabled_goes_offline_enabled_elects_and_counts(cluster):
+    three(cluster)
+    ctrl = cluster.controller()
+    others = [b for b in (1, 2, 3) if b != ctrl.me.node_id]
+    a, b = others
+    # ISR only on `a`; `b` is an out-of-sync replica
+    for name, conf in (("clean", {}), ("dirty", {"unclean.leader.election.enable": "true"})):
+        ctrl.create_topic(name, 1, 2, conf, assignment={0: [a, b]})
+        online(cluster, ctrl, name, 1)
+        cur = ctrl.partition_state(name, 0)
+        assert cur.leader == a
+        assert ctrl.update_isr(name, 0, cur, (a,)) is not None  # leader `a` shrinks the ISR
+    before = ctrl.controller.unclean_leader_elections
+    cluster.stop(a)
+    s = wait_until(lambda: (x := ctrl.partition_state("clean", 0)).leader == NO_LEADER and x, 10, "offline")
+    assert s.isr == (a,)  # the last ISR member is kept
+    d = wait_until(lambda: (x := ctrl.partition_state("dirty", 0)).leader == b and x, 10, "unclean election")
+    assert d.isr == (b,)
+    assert ctrl.controller.unclean_leader_elections == before + 1
+    assert ctrl.controller.stats().offline_partitions == 1
+    # when `a` returns, the offline partition is cleanly elected again
+    cluster.start(a)
+    wait_until(lambda: ctrl.partition_state("clean", 0).leader == a, 10, "clean election on return")
+
+
+def test_controlled_shutdown_moves_leadership_and_rebalance_restores_it(cluster):
+    three(cluster)
+    ctrl = cluster.controller()
+    leaving = next(b for b in (1, 2, 3) if b != ctrl.me.node_id)
+    node = cluster.nodes[leaving]
+    ctrl.create_topic("cs", 6, 3, {})
+    online(cluster, ctrl, "cs", 6)
+    led = [p for p in range(6) if ctrl.partition_state("cs", p).leader == leaving]
+    assert led
+    remaining = cluster.run(node.controlled_shutdown(10))
+    assert remaining == 0
+    for p in range(6):
+        s = ctrl.partition_state("cs", p)
+        assert s.leader != leaving and leaving not in s.isr
+    cluster.stop(leaving)
+    cluster.start(leaving)
+    # the returning replica catches up: its leaders add it back to the ISR (as the replica manager would)
+    for p in range(6):
+        s = ctrl.partition_state("cs", p)
+        assert ctrl.update_isr("cs", p, s, s.isr + (leaving,)) is not None
+    assert ctrl.controller.stats().preferred_replica_imbalance == len(led)
+    moved = ctrl.controller.submit(ctrl.controller.rebalance).result(10)
+    assert moved == len(led)
+    wait_until(lambda: all(ctrl.partition_state("cs", p).leader == leaving for p in led), 10, "preferred back")
+    assert ctrl.controller.stats().preferred_replica_imbalance == 0
+
+
+def test_elect_leaders_preferred_and_unclean(cluster):
+    three(cluster)
+    ctrl = cluster.controller()
+    x, y = [b for b in (1, 2, 3) if b != ctrl.me.node_id]
+    ctrl.create_topic("el", 1, 2, {}, assignment={0: [x, y]})
+    online(cluster, ctrl, "el", 1)
+    res = cluster.run(ctrl.elect_leaders(0, [("el", 0), ("nope", 0)], 10))
+    assert res[("el", 0)][0] == ErrorCode.election_not_needed
+    assert res[("nope", 0)][0] == ErrorCode.unknown_topic_or_partition
+    with pytest.raises(KafkaError) as e:
+        cluster.run(cluster.nodes[x].elect_leaders(0, None, 10))
+    assert e.value.code == ErrorCode.not_controller
+    # move leadership to y, then the preferred election brings it back to x
+    cur = ctrl.partition_state("el", 0)
+    ctrl.controller.submit(lambda: ctrl.controller._write_state(
+        "el", 0, lambda c: __import__("broker.controller.election", fromlist=["Decision"]).Decision(y, c.isr))
+    ).result(10)
+    assert ctrl.partition_state("el", 0).leader == y
+    res = cluster.run(ctrl.elect_leaders(0, [("el", 0)], 10))
+    assert res[("el", 0)][0] == ErrorCode.none and ctrl.partition_state("el", 0).leader == x
+    # unclean: ISR = [x], x dies -> offline; ElectLeaders(unclean) elects y
+    cur = ctrl.partition_state("el", 0)
+    assert ctrl.update_isr("el", 0, cur, (x,)) is not None
+    cluster.stop(x)
+    wait_until(lambda: ctrl.partition_state("el", 0).leader == NO_LEADER, 10, "offline")
+    res = cluster.run(ctrl.elect_leaders(1, [("el", 0)], 10))
+    assert res[("el", 0)][0] == ErrorCode.none
+    assert ctrl.partition_state("el", 0).leader == y and ctrl.partition_state("el", 0).isr == (y,)
+
+
+def test_add_partitions_and_delete_topic(cluster):
+    three(cluster)
+    n2 = cluster.nodes[2]
+    n2.create_topic("grow", 2, 2, {})
+    online(cluster, n2, "grow", 2)
+    info = cluster.nodes[3].add_partitions("grow", 5)
+    assert info.partitions == 5
+    for n in cluster.nodes.values():
+        online(cluster, n, "grow", 5)
+    a = n2.assignment("grow")
+    assert all(len(a.partitions[p]) == 2 for p in range(5))
+    with pytest.raises(KafkaError):
+        n2.add_partitions("grow", 3)
+    n2.delete_topic("grow")
+    assert cluster.run(cluster.nodes[1].wait_deleted("grow", 10))
+    wait_until(lambda: all("grow" in lst.deleted and not any(k[0] == "grow" for k in lst.states)
+                           for lst in cluster.listeners.values()), 10, "on_topic_deleted everywhere")
+    assert not n2.zk.exists(zp.topic_path("grow")) and not n2.zk.exists(zp.topic_config_path("grow"))
+    assert not n2.zk.exists(zp.delete_topic_path("grow"))
+    # the name can be used again
+    n2.create_topic("grow", 1, 1, {})
+    online(cluster, n2, "grow", 1)
+
+
+def test_reassignment_via_api_and_legacy_znode(cluster):
+    three(cluster)
+    ctrl = cluster.controller()
+    n1 = cluster.nodes[1]
+    n1.create_topic("mv", 2, 2, {}, assignment={0: [1, 2], 1: [2, 3]})
+    online(cluster, n1, "mv", 2)
+    res = n1.alter_reassignments({("mv", 0): (3, 2)})
+    assert res[("mv", 0)] == (ErrorCode.none, None)
+    assert n1.reassignments()[("mv", 0)] == ((3, 2, 1), (3,), (1,))
+    again = n1.alter_reassignments({("mv", 0): (1, 3)})
+    assert again[("mv", 0)][0] == ErrorCode.reassignment_in_progress
+    # the new replica catches up: the leader adds it to the ISR, then the controller completes
+    s = ctrl.partition_state("mv", 0)
+    assert s.replicas == (3, 2, 1)
+    assert n1.update_isr("mv", 0, s, s.isr + (3,)) is not None
+    done = wait_until(lambda: (x := n1.partition_state("mv", 0)).replicas == (3, 2) and x, 10, "reassigned")
+    assert done.leader in (3, 2) and set(done.isr) <= {2, 3} and not n1.reassignments()
+    # legacy znode (kafka-reassign-partitions --zookeeper)
+    n1.zk.create(zp.REASSIGN_PARTITIONS, zp.encode_reassignment({("mv", 1): (1, 3)}))
+    s = wait_until(lambda: (x := ctrl.partition_state("mv", 1)).replicas == (1, 3, 2) and x, 10, "phase A")
+    assert n1.update_isr("mv", 1, s, s.isr + (1,)) is not None
+    wait_until(lambda: ctrl.partition_state("mv", 1).replicas == (1, 3), 10, "legacy reassigned")
+    wait_until(lambda: not n1.zk.exists(zp.REASSIGN_PARTITIONS), 10, "znode removed")
+    s = ctrl.partition_state("mv", 1)
+    assert s.leader in (1, 3) and 2 not in s.isr
+
+
+def test_conditional_isr_update_conflicts(cluster):
+    three(cluster)
+    n1 = cluster.nodes[1]
+    n1.create_topic("isr", 1, 3, {})
+    online(cluster, n1, "isr", 1)
+    s = n1.partition_state("isr", 0)
+    first = n1.update_isr("isr", 0, s, s.isr[:2])
+    assert first is not None and first.version == s.version + 1
+    assert n1.update_isr("isr", 0, s, s.isr[:1]) is None  # stale version
+    # a leader epoch bump by the controller invalidates the leader's view
+    stale = first
+    wait_until(lambda: n1.partition_state("isr", 0).version == first.version, 10, "cache")
+    ctrl = cluster.controller()
+    ctrl.controller.submit(lambda: ctrl.controller._write_state(
+        "isr", 0, lambda c: __import__("broker.controller.election", fromlist=["Decision"]).Decision(
+            c.leader, c.isr))).result(10)
+    wait_until(lambda: n1.partition_state("isr", 0).leader_epoch == stale.leader_epoch + 1, 10, "epoch bump")
+    assert n1.update_isr("isr", 0, stale, stale.isr[:1]) is None
+
+
+def test_session_expiry_reregisters_and_keeps_serving_cache(cluster):
+    three(cluster)
+    n3 = cluster.nodes[3]
+    n3.create_topic("exp", 1, 3, {})
+    online(cluster, n3, "exp", 1)
+    sid, pwd = n3.zk.client_id
+    # expire n3's session: another client with the same session id closes it
+    from kazoo.client import KazooClient
+    other = KazooClient(hosts=cluster.zk_server.host_port, client_id=(sid, pwd))
+    other.start(timeout=10)
+    other.stop()
+    other.close()
+    # the cache keeps answering meanwhile
+    assert n3.topic("exp") is not None and n3.partition_state("exp", 0) is not None
+    wait_until(lambda: (cid := n3.zk.client_id) and cid[0] != sid, 15, "new session")
+    wait_until(lambda: n3.zk.exists(zp.broker_path(3)) and n3.zk.get(zp.broker_path(3))[1].ephemeralOwner
+               == n3.zk.client_id[0], 15, "re-registered")
+    wait_until(lambda: 3 in cluster.nodes[1].live_broker_ids(), 10, "others see broker 3")
+    cluster.controller()
+    # still receiving watches with the new session
+    n3b = cluster.nodes[1]
+    n3b.create_topic("exp2", 1, 3, {})
+    online(cluster, n3, "exp2", 1)
