@@ -12,7 +12,6 @@ from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.errors import ErrorCode, KafkaError
-from broker.log.log import PartitionLog
 from broker.log.manager import LogManager
 from broker.log.records import Record, build_batch, decode_records, iter_batches
 from broker.metadata import (
@@ -24,10 +23,11 @@ from broker.metadata import (
     validate_topic_name,
 )
 from broker.purgatory import Purgatory
+from broker.replication.fetcher import ReplicaFetcherManager
+from broker.replication.replica_manager import ReplicaManager
 from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
-LEADER_EPOCH = 0  # constant until replication (protocol.md §1.6.8)
 
 
 class ProducerIdManager:
@@ -58,11 +58,10 @@ class OffsetsTopicLog:
         self._broker = broker
 
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
-        plog = self._broker.partition_log(OFFSETS_TOPIC, partition)
+        """Appended as leader; followers replicate it like any partition (the commit does not wait)."""
         now = self._broker.clock.now_ms()
         batch = build_batch([Record(timestamp=now, key=k, value=v) for k, v in records])
-        plog.append_as_leader(batch, LEADER_EPOCH)
-        self._broker.on_append(OFFSETS_TOPIC, partition)
+        self._broker.replicas.append(OFFSETS_TOPIC, partition, batch, required_acks=1)
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         plog = self._broker.logs.get(OFFSETS_TOPIC, partition)
@@ -81,7 +80,7 @@ class OffsetsTopicLog:
 
 
 class Broker:
-    """A single Kafka broker process (standalone mode)."""
+    """A Kafka broker process: standalone, or a cluster member when `zookeeper.connect` is set."""
 
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         self.config = config
@@ -92,13 +91,19 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
         adv = config.advertised
         self.advertised_host, self.advertised_port = adv.host, adv.port
-        self.metadata: MetadataStore = LocalMetadata(dirs[0], BrokerInfo(self.node_id, adv.host, adv.port,
-                                                                         config.broker_rack or None),
-                                                     config.cluster_id)
+        me = BrokerInfo(self.node_id, adv.host, adv.port, config.broker_rack or None)
+        if config.zookeeper_connect:
+            from broker.controller.store import ZkMetadata
+
+            self.metadata: MetadataStore = ZkMetadata(config, me, self.clock)
+        else:
+            self.metadata = LocalMetadata(dirs[0], me, config.cluster_id)
         self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms)
         self.producer_ids = ProducerIdManager(dirs[0] / "__producer_id_block")
         self.purgatory = Purgatory()
+        self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory)
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))
+        self.replicas.role_listeners.append(self._on_role_change)
         self.metrics = None
         if config.prometheus_listener or config.hdr_log_dir:
             from broker.metrics import BrokerMetrics
@@ -107,30 +112,25 @@ class Broker:
         self.server = KafkaServer(self)
         self._tasks: list[asyncio.Task] = []
 
+    @property
+    def clustered(self) -> bool:
+        return bool(self.config.zookeeper_connect)
+
     # ------------------------------------------------------------ topics and logs
 
     def log_config(self, topic: str) -> LogConfig:
         info = self.metadata.topic(topic)
         return self.config.log_config(info.configs if info else None)
 
-    def partition_log(self, topic: str, partition: int) -> PartitionLog:
-        """The local log of a partition this broker leads; raises UNKNOWN_TOPIC_OR_PARTITION."""
-        info = self.metadata.topic(topic)
-        if info is None or not 0 <= partition < info.partitions:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition)
-        return self.logs.get_or_create(topic, partition)
-
     def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
                      configs: dict[str, str] | None = None) -> TopicInfo:
-        info = self.metadata.create_topic(
+        """Register the topic; its replicas appear as the partition states arrive (at once standalone)."""
+        return self.metadata.create_topic(
             name,
             self.config.num_partitions if partitions in (None, -1) else partitions,
             self.config.default_replication_factor if replication_factor in (None, -1) else replication_factor,
             configs or {},
         )
-        for p in range(info.partitions):
-            self.logs.get_or_create(name, p)
-        return info
 
     def auto_create(self, name: str) -> TopicInfo | None:
         """Metadata/Produce auto-creation (auto.create.topics.enable)."""
@@ -142,43 +142,59 @@ class Broker:
 
     def delete_topic(self, name: str) -> None:
         self.metadata.delete_topic(name)
-        self.logs.delete_topic(name)
 
     def add_partitions(self, name: str, total: int) -> None:
-        info = self.metadata.add_partitions(name, total)
-        for p in range(info.partitions):
-            self.logs.get_or_create(name, p)
+        self.metadata.add_partitions(name, total)
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.metadata.set_topic_configs(name, configs)
         self.logs.update_config(name)
 
-    def ensure_offsets_topic(self) -> None:
-        if self.metadata.topic(OFFSETS_TOPIC) is None:
-            self.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, 1,
+    def ensure_offsets_topic(self) -> bool:
+        """Create `__consumer_offsets` once enough brokers are alive for its replication factor (Kafka does
+        this on the first FindCoordinator). False while that is not yet possible."""
+        if self.metadata.topic(OFFSETS_TOPIC) is not None:
+            return True
+        live = len(self.metadata.brokers())
+        rf = self.config.offsets_topic_replication_factor if self.clustered else 1
+        if live < rf:
+            log.info("not creating %s yet: %d live brokers < offsets.topic.replication.factor %d",
+                     OFFSETS_TOPIC, live, rf)
+            return False
+        try:
+            self.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, rf,
                               {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+        except KafkaError as e:
+            if e.code != ErrorCode.topic_already_exists:
+                raise
+        return True
 
-    def on_append(self, topic: str, partition: int) -> None:
-        """Wake fetchers waiting on this partition."""
-        self.purgatory.notify((topic, partition))
+    def _on_role_change(self, topic: str, partition: int, is_leader: bool) -> None:
+        """The group coordinator serves the groups of the offsets partitions this broker leads."""
+        if topic != OFFSETS_TOPIC:
+            return
+        if is_leader:
+            self.group_coordinator.load_partition(partition)
+        else:
+            self.group_coordinator.unload_partition(partition)
 
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> int:
-        """Recover logs, rebuild groups, start listening; returns the bound port."""
+        """Recover logs, join the cluster (or load standalone metadata), start listening; returns the port."""
         loop_start = self.clock.monotonic()
         self.logs.load_all()
-        for name, info in self.metadata.topics().items():
-            for p in range(info.partitions):
-                self.logs.get_or_create(name, p)
-        self.ensure_offsets_topic()
-        self.group_coordinator.load()
+        self.replicas.fetchers = ReplicaFetcherManager(self.replicas)
+        self.metadata.start(self.replicas)
+        if not self.clustered:
+            self.ensure_offsets_topic()
         self.logs.start()
         if self.metrics is not None:
             await self.metrics.start()  # before the Kafka port opens, so /metrics is up once clients can connect
         port = await self.server.start()
         self._tasks.append(asyncio.create_task(self.group_coordinator.run(), name="group-coordinator"))
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
+        self._tasks.append(asyncio.create_task(self.replicas.run(), name="isr-check"))
         log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
                  self.clock.monotonic() - loop_start, len(self.logs.partitions()))
         return port
@@ -193,11 +209,20 @@ class Broker:
                 log.exception("retention check failed")
 
     async def stop(self) -> None:
+        """Controlled shutdown: leadership moves to other brokers before this one stops serving."""
+        if self.clustered and self.config.controlled_shutdown_enable:
+            try:
+                await self.metadata.controlled_shutdown(timeout_s=30)
+            except Exception:
+                log.exception("controlled shutdown failed; stopping anyway")
         await self.server.stop()
         if self.metrics is not None:
             await self.metrics.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.replicas.fetchers is not None:
+            self.replicas.fetchers.stop()
+        self.metadata.close()
         self.group_coordinator.close()
         self.logs.close()

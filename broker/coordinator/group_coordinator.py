@@ -37,7 +37,7 @@ from broker.coordinator.offsets_schema import (
     encode_key,
     encode_offset_commit_value,
 )
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
@@ -105,13 +105,18 @@ def java_string_hash(s: str) -> int:
 
 
 class GroupCoordinator:
-    """Kafka's classic group coordinator for every group (this broker coordinates all offsets partitions)."""
+    """Kafka's classic group coordinator for the groups whose `__consumer_offsets` partition this broker leads.
+
+    `load_partition` / `unload_partition` follow that leadership; requests for any other group get
+    NOT_COORDINATOR, so clients look the coordinator up again.
+    """
 
     def __init__(self, config: BrokerConfig, clock: Clock, offsets_log: OffsetsLog) -> None:
         self._config = config
         self._clock = clock
         self._log = offsets_log
         self._groups: dict[str, Group] = {}
+        self._owned: set[int] = set()
         self._join_waiters: dict[tuple[str, str], asyncio.Future[JoinResult]] = {}
         self._sync_waiters: dict[tuple[str, str], asyncio.Future[SyncResult]] = {}
         self._next_expire = self._now() + config.offsets_retention_check_interval_ms
@@ -130,6 +135,9 @@ class GroupCoordinator:
         """Kafka: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where abs(Integer.MIN_VALUE) is 0."""
         h = java_string_hash(group_id)
         return (0 if h == -(1 << 31) else abs(h)) % self._config.offsets_topic_num_partitions
+
+    def owns(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self._owned
 
     # ------------------------------------------------------------ JoinGroup
 
@@ -150,6 +158,8 @@ class GroupCoordinator:
               ) -> JoinResult | asyncio.Future[JoinResult]:
         if not group_id:
             return JoinResult(ErrorCode.invalid_group_id, member_id)
+        if not self.owns(group_id):
+            return JoinResult(ErrorCode.not_coordinator, member_id)
         if not (self._config.group_min_session_timeout_ms <= session_timeout_ms
                 <= self._config.group_max_session_timeout_ms):
             return JoinResult(ErrorCode.invalid_session_timeout, member_id)
@@ -383,6 +393,8 @@ class GroupCoordinator:
     def _sync(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
               protocol_type: str | None, protocol_name: str | None, assignments: list[tuple[str, bytes]]
               ) -> SyncResult | asyncio.Future[SyncResult]:
+        if not self.owns(group_id):
+            return SyncResult(ErrorCode.not_coordinator)
         group = self._groups.get(group_id)
         if group is None:
             return SyncResult(ErrorCode.unknown_member_id)
@@ -428,6 +440,8 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None) -> ErrorCode:
         """Keep a member alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+        if not self.owns(group_id):
+            return ErrorCode.not_coordinator
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
@@ -449,6 +463,8 @@ class GroupCoordinator:
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
         """Remove members (member_id, group_instance_id); an empty member id with an instance id removes that
         static member (KIP-345 admin removal). One error per member, in order."""
+        if not self.owns(group_id):
+            return [ErrorCode.not_coordinator for _ in members]
         group = self._groups.get(group_id)
         if group is None:
             return [ErrorCode.unknown_member_id for _ in members]
@@ -480,6 +496,8 @@ class GroupCoordinator:
         def all_(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
             return {(t, p): error for t, p, *_ in offsets}
 
+        if not self.owns(group_id):
+            return all_(ErrorCode.not_coordinator)
         group = self._groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -518,7 +536,11 @@ class GroupCoordinator:
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], tuple[int, int, str | None]]:
-        """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "")."""
+        """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "").
+
+        Raises NOT_COORDINATOR for a group this broker does not coordinate."""
+        if not self.owns(group_id):
+            raise KafkaError(ErrorCode.not_coordinator)
         group = self._groups.get(group_id)
         stored = group.offsets if group is not None else {}
         if partitions is None:
@@ -533,6 +555,8 @@ class GroupCoordinator:
 
     def describe_group(self, group_id: str) -> GroupDescription:
         """Kafka's GroupSummary: metadata/assignments and the protocol only while Stable; unknown groups are Dead."""
+        if not self.owns(group_id):
+            return GroupDescription(group_id, ErrorCode.not_coordinator, GroupState.DEAD.value, "", "")
         group = self._groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, ErrorCode.none, GroupState.DEAD.value, "", "")
@@ -557,7 +581,9 @@ class GroupCoordinator:
         results: dict[str, ErrorCode] = {}
         for group_id in group_ids:
             group = self._groups.get(group_id)
-            if group is None or group.is_(GroupState.DEAD):
+            if not self.owns(group_id):
+                results[group_id] = ErrorCode.not_coordinator
+            elif group is None or group.is_(GroupState.DEAD):
                 results[group_id] = ErrorCode.group_id_not_found
             elif not group.is_(GroupState.EMPTY):
                 results[group_id] = ErrorCode.non_empty_group
@@ -570,6 +596,8 @@ class GroupCoordinator:
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
                        ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """OffsetDelete: refuse topics the consumer group still subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
+        if not self.owns(group_id):
+            return ErrorCode.not_coordinator, {}
         group = self._groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return ErrorCode.group_id_not_found, {}
@@ -630,28 +658,34 @@ class GroupCoordinator:
                          [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
 
     def load(self) -> None:
-        """Rebuild groups and offsets from the log. Groups come back Empty with their generation; members are
-        not live any more, so a group that had members counts as empty from now (offset retention)."""
+        """Take over every offsets partition (tests and tools that run one coordinator alone)."""
+        for partition in range(self._config.offsets_topic_num_partitions):
+            self.load_partition(partition)
+
+    def load_partition(self, partition: int) -> None:
+        """This broker became leader of `__consumer_offsets` partition `partition`: rebuild its groups and
+        offsets from the log. Groups come back Empty with their generation; members are not live any more, so
+        a group that had members counts as empty from now (offset retention)."""
         metadata: dict[str, GroupMetadataValue] = {}
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        for partition in range(self._config.offsets_topic_num_partitions):
-            for raw_key, raw_value in self._log.read(partition):
-                key = decode_key(raw_key)
-                if isinstance(key, OffsetCommitKey):
-                    group_offsets = offsets.setdefault(key.group, {})
-                    if raw_value is None:
-                        group_offsets.pop((key.topic, key.partition), None)
-                    else:
-                        v = decode_offset_commit_value(raw_value)
-                        group_offsets[(key.topic, key.partition)] = OffsetAndMetadata(
-                            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
-                elif isinstance(key, GroupMetadataKey):
-                    if raw_value is None:
-                        metadata.pop(key.group, None)
-                    else:
-                        metadata[key.group] = decode_group_metadata_value(raw_value)
+        for raw_key, raw_value in self._log.read(partition):
+            key = decode_key(raw_key)
+            if isinstance(key, OffsetCommitKey):
+                group_offsets = offsets.setdefault(key.group, {})
+                if raw_value is None:
+                    group_offsets.pop((key.topic, key.partition), None)
+                else:
+                    v = decode_offset_commit_value(raw_value)
+                    group_offsets[(key.topic, key.partition)] = OffsetAndMetadata(
+                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+            elif isinstance(key, GroupMetadataKey):
+                if raw_value is None:
+                    metadata.pop(key.group, None)
+                else:
+                    metadata[key.group] = decode_group_metadata_value(raw_value)
+        self._drop_groups(partition)
+        self._owned.add(partition)
         wall = self._wall()
-        self._groups.clear()
         for group_id in sorted(set(metadata) | {g for g, o in offsets.items() if o}):
             group = Group(group_id, state_timestamp=wall, offsets=offsets.get(group_id, {}))
             meta = metadata.get(group_id)
@@ -661,6 +695,24 @@ class GroupCoordinator:
                 if not meta.members and meta.current_state_timestamp >= 0:
                     group.state_timestamp = meta.current_state_timestamp
             self._groups[group_id] = group
+
+    def unload_partition(self, partition: int) -> None:
+        """Leadership of the offsets partition moved away: forget its groups; waiting members are told
+        NOT_COORDINATOR and find the new coordinator."""
+        self._owned.discard(partition)
+        self._drop_groups(partition)
+
+    def _drop_groups(self, partition: int) -> None:
+        for group_id in [g for g in self._groups if self.partition_for(g) == partition]:
+            del self._groups[group_id]
+            for key in [k for k in self._join_waiters if k[0] == group_id]:
+                fut = self._join_waiters.pop(key)
+                if not fut.done():
+                    fut.set_result(JoinResult(ErrorCode.not_coordinator, key[1]))
+            for key in [k for k in self._sync_waiters if k[0] == group_id]:
+                fut = self._sync_waiters.pop(key)
+                if not fut.done():
+                    fut.set_result(SyncResult(ErrorCode.not_coordinator))
 
     # ------------------------------------------------------------ timers
 

@@ -348,6 +348,19 @@ class PartitionLog:
             self.leader_epochs.truncate_from_end(self.log_end_offset)
             self._snapshot_offset = self._load_producer_state()
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and restart it empty at `offset` (a follower behind the leader's log start)."""
+        with self.lock:
+            for seg in self.segments:
+                seg.delete_files()
+            self.segments = [LogSegment.create(self.directory, offset, self.config.index_interval_bytes)]
+            self._bases = [offset]
+            self.log_start_offset = self.log_end_offset = self.high_watermark = offset
+            self._persist_log_start()
+            self.cleaner_checkpoint = offset
+            self.leader_epochs.truncate_from_end(-1)
+            self._snapshot_offset = self._load_producer_state()
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (epoch, end offset) from the leader epoch cache."""
         with self.lock:

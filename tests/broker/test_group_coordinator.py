@@ -39,7 +39,9 @@ def make(**cfg):
     config = BrokerConfig(**{"offsets_topic_num_partitions": 4, "group_initial_rebalance_delay_ms": 0, **cfg})
     clock = ManualClock()
     log = MemoryOffsetsLog()
-    return GroupCoordinator(config, clock, log), clock, log
+    coordinator = GroupCoordinator(config, clock, log)
+    coordinator.load()  # coordinate every offsets partition
+    return coordinator, clock, log
 
 
 def async_test(fn):

@@ -7,8 +7,10 @@ import pytest
 
 from broker.clock import ManualClock
 from broker.config import BrokerConfig
+from broker.controller.state import PartitionState
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.errors import ErrorCode
+from broker.metadata import BrokerInfo
 from broker.protocol.api import RequestContext
 from broker.protocol.codec import build, encode_response, request_class
 from broker.protocol.handlers import groups
@@ -18,9 +20,13 @@ from tests.broker.test_group_coordinator import MemoryOffsetsLog, subscription
 def stub_broker():
     config = BrokerConfig(offsets_topic_num_partitions=4, group_initial_rebalance_delay_ms=0)
     topics = {"t": SimpleNamespace(partitions=2)}
-    return SimpleNamespace(node_id=1, advertised_host="h", advertised_port=9092,
-                           metadata=SimpleNamespace(topic=topics.get),
-                           group_coordinator=GroupCoordinator(config, ManualClock(), MemoryOffsetsLog()))
+    coordinator = GroupCoordinator(config, ManualClock(), MemoryOffsetsLog())
+    coordinator.load()
+    metadata = SimpleNamespace(topic=topics.get, brokers=lambda: [BrokerInfo(1, "h", 9092)],
+                               partition_state=lambda t, p: PartitionState((1,), 1, 0, (1,)))
+    return SimpleNamespace(node_id=1, advertised_host="h", advertised_port=9092, metadata=metadata,
+                           ensure_offsets_topic=lambda: True,
+                           group_coordinator=coordinator)
 
 
 def call(broker, fn, api_key, version, body):

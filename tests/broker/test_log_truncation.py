@@ -57,3 +57,16 @@ def test_follower_append_records_epochs(tmp_path):
     follower.append_as_follower(leader.read(0, 1 << 20))
     assert follower.log_end_offset == 3
     assert follower.leader_epochs.entries == [(4, 0), (6, 2)]
+
+
+def test_truncate_fully_and_start_at(tmp_path):
+    plog = _log(tmp_path)
+    plog.append_as_leader(_batch(3), 0)
+    plog.truncate_fully_and_start_at(100)
+    assert (plog.log_start_offset, plog.log_end_offset, plog.high_watermark) == (100, 100, 100)
+    assert plog.leader_epochs.entries == []
+    plog.append_as_follower(build_batch([Record(timestamp=1, key=b"k", value=b"v")], base_offset=100,
+                                        partition_leader_epoch=2))
+    plog.close()
+    again = _log(tmp_path)
+    assert (again.log_start_offset, again.log_end_offset) == (100, 101)

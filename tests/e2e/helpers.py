@@ -85,6 +85,15 @@ def records(port: int, topic: str, partition: int = 0):
     return [r for _, b in batches(port, topic, partition) for r in decode_records(b)]
 
 
+def topic_id(port: int, topic: str):
+    """The topic's id from Metadata v12 (None if unknown), without auto-creating it."""
+    with WireClient(port) as w:
+        resp = w.call(METADATA, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                     "allow_auto_topic_creation": False,
+                                     "include_topic_authorized_operations": False})
+        return resp.topics[0].topic_id if resp.topics[0].error_code == 0 else None
+
+
 def topic_error(port: int, topic: str) -> int:
     """Metadata v12 error code for one topic, without auto-creating it (0 = exists, 3 = unknown)."""
     with WireClient(port) as w:

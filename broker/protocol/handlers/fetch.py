@@ -5,14 +5,18 @@ from time import perf_counter
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.api import RequestContext, handler
 from broker.protocol.codec import ms
+from broker.replication.replica_manager import hw_key, leo_key
 
-LEADER_EPOCH = 0
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 
 def _read_partitions(ctx: RequestContext, req, max_bytes: int) -> tuple[list[dict], int]:
-    """One pass over the requested partitions: (response topics, bytes gathered)."""
-    broker = ctx.broker
+    """One pass over the requested partitions: (response topics, bytes gathered).
+
+    Consumers read up to the high watermark; a follower (replica_id >= 0) reads up to the log end offset,
+    and its fetch offset tells the leader how far it has replicated."""
+    replicas = ctx.broker.replicas
+    follower_id = getattr(req, "replica_id", -1)
     gathered = 0
     topics = []
     for t in req.topics:
@@ -22,12 +26,16 @@ def _read_partitions(ctx: RequestContext, req, max_bytes: int) -> tuple[list[dic
                      "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
                      "preferred_read_replica": -1, "records": b""}
             try:
-                plog = broker.partition_log(t.topic, p.partition)
+                part = replicas.leader_partition(t.topic, p.partition, getattr(p, "current_leader_epoch", -1))
+                plog = part.log
+                if follower_id >= 0:
+                    replicas.on_follower_fetch(part, follower_id, p.fetch_offset)
                 hw = plog.high_watermark
                 entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
                 budget = min(p.partition_max_bytes, max_bytes - gathered)
                 if budget > 0 or gathered == 0:
-                    records = plog.read_region(p.fetch_offset, max(budget, 1), max_offset=hw)
+                    records = plog.read_region(p.fetch_offset, max(budget, 1),
+                                               max_offset=None if follower_id >= 0 else hw)
                     # KIP-74: only the first non-empty partition may exceed the budget.
                     if records and (len(records) <= budget or gathered == 0):
                         entry["records"] = records
@@ -43,7 +51,9 @@ def _read_partitions(ctx: RequestContext, req, max_bytes: int) -> tuple[list[dic
 async def handle_fetch(ctx: RequestContext, req) -> dict:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
-    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    follower = getattr(req, "replica_id", -1) >= 0
+    wake_on = leo_key if follower else hw_key
+    keys = [wake_on(t.topic, p.partition) for t in req.topics for p in t.partitions]
     while True:
         topics, gathered = _read_partitions(ctx, req, max_bytes)
         remaining = deadline - ctx.broker.clock.monotonic()
@@ -57,7 +67,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
             topics, gathered = _read_partitions(ctx, req, max_bytes)
             break
     if ctx.broker.metrics is not None:
-        ctx.broker.metrics.fetched(topics, getattr(req, "replica_id", -1) >= 0)
+        ctx.broker.metrics.fetched(topics, follower)
     return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": topics}
 
 
@@ -68,9 +78,12 @@ async def handle_list_offsets(ctx: RequestContext, req) -> dict:
         parts = []
         for p in t.partitions:
             entry = {"partition_index": p.partition_index, "error_code": ErrorCode.none, "timestamp": -1,
-                     "offset": -1, "leader_epoch": LEADER_EPOCH}
+                     "offset": -1, "leader_epoch": -1}
             try:
-                plog = ctx.broker.partition_log(t.name, p.partition_index)
+                part = ctx.broker.replicas.leader_partition(t.name, p.partition_index,
+                                                            getattr(p, "current_leader_epoch", -1))
+                plog = part.log
+                entry["leader_epoch"] = part.state.leader_epoch
                 ts = p.timestamp
                 if ts == EARLIEST:
                     entry["offset"] = plog.log_start_offset
@@ -101,11 +114,9 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
         for p in t.partitions:
             entry = {"error_code": ErrorCode.none, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
             try:
-                plog = ctx.broker.partition_log(t.topic, p.partition)
-                if p.current_leader_epoch > LEADER_EPOCH:
-                    raise KafkaError(ErrorCode.unknown_leader_epoch)
-                # One epoch only: every requested epoch ends at the log end offset.
-                entry.update(leader_epoch=LEADER_EPOCH, end_offset=plog.log_end_offset)
+                part = ctx.broker.replicas.leader_partition(t.topic, p.partition, p.current_leader_epoch)
+                epoch, end_offset = part.log.end_offset_for_epoch(p.leader_epoch)
+                entry.update(leader_epoch=epoch, end_offset=end_offset)
             except KafkaError as e:
                 entry["error_code"] = e.code
             parts.append(entry)
@@ -121,7 +132,7 @@ async def handle_delete_records(ctx: RequestContext, req) -> dict:
         for p in t.partitions:
             entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
             try:
-                plog = ctx.broker.partition_log(t.name, p.partition_index)
+                plog = ctx.broker.replicas.leader_log(t.name, p.partition_index)
                 offset = plog.high_watermark if p.offset == -1 else p.offset
                 entry["low_watermark"] = plog.delete_records_before(offset)
             except KafkaError as e:

@@ -4,7 +4,8 @@ DeleteGroups (42), OffsetDelete (47)."""
 
 from __future__ import annotations
 
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
+from broker.metadata import OFFSETS_TOPIC
 from broker.protocol.api import RequestContext, handler
 from broker.protocol.codec import ms
 
@@ -22,17 +23,25 @@ def _has_partition(ctx: RequestContext, topic: str, partition: int) -> bool:
 
 @handler(10, 0, 6)
 async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
-    """Every group is coordinated here; transaction coordinators are not offered."""
+    """A group's coordinator is the leader of its `__consumer_offsets` partition; transaction coordinators
+    are not offered."""
     broker = ctx.broker
     key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
+    if key_type == GROUP_KEY_TYPE:
+        broker.ensure_offsets_topic()
+    endpoints = {b.node_id: b for b in broker.metadata.brokers()}
 
     def entry(key: str) -> dict:
-        if key_type != GROUP_KEY_TYPE:
+        state = None
+        if key_type == GROUP_KEY_TYPE:
+            state = broker.metadata.partition_state(OFFSETS_TOPIC, broker.group_coordinator.partition_for(key))
+        leader = endpoints.get(state.leader) if state is not None else None
+        if leader is None:
             return {"key": key, "node_id": -1, "host": "", "port": -1,
                     "error_code": ErrorCode.coordinator_not_available,
                     "error_message": "The coordinator is not available."}
-        return {"key": key, "node_id": broker.node_id, "host": broker.advertised_host,
-                "port": broker.advertised_port, "error_code": ErrorCode.none, "error_message": None}
+        return {"key": key, "node_id": leader.node_id, "host": leader.host, "port": leader.port,
+                "error_code": ErrorCode.none, "error_message": None}
 
     if ctx.api_version >= 4:
         return {"throttle_time": 0, "coordinators": [entry(k) for k in req.coordinator_keys]}
@@ -135,11 +144,15 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics) -> list[dict]:
 @handler(9, 1, 9)
 async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
     # require_stable (v7+) needs no wait: this coordinator has no pending transactional offsets.
+    def group_entry(group_id: str, topics) -> dict:
+        try:
+            return {"group_id": group_id, "topics": _fetch_group(ctx, group_id, topics), "error_code": ErrorCode.none}
+        except KafkaError as e:
+            return {"group_id": group_id, "topics": [], "error_code": e.code}
+
     if ctx.api_version >= 8:
-        return {"throttle_time": 0, "groups": [
-            {"group_id": g.group_id, "topics": _fetch_group(ctx, g.group_id, g.topics), "error_code": ErrorCode.none}
-            for g in req.groups]}
-    return {"throttle_time": 0, "topics": _fetch_group(ctx, req.group_id, req.topics), "error_code": ErrorCode.none}
+        return {"throttle_time": 0, "groups": [group_entry(g.group_id, g.topics) for g in req.groups]}
+    return {"throttle_time": 0, **group_entry(req.group_id, req.topics)}
 
 
 @handler(47, 0, 0)

@@ -4,24 +4,28 @@ from broker.errors import ErrorCode, KafkaError
 from broker.metadata import TopicInfo
 from broker.protocol.api import RequestContext, handler
 
-LEADER_EPOCH = 0
-
 
 def _brokers(ctx: RequestContext) -> list[dict]:
     return [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
             for b in ctx.broker.metadata.brokers()]
 
 
-def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict:
-    me = ctx.broker.node_id
+def _partition_entry(ctx: RequestContext, topic: str, partition: int, live: set[int]) -> dict:
+    state = ctx.broker.metadata.partition_state(topic, partition)
+    if state is None:  # the controller has not created the partition's state yet
+        return {"error_code": ErrorCode.leader_not_available, "partition_index": partition, "leader_id": -1,
+                "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [], "offline_replicas": []}
+    return {"error_code": ErrorCode.none if state.online else ErrorCode.leader_not_available,
+            "partition_index": partition, "leader_id": state.leader, "leader_epoch": state.leader_epoch,
+            "replica_nodes": list(state.replicas), "isr_nodes": list(state.isr),
+            "offline_replicas": [r for r in state.replicas if r not in live]}
+
+
+def _topic_entry(ctx: RequestContext, info: TopicInfo, live: set[int]) -> dict:
     return {
         "error_code": ErrorCode.none, "name": info.name, "topic_id": info.topic_id, "is_internal": info.internal,
         "topic_authorized_operations": -2147483648,
-        "partitions": [
-            {"error_code": ErrorCode.none, "partition_index": p, "leader_id": me, "leader_epoch": LEADER_EPOCH,
-             "replica_nodes": [me], "isr_nodes": [me], "offline_replicas": []}
-            for p in range(info.partitions)
-        ],
+        "partitions": [_partition_entry(ctx, info.name, p, live) for p in range(info.partitions)],
     }
 
 
@@ -33,9 +37,11 @@ def _error_entry(name: str | None, code: ErrorCode) -> dict:
 @handler(3, 0, 12)
 async def handle_metadata(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
+    brokers = _brokers(ctx)
+    live = {b["node_id"] for b in brokers}
     requested = req.topics
     if requested is None or (ctx.api_version == 0 and not requested):
-        entries = [_topic_entry(ctx, t) for t in broker.metadata.topics().values()]
+        entries = [_topic_entry(ctx, t, live) for t in broker.metadata.topics().values()]
     else:
         auto = getattr(req, "allow_auto_topic_creation", True)
         entries = []
@@ -51,9 +57,9 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
             if info is None:
                 entries.append(_error_entry(name, ErrorCode.unknown_topic_or_partition))
             else:
-                entries.append(_topic_entry(ctx, info))
+                entries.append(_topic_entry(ctx, info, live))
     return {
-        "throttle_time": 0, "brokers": _brokers(ctx), "cluster_id": broker.metadata.cluster_id,
+        "throttle_time": 0, "brokers": brokers, "cluster_id": broker.metadata.cluster_id,
         "controller_id": broker.metadata.controller_id, "topics": entries,
         "cluster_authorized_operations": -2147483648,
     }

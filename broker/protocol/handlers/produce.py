@@ -1,9 +1,11 @@
 """Produce (0) and InitProducerId (22)."""
 
+import asyncio
+from time import perf_counter
+
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.api import RequestContext, handler
-
-LEADER_EPOCH = 0
+from broker.protocol.codec import ms
 
 
 @handler(0, 0, 10)  # v0–2 advertised for old librdkafka's compression check, rejected when sent (kio has none)
@@ -12,6 +14,7 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     metrics = broker.metrics
     acks = req.acks
     topics = []
+    replicating = []  # (response entry, partition, last offset) for acks=all
     for t in req.topic_data:
         parts = []
         for p in t.partition_data:
@@ -22,17 +25,13 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                     raise KafkaError(ErrorCode.transactional_id_authorization_failed)
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.invalid_required_acks)
-                plog = broker.partition_log(t.name, p.index)
-                if acks == -1 and plog.config.min_insync_replicas > 1:
-                    # Standalone: the ISR is this broker alone.
-                    raise KafkaError(ErrorCode.not_enough_replicas)
                 if not p.records:
                     raise KafkaError(ErrorCode.invalid_record)
-                result = plog.append_as_leader(p.records, LEADER_EPOCH)
+                part, result = broker.replicas.append(t.name, p.index, p.records, acks)
                 entry.update(base_offset=result.base_offset, log_append_time=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset)
-                if not result.duplicate:
-                    broker.on_append(t.name, p.index)
+                if acks == -1:
+                    replicating.append((entry, part, result.last_offset))
                 if metrics is not None:
                     metrics.produced(t.name, len(p.records), 0 if result.duplicate else result.record_count)
             except KafkaError as e:
@@ -42,6 +41,14 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                     metrics.produce_failed(t.name, e.code, len(p.records or b""))
             parts.append(entry)
         topics.append({"name": t.name, "partition_responses": parts})
+    if replicating:
+        # acks=all: every partition waits in the produce purgatory at once, up to the request's timeout.
+        parked = perf_counter()
+        errors = await asyncio.gather(*(broker.replicas.wait_for_replication(part, last, ms(req.timeout) / 1000)
+                                        for _, part, last in replicating))
+        ctx.remote_s += perf_counter() - parked
+        for (entry, _, _), error in zip(replicating, errors, strict=True):
+            entry["error_code"] = error
     if acks == 0:
         return None
     return {"responses": topics, "throttle_time": 0}

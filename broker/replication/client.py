@@ -1,0 +1,60 @@
+"""A minimal asyncio Kafka client for broker-to-broker requests (follower Fetch, OffsetForLeaderEpoch)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+
+from broker.protocol.codec import build, request_class, response_class
+
+
+class BrokerConnection:
+    """One connection to another broker; requests are sent one at a time."""
+
+    def __init__(self, host: str, port: int, client_id: str) -> None:
+        self.host, self.port, self.client_id = host, port, client_id
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._correlation_id = 0
+
+    async def connect(self, timeout_s: float) -> None:
+        self._reader, self._writer = await asyncio.wait_for(
+            asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout_s)
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._writer.is_closing()
+
+    async def request(self, api_key: int, version: int, body: dict[str, Any], timeout_s: float) -> Any:
+        """Send one request and return the decoded kio response body."""
+        assert self._reader is not None and self._writer is not None
+        self._correlation_id += 1
+        cls = request_class(api_key, version)
+        header_cls = cls.__header_schema__
+        out = io.BytesIO()
+        out.write(b"\0\0\0\0")
+        entity_writer(header_cls)(out, build(header_cls, {
+            "request_api_key": api_key, "request_api_version": version,
+            "correlation_id": self._correlation_id, "client_id": self.client_id}))
+        entity_writer(cls)(out, build(cls, body))
+        frame = out.getbuffer()
+        struct.pack_into(">i", frame, 0, len(frame) - 4)
+        self._writer.write(frame)
+        await self._writer.drain()
+        size = struct.unpack(">i", await asyncio.wait_for(self._reader.readexactly(4), timeout_s))[0]
+        data = await asyncio.wait_for(self._reader.readexactly(size), timeout_s)
+        resp_cls = response_class(api_key, version)
+        header, n = entity_reader(resp_cls.__header_schema__)(data, 0)
+        if header.correlation_id != self._correlation_id:
+            raise ConnectionError(f"correlation id {header.correlation_id} != {self._correlation_id}")
+        response, _ = entity_reader(resp_cls)(data, n)
+        return response
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None

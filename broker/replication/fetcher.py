@@ -1,0 +1,212 @@
+"""Follower side of replication: one fetcher per leader broker pulls every partition this broker follows
+from it with the Fetch API (replica id set), after truncating to the leader's epoch boundary (KIP-101)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.errors import ErrorCode, KafkaError
+from broker.replication.client import BrokerConnection
+
+if TYPE_CHECKING:
+    from broker.replication.replica_manager import Partition, ReplicaManager
+
+log = logging.getLogger(__name__)
+FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
+FETCH_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION = 12, 4
+_RETRIABLE_PARTITION_ERRORS = {ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch,
+                               ErrorCode.unknown_leader_epoch, ErrorCode.unknown_topic_or_partition}
+
+
+@dataclass
+class FetchTarget:
+    partition: Partition
+    leader_epoch: int
+    truncated: bool = False
+    leader_high_watermark: int = -1
+
+
+class ReplicaFetcher:
+    """Replicates the partitions led by one broker; a task that lives while there is something to follow."""
+
+    def __init__(self, manager: ReplicaManager, leader_id: int) -> None:
+        self.manager = manager
+        self.leader_id = leader_id
+        self.targets: dict[tuple[str, int], FetchTarget] = {}
+        self._conn: BrokerConnection | None = None
+        self._changed = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{leader_id}")
+
+    def add(self, part: Partition, leader_epoch: int) -> None:
+        self.targets[(part.topic, part.index)] = FetchTarget(part, leader_epoch)
+        self._changed.set()
+
+    def remove(self, key: tuple[str, int]) -> None:
+        self.targets.pop(key, None)
+
+    def reconnect(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def stop(self) -> None:
+        self._task.cancel()
+        self.reconnect()
+
+    async def _connection(self) -> BrokerConnection:
+        if self._conn is None or not self._conn.connected:
+            endpoint = next((b for b in self.manager.store.brokers() if b.node_id == self.leader_id), None)
+            if endpoint is None:
+                raise ConnectionError(f"broker {self.leader_id} is not registered")
+            conn = BrokerConnection(endpoint.host, endpoint.port, f"replica-fetcher-{self.manager.broker_id}")
+            await conn.connect(timeout_s=5)
+            self._conn = conn
+        return self._conn
+
+    async def _run(self) -> None:
+        backoff = self.manager.config.replica_fetch_backoff_ms / 1000
+        while True:
+            if not self.targets:
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            try:
+                conn = await self._connection()
+                await self._truncate(conn)
+                if not await self._fetch(conn):
+                    await asyncio.sleep(backoff)
+            except (OSError, EOFError, asyncio.IncompleteReadError, TimeoutError) as e:
+                log.info("fetcher for broker %d: %s; retrying", self.leader_id, e)
+                self.reconnect()
+                await asyncio.sleep(backoff)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("fetcher for broker %d failed; retrying", self.leader_id)
+                self.reconnect()
+                await asyncio.sleep(backoff)
+
+    async def _truncate(self, conn: BrokerConnection) -> None:
+        pending = [t for t in self.targets.values() if not t.truncated]
+        if not pending:
+            return
+        topics: dict[str, list[dict]] = {}
+        for t in pending:
+            topics.setdefault(t.partition.topic, []).append({
+                "partition": t.partition.index, "current_leader_epoch": t.leader_epoch,
+                "leader_epoch": t.partition.log.leader_epochs.latest_epoch})
+        resp = await conn.request(OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, {
+            "replica_id": self.manager.broker_id,
+            "topics": [{"topic": name, "partitions": parts} for name, parts in topics.items()]},
+            timeout_s=30)
+        for topic in resp.topics:
+            for p in topic.partitions:
+                target = self.targets.get((topic.topic, p.partition))
+                if target is None or target.truncated or p.error_code != ErrorCode.none:
+                    continue
+                plog = target.partition.log
+                if p.leader_epoch < 0:
+                    offset = plog.high_watermark  # the leader knows no epoch of ours: keep what was committed
+                else:
+                    mine, my_end = plog.end_offset_for_epoch(p.leader_epoch)
+                    offset = min(p.end_offset, my_end) if mine == p.leader_epoch else p.end_offset
+                if offset < plog.log_end_offset:
+                    log.info("truncating %s-%d from %d to %d (leader epoch %d)", topic.topic, p.partition,
+                             plog.log_end_offset, offset, target.leader_epoch)
+                    plog.truncate_to(offset)
+                target.truncated = True
+
+    async def _fetch(self, conn: BrokerConnection) -> bool:
+        """One Fetch round trip; False when nothing could be fetched (back off)."""
+        cfg = self.manager.config
+        targets = [t for t in self.targets.values() if t.truncated]
+        if not targets:
+            return False
+        topics: dict[str, list[dict]] = {}
+        for t in targets:
+            plog = t.partition.log
+            topics.setdefault(t.partition.topic, []).append({
+                "partition": t.partition.index, "current_leader_epoch": t.leader_epoch,
+                "fetch_offset": plog.log_end_offset, "last_fetched_epoch": -1,
+                "log_start_offset": plog.log_start_offset, "partition_max_bytes": cfg.replica_fetch_max_bytes})
+        wait_ms = cfg.replica_fetch_wait_max_ms
+        resp = await conn.request(FETCH, FETCH_VERSION, {
+            "replica_id": self.manager.broker_id, "max_wait": wait_ms, "min_bytes": 1,
+            "max_bytes": cfg.replica_fetch_response_max_bytes, "isolation_level": 0, "session_id": 0,
+            "session_epoch": -1, "topics": [{"topic": n, "partitions": ps} for n, ps in topics.items()],
+            "forgotten_topics_data": [], "rack_id": ""}, timeout_s=wait_ms / 1000 + 30)
+        progressed = False
+        for topic in resp.responses:
+            for p in topic.partitions:
+                target = self.targets.get((topic.topic, p.partition_index))
+                if target is None:
+                    continue
+                part = target.partition
+                if p.error_code == ErrorCode.none:
+                    if p.records:
+                        try:
+                            part.log.append_as_follower(p.records)
+                        except KafkaError as e:
+                            log.warning("%s-%d: follower append failed: %s", part.topic, part.index, e)
+                            target.truncated = False
+                            continue
+                    target.leader_high_watermark = p.high_watermark
+                    self.manager.on_follower_progress(part, p.high_watermark)
+                    if p.log_start_offset > part.log.log_start_offset:  # DeleteRecords/retention on the leader
+                        part.log.delete_records_before(min(p.log_start_offset, part.log.high_watermark))
+                    progressed = True
+                elif p.error_code == ErrorCode.offset_out_of_range:
+                    self._out_of_range(target, p.log_start_offset)
+                elif p.error_code not in _RETRIABLE_PARTITION_ERRORS:
+                    log.warning("%s-%d: fetch from broker %d failed: %s", part.topic, part.index,
+                                self.leader_id, ErrorCode(p.error_code).name)
+        return progressed
+
+    def _out_of_range(self, target: FetchTarget, leader_log_start: int) -> None:
+        plog = target.partition.log
+        if plog.log_end_offset < leader_log_start:
+            log.info("%s-%d is behind the leader's log start %d; restarting the replica there",
+                     target.partition.topic, target.partition.index, leader_log_start)
+            plog.truncate_fully_and_start_at(leader_log_start)
+        else:
+            target.truncated = False  # ahead of the leader: truncate again by epoch
+
+
+class ReplicaFetcherManager:
+    """One ReplicaFetcher per leader broker."""
+
+    def __init__(self, manager: ReplicaManager) -> None:
+        self.manager = manager
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._leader_of: dict[tuple[str, int], int] = {}
+
+    def follow(self, part: Partition, leader_id: int, leader_epoch: int) -> None:
+        key = (part.topic, part.index)
+        self.unfollow(key)
+        fetcher = self._fetchers.get(leader_id)
+        if fetcher is None:
+            fetcher = self._fetchers[leader_id] = ReplicaFetcher(self.manager, leader_id)
+        fetcher.add(part, leader_epoch)
+        self._leader_of[key] = leader_id
+
+    def unfollow(self, key: tuple[str, int]) -> None:
+        leader_id = self._leader_of.pop(key, None)
+        if leader_id is not None and leader_id in self._fetchers:
+            self._fetchers[leader_id].remove(key)
+
+    def on_brokers_changed(self) -> None:
+        for fetcher in self._fetchers.values():
+            fetcher.reconnect()
+
+    def max_lag(self) -> int:
+        """ReplicaFetcherManager MaxLag: the largest (leader high watermark - our log end offset) seen."""
+        return max((t.leader_high_watermark - t.partition.log.log_end_offset
+                    for f in self._fetchers.values() for t in f.targets.values()), default=0)
+
+    def stop(self) -> None:
+        for fetcher in self._fetchers.values():
+            fetcher.stop()
+        self._fetchers.clear()

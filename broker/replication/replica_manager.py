@@ -1,0 +1,289 @@
+"""Replica manager: this broker's role for each partition it hosts, the leader's view of its followers,
+the high watermark, ISR shrink/expand, and the acks=all wait.
+
+It is the `ClusterListener` of the metadata store: partition states arrive here (on the event loop) and
+make this broker leader or follower. ISR decisions are the pure functions of `isr.py`; the ISR is
+written through `MetadataStore.update_isr` (a conditional ZooKeeper write in cluster mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from broker.clock import Clock
+from broker.config import BrokerConfig
+from broker.controller.state import PartitionState
+from broker.errors import ErrorCode, KafkaError
+from broker.log.log import AppendResult, PartitionLog
+from broker.log.manager import LogManager
+from broker.purgatory import Purgatory
+from broker.replication import isr as isr_rules
+
+if TYPE_CHECKING:
+    from broker.metadata import MetadataStore
+    from broker.replication.fetcher import ReplicaFetcherManager
+
+log = logging.getLogger(__name__)
+
+
+def hw_key(topic: str, partition: int) -> tuple:
+    """Purgatory key woken when the high watermark moves (consumer fetches, acks=all produces)."""
+    return ("hw", topic, partition)
+
+
+def leo_key(topic: str, partition: int) -> tuple:
+    """Purgatory key woken when the leader's log end offset moves (follower fetches)."""
+    return ("leo", topic, partition)
+
+
+@dataclass
+class Partition:
+    """A partition this broker hosts a replica of."""
+
+    topic: str
+    index: int
+    log: PartitionLog
+    state: PartitionState
+    followers: dict[int, isr_rules.FollowerState] = field(default_factory=dict)
+    epoch_start_offset: int = 0
+    isr_update_in_flight: bool = False
+
+    @property
+    def is_leader_of(self) -> int:
+        return self.state.leader
+
+    @property
+    def replicated(self) -> bool:
+        return len(self.state.replicas) > 1
+
+
+class ReplicaManager:
+    """Roles, high watermarks and ISR for every local replica."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock, logs: LogManager, store: MetadataStore,
+                 purgatory: Purgatory) -> None:
+        self.broker_id = config.broker_id
+        self.config = config
+        self.clock = clock
+        self.logs = logs
+        self.store = store
+        self.purgatory = purgatory
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.fetchers: ReplicaFetcherManager | None = None
+        # Called with (topic, partition, is_leader) on role changes: the group coordinator follows
+        # the leadership of __consumer_offsets partitions.
+        self.role_listeners: list[Callable[[str, int, bool], None]] = []
+        self.on_isr_change: Callable[[bool], None] = lambda shrink: None
+        self._isr_task: asyncio.Task | None = None
+
+    # ------------------------------------------------------------ ClusterListener
+
+    def on_partition_state(self, topic: str, partition: int, state: PartitionState) -> None:
+        key = (topic, partition)
+        if self.broker_id not in state.replicas:
+            if key in self.partitions:  # reassigned away from this broker
+                self._stop_following(key)
+                del self.partitions[key]
+                self.logs.delete_partition(topic, partition)
+            return
+        part = self.partitions.get(key)
+        if part is None:
+            part = Partition(topic, partition, self.logs.get_or_create(topic, partition), state)
+            self.partitions[key] = part
+            self._become(part, state, first=True)
+        elif (state.leader, state.leader_epoch) != (part.state.leader, part.state.leader_epoch):
+            self._become(part, state, first=False)
+        else:
+            part.state = state  # ISR or version changed (often our own write coming back)
+            if state.leader == self.broker_id:
+                self._maybe_advance_hw(part)
+
+    def on_topic_deleted(self, topic: str) -> None:
+        for key in [k for k in self.partitions if k[0] == topic]:
+            self._stop_following(key)
+            part = self.partitions.pop(key)
+            for notify in self.role_listeners:
+                notify(topic, part.index, False)
+            self.purgatory.notify(hw_key(*key))
+            self.purgatory.notify(leo_key(*key))
+        self.logs.delete_topic(topic)
+
+    def on_brokers_changed(self) -> None:
+        if self.fetchers is not None:
+            self.fetchers.on_brokers_changed()
+
+    # ------------------------------------------------------------ role changes
+
+    def _become(self, part: Partition, state: PartitionState, first: bool) -> None:
+        was_leader = not first and part.state.leader == self.broker_id
+        part.state = state
+        key = (part.topic, part.index)
+        if state.leader == self.broker_id:
+            self._stop_following(key)
+            now = self.clock.now_ms()
+            # Followers start with a fresh caught-up time, so a new leader does not shrink the ISR at once.
+            part.followers = {r: isr_rules.FollowerState(last_caught_up_ms=now)
+                              for r in state.replicas if r != self.broker_id}
+            part.log.auto_high_watermark = not part.replicated
+            part.log.leader_epochs.assign(state.leader_epoch, part.log.log_end_offset)
+            part.epoch_start_offset = part.log.log_end_offset
+            if not part.replicated:
+                part.log.high_watermark = part.log.log_end_offset
+            self._maybe_advance_hw(part)
+            log.info("leader of %s-%d at epoch %d (ISR %s)", part.topic, part.index, state.leader_epoch,
+                     list(state.isr))
+        else:
+            part.followers = {}
+            part.log.auto_high_watermark = False
+            if state.online and self.fetchers is not None:
+                self.fetchers.follow(part, state.leader, state.leader_epoch)
+            else:
+                self._stop_following(key)
+            log.info("follower of %s-%d (leader %d, epoch %d)", part.topic, part.index, state.leader,
+                     state.leader_epoch)
+        # Waiters on a partition whose role changed must re-check (NOT_LEADER_OR_FOLLOWER).
+        self.purgatory.notify(hw_key(*key))
+        self.purgatory.notify(leo_key(*key))
+        is_leader = state.leader == self.broker_id
+        if first or is_leader != was_leader:
+            for notify in self.role_listeners:
+                notify(part.topic, part.index, is_leader)
+
+    def _stop_following(self, key: tuple[str, int]) -> None:
+        if self.fetchers is not None:
+            self.fetchers.unfollow(key)
+
+    # ------------------------------------------------------------ lookups
+
+    def partition(self, topic: str, partition: int) -> Partition:
+        part = self.partitions.get((topic, partition))
+        if part is not None:
+            return part
+        info = self.store.topic(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic}-{partition} has no replica here")
+
+    def leader_partition(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition:
+        """The partition if this broker leads it; Kafka's errors otherwise."""
+        part = self.partition(topic, partition)
+        if part.state.leader != self.broker_id:
+            raise KafkaError(ErrorCode.not_leader_or_follower)
+        self._check_epoch(part, current_leader_epoch)
+        return part
+
+    @staticmethod
+    def _check_epoch(part: Partition, current_leader_epoch: int) -> None:
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < part.state.leader_epoch:
+                raise KafkaError(ErrorCode.fenced_leader_epoch)
+            if current_leader_epoch > part.state.leader_epoch:
+                raise KafkaError(ErrorCode.unknown_leader_epoch)
+
+    def leader_log(self, topic: str, partition: int) -> PartitionLog:
+        return self.leader_partition(topic, partition).log
+
+    def local_partitions(self) -> Iterator[Partition]:
+        return iter(self.partitions.values())
+
+    # ------------------------------------------------------------ produce
+
+    def append(self, topic: str, partition: int, records: bytes | memoryview, required_acks: int
+               ) -> tuple[Partition, AppendResult]:
+        """Append as leader; for acks=all, min.insync.replicas is checked before appending."""
+        part = self.leader_partition(topic, partition)
+        if required_acks == -1 and len(part.state.isr) < part.log.config.min_insync_replicas:
+            raise KafkaError(ErrorCode.not_enough_replicas,
+                             f"ISR {list(part.state.isr)} is smaller than min.insync.replicas "
+                             f"{part.log.config.min_insync_replicas}")
+        result = part.log.append_as_leader(records, part.state.leader_epoch)
+        if not result.duplicate:
+            self.purgatory.notify(leo_key(topic, partition))
+            self._maybe_advance_hw(part)
+        return part, result
+
+    async def wait_for_replication(self, part: Partition, last_offset: int, timeout_s: float) -> ErrorCode:
+        """acks=all: wait until the high watermark passes `last_offset` (Kafka's DelayedProduce)."""
+        deadline = self.clock.monotonic() + timeout_s
+        key = hw_key(part.topic, part.index)
+        epoch = part.state.leader_epoch
+        while True:
+            current = self.partitions.get((part.topic, part.index))
+            if current is not part or part.state.leader != self.broker_id or part.state.leader_epoch != epoch:
+                return ErrorCode.not_leader_or_follower
+            if part.log.high_watermark > last_offset:
+                if len(part.state.isr) < part.log.config.min_insync_replicas:
+                    return ErrorCode.not_enough_replicas_after_append
+                return ErrorCode.none
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                return ErrorCode.request_timed_out
+            await self.purgatory.wait([key], remaining, kind="Produce")
+
+    # ------------------------------------------------------------ high watermark and ISR
+
+    def _maybe_advance_hw(self, part: Partition) -> None:
+        if part.state.leader != self.broker_id:
+            return
+        old = part.log.high_watermark
+        new = isr_rules.high_watermark(self.broker_id, part.log.log_end_offset, part.state.isr, part.followers,
+                                       old)
+        if new != old:
+            part.log.high_watermark = new
+            self.purgatory.notify(hw_key(part.topic, part.index))
+
+    def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
+        """Leader side of a follower's Fetch: its log end offset, caught-up time, ISR expansion, HW."""
+        follower = part.followers.setdefault(replica_id, isr_rules.FollowerState())
+        follower.on_fetch(fetch_offset, part.log.log_end_offset, self.clock.now_ms())
+        if (replica_id not in part.state.isr and replica_id in part.state.replicas
+                and isr_rules.can_join_isr(follower, part.log.high_watermark, part.epoch_start_offset)):
+            self._write_isr(part, tuple(sorted(set(part.state.isr) | {replica_id})), shrink=False)
+        self._maybe_advance_hw(part)
+
+    def on_follower_progress(self, part: Partition, leader_high_watermark: int) -> None:
+        """Follower side: the leader's high watermark, bounded by what we have."""
+        part.log.high_watermark = max(part.log.high_watermark,
+                                      min(leader_high_watermark, part.log.log_end_offset))
+
+    def shrink_isrs(self) -> None:
+        """Drop followers that fell behind for replica.lag.time.max.ms (run periodically)."""
+        now = self.clock.now_ms()
+        for part in list(self.partitions.values()):
+            if part.state.leader != self.broker_id or not part.replicated:
+                continue
+            lagging = isr_rules.out_of_sync_replicas(self.broker_id, part.state.isr, part.followers, now,
+                                                     self.config.replica_lag_time_max_ms)
+            if lagging:
+                log.info("shrinking ISR of %s-%d: %s out of sync", part.topic, part.index, sorted(lagging))
+                self._write_isr(part, tuple(r for r in part.state.isr if r not in lagging), shrink=True)
+
+    def _write_isr(self, part: Partition, isr: tuple[int, ...], shrink: bool) -> None:
+        if part.isr_update_in_flight or isr == part.state.isr:
+            return
+        part.isr_update_in_flight = True
+        try:
+            new_state = self.store.update_isr(part.topic, part.index, part.state, isr)
+        finally:
+            part.isr_update_in_flight = False
+        if new_state is None:
+            log.info("ISR update of %s-%d lost a race; waiting for the new state", part.topic, part.index)
+            return
+        part.state = new_state
+        self.on_isr_change(shrink)
+        self._maybe_advance_hw(part)
+        self.purgatory.notify(hw_key(part.topic, part.index))  # acks=all waiters re-check min ISR
+
+    async def run(self) -> None:
+        """Periodic ISR shrink check, every half of replica.lag.time.max.ms (as Kafka schedules it)."""
+        interval = max(self.config.replica_lag_time_max_ms / 2000, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.shrink_isrs()
+            except Exception:
+                log.exception("ISR check failed")
