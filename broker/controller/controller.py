@@ -90,6 +90,7 @@ class Controller:
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._next_rebalance = time.monotonic() + settings.leader_imbalance_check_interval_s
+        self._czxids: dict[int, int] = {}
 
     # ------------------------------------------------------------ thread and queue
 
@@ -221,6 +222,7 @@ class Controller:
             self.enqueue("elect")
             return
         self.active = True
+        self._czxids = dict(self.store.broker_czxids)
         self.epoch = epoch
         self.epoch_zk_version = res[1].version
         self.store.controller_id = self.me
@@ -306,6 +308,17 @@ class Controller:
     def _reconcile(self) -> None:
         store = self.store
         live = store.live_broker_ids()
+        czxids = dict(store.broker_czxids)
+        bounced = {b for b in live if b in self._czxids and self._czxids[b] != czxids.get(b)}
+        if bounced:
+            # Restarted between two looks (kill -9 then start): handle as a failure first, as Kafka does.
+            log.info("controller %d: brokers %s bounced", self.me, sorted(bounced))
+            self._reconcile_with(live - bounced)
+        self._czxids = czxids
+        self._reconcile_with(live)
+
+    def _reconcile_with(self, live: set[int]) -> None:
+        store = self.store
         shutting = store.shutting_down_brokers() & live
         self._process_deletes()
         self._process_legacy_reassignment(live)

@@ -77,6 +77,7 @@ class ZkMetadata:
         self._state_watched: dict[tuple[str, int], uuid.UUID] = {}
         self.pending_deletes: set[str] = set()
         self.shutdown_requests: set[int] = set()
+        self.broker_czxids: dict[int, int] = {}  # registration znode czxid: tells a bounced broker
         self._listener: ClusterListener | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
@@ -273,21 +274,19 @@ class ZkMetadata:
     def _on_broker_ids(self, children: list[str]) -> None:
         ids = {int(c) for c in children if c.lstrip("-").isdigit()}
         found: dict[int, BrokerInfo] = {}
-        for b in ids:
-            with self._lock:
-                known = self._brokers.get(b)
-            if known is not None:
-                found[b] = known
-                continue
+        czxids: dict[int, int] = {}
+        for b in ids:  # re-read every registration: a bounced broker may come back with a new endpoint
             try:
-                data, _ = self.zk.get(zp.broker_path(b))
+                data, stat = self.zk.get(zp.broker_path(b))
             except NoNodeError:
                 continue
             reg = zp.decode_broker(b, data)
             found[b] = BrokerInfo(b, reg.host, reg.port, reg.rack)
+            czxids[b] = stat.czxid
         with self._lock:
-            changed = set(found) != set(self._brokers)
+            changed = found != self._brokers or czxids != self.broker_czxids
             self._brokers = found
+            self.broker_czxids = czxids
             if changed and self._listener is not None:
                 self._deliver(self._listener.on_brokers_changed)
         self.controller.enqueue("brokers")

@@ -301,3 +301,39 @@ def test_session_expiry_reregisters_and_keeps_serving_cache(cluster):
     n3b = cluster.nodes[1]
     n3b.create_topic("exp2", 1, 3, {})
     online(cluster, n3, "exp2", 1)
+
+
+def test_bounced_broker_gets_new_leader_epoch(cluster):
+    three(cluster)
+    ctrl = cluster.controller()
+    other = next(b for b in (1, 2, 3) if b != ctrl.me.node_id)
+    ctrl.create_topic("b", 1, 1, {}, assignment={0: [other]})
+    online(cluster, ctrl, "b", 1)
+    before = ctrl.partition_state("b", 0)
+    # the controller thread is held busy while the broker restarts, so it only sees the new registration
+    gate = __import__("threading").Event()
+    ctrl.controller.submit(lambda: gate.wait(10))
+    cluster.stop(other)
+    cluster.start(other)
+    gate.set()
+    s = wait_until(lambda: (x := ctrl.partition_state("b", 0)).leader_epoch >= before.leader_epoch + 2 and x,
+                   10, "bounce handled")
+    assert s.leader == other and s.isr == (other,)
+
+
+def test_short_zookeeper_pause_keeps_cache_and_recovers(cluster):
+    three(cluster)
+    n1 = cluster.nodes[1]
+    n1.create_topic("zkp", 2, 3, {})
+    online(cluster, n1, "zkp", 2)
+    cluster.zk_server.pause()
+    try:
+        assert n1.topic("zkp") is not None and n1.partition_state("zkp", 0).online
+        assert len(n1.brokers()) == 3
+    finally:
+        cluster.zk_server.resume()
+    # same sessions continue (pause < session timeout): no re-election, writes work again
+    ctrl = cluster.controller()
+    n1.create_topic("zkp2", 1, 3, {})
+    online(cluster, n1, "zkp2", 1)
+    assert ctrl.controller.active
