@@ -95,7 +95,7 @@ class Broker:
         if config.zookeeper_connect:
             from broker.controller.store import ZkMetadata
 
-            self.metadata: MetadataStore = ZkMetadata(config, me, self.clock)
+            self.metadata: MetadataStore = ZkMetadata.from_config(config, me)
         else:
             self.metadata = LocalMetadata(dirs[0], me, config.cluster_id)
         self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms)
@@ -109,6 +109,7 @@ class Broker:
             from broker.metrics import BrokerMetrics
 
             self.metrics = BrokerMetrics(self)
+            self.replicas.on_isr_change = self.metrics.isr_changed
         self.server = KafkaServer(self)
         self._tasks: list[asyncio.Task] = []
 
@@ -147,8 +148,7 @@ class Broker:
         self.metadata.add_partitions(name, total)
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        self.metadata.set_topic_configs(name, configs)
-        self.logs.update_config(name)
+        self.metadata.set_topic_configs(name, configs)  # the listener applies them to the logs
 
     def ensure_offsets_topic(self) -> bool:
         """Create `__consumer_offsets` once enough brokers are alive for its replication factor (Kafka does

@@ -83,6 +83,10 @@ class MetadataStore(Protocol):
         """Leader-only conditional ISR write; None if `current` is stale (version or leader epoch moved)."""
     async def wait_online(self, topic: str, timeout_s: float) -> bool:
         """Until every partition of `topic` has a leader (the controller acted), or the timeout."""
+    async def wait_deleted(self, topic: str, timeout_s: float) -> bool:
+        """Until the controller has deleted `topic`, or the timeout."""
+    def shutting_down_brokers(self) -> set[int]:
+        """Brokers in controlled shutdown: leaders must not add them back to an ISR."""
     def start(self, listener: ClusterListener) -> None:
         """Register this broker and start delivering partition states to `listener`."""
     async def controlled_shutdown(self, timeout_s: float) -> None:
@@ -138,6 +142,12 @@ class LocalMetadata:
 
     async def wait_online(self, topic: str, timeout_s: float) -> bool:
         return topic in self._topics
+
+    async def wait_deleted(self, topic: str, timeout_s: float) -> bool:
+        return topic not in self._topics
+
+    def shutting_down_brokers(self) -> set[int]:
+        return set()
 
     def start(self, listener: ClusterListener) -> None:
         self._listener = listener
@@ -203,6 +213,8 @@ class LocalMetadata:
         info = self._require(name)
         info.configs = dict(configs)
         self._save()
+        if self._listener is not None:
+            self._listener.on_topic_config_changed(name)
         return info
 
     def _require(self, name: str) -> TopicInfo:

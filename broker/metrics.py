@@ -132,7 +132,7 @@ def count_errors(body: Any, out: dict[int, int]) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionState:
+class PartitionStats:
     topic: str
     partition: int
     replicas: int
@@ -146,34 +146,38 @@ class PartitionState:
 class ReplicaView(Protocol):
     """What the replication metrics read; the cluster code supplies its own implementation."""
 
-    def partition_states(self) -> Iterable[PartitionState]: ...
+    def partition_states(self) -> Iterable[PartitionStats]: ...
 
     def is_active_controller(self) -> bool: ...
 
     def max_lag(self) -> int: ...
 
 
-class StandaloneReplicaView:
-    """One broker: it leads every partition it hosts, the ISR is itself, it is the active controller."""
+class BrokerReplicaView:
+    """Reads the metadata store's partition states (the whole cluster as this broker sees it) and the
+    replica fetchers; the same code serves standalone and cluster mode."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    def partition_states(self) -> Iterable[PartitionState]:
+    def partition_states(self) -> Iterable[PartitionStats]:
         b = self._broker
+        me = b.node_id
         for name, info in b.metadata.topics().items():
+            min_isr = b.log_config(name).min_insync_replicas
             for p in range(info.partitions):
-                plog = b.logs.get(name, p)
-                min_isr = plog.config.min_insync_replicas if plog is not None else 1
-                local = plog is not None
-                yield PartitionState(name, p, info.replication_factor, 1 if local else 0, min_isr, local, local,
-                                     True)
+                st = b.metadata.partition_state(name, p)
+                if st is None:
+                    continue
+                yield PartitionStats(name, p, len(st.replicas), len(st.isr), min_isr, st.online,
+                                     st.leader == me, bool(st.replicas) and st.replicas[0] == st.leader)
 
     def is_active_controller(self) -> bool:
-        return True
+        return self._broker.metadata.controller_id == self._broker.node_id
 
     def max_lag(self) -> int:
-        return 0
+        fetchers = self._broker.replicas.fetchers
+        return fetchers.max_lag() if fetchers is not None else 0
 
 
 # ---------------------------------------------------------------- per-connection request stamps
@@ -238,7 +242,7 @@ class BrokerMetrics:
     def __init__(self, broker: Broker, registry: Registry | None = None) -> None:
         self.broker = broker
         self.registry = reg = registry or Registry(broker.clock)
-        self.replica_view: ReplicaView = StandaloneReplicaView(broker)
+        self.replica_view: ReplicaView = BrokerReplicaView(broker)
         self._loop_idle = reg.meter("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent",
                                     scale=1e-9)
         self._live_stats: set[RequestStats] = set()
@@ -264,7 +268,7 @@ class BrokerMetrics:
         self._conn_closed = SampledRate(reg.clock)
         self._gc_start = 0.0
         self._gc = {g: [0, 0.0] for g in range(3)}
-        self._state_cache: tuple[float, list[PartitionState]] = (-1.0, [])
+        self._state_cache: tuple[float, list[PartitionStats]] = (-1.0, [])
         self._define_gauges()
         self._http = None
         self._tick_task: asyncio.Task | None = None
@@ -356,7 +360,7 @@ class BrokerMetrics:
                          lambda: (((("logDir", str(d)),), _free(d)) for d in dirs))
         reg.raw(self._gc_families)
 
-    def _states(self) -> list[PartitionState]:
+    def _states(self) -> list[PartitionStats]:
         now = self.registry.clock.monotonic()
         at, states = self._state_cache
         if now - at > 0.5 or at < 0:
@@ -373,6 +377,9 @@ class BrokerMetrics:
     def _group_states(self) -> list[str]:
         groups = getattr(self.broker.group_coordinator, "_groups", {})
         return [g.state.value for g in groups.values()]
+
+    def isr_changed(self, shrink: bool) -> None:
+        (self.isr_shrinks if shrink else self.isr_expands).mark()
 
     def set_replica_view(self, view: ReplicaView) -> None:
         self.replica_view = view

@@ -40,3 +40,6 @@ class ClusterListener(Protocol):
 
     def on_brokers_changed(self) -> None:
         """The set of live brokers changed (Metadata caches refresh)."""
+
+    def on_topic_config_changed(self, topic: str) -> None:
+        """A topic's config overrides changed (the log picks them up live)."""

@@ -112,6 +112,9 @@ class ReplicaManager:
             self.purgatory.notify(leo_key(*key))
         self.logs.delete_topic(topic)
 
+    def on_topic_config_changed(self, topic: str) -> None:
+        self.logs.update_config(topic)
+
     def on_brokers_changed(self) -> None:
         if self.fetchers is not None:
             self.fetchers.on_brokers_changed()
@@ -241,6 +244,7 @@ class ReplicaManager:
         follower = part.followers.setdefault(replica_id, isr_rules.FollowerState())
         follower.on_fetch(fetch_offset, part.log.log_end_offset, self.clock.now_ms())
         if (replica_id not in part.state.isr and replica_id in part.state.replicas
+                and replica_id not in self.store.shutting_down_brokers()
                 and isr_rules.can_join_isr(follower, part.log.high_watermark, part.epoch_start_offset)):
             self._write_isr(part, tuple(sorted(set(part.state.isr) | {replica_id})), shrink=False)
         self._maybe_advance_hw(part)

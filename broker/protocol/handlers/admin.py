@@ -5,6 +5,7 @@ from broker.config import TOPIC_CONFIGS, ConfigError, validate_topic_configs
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import INTERNAL_TOPICS, validate_topic_name
 from broker.protocol.api import RequestContext, handler
+from broker.protocol.codec import ms
 
 TOPIC, BROKER = 2, 4
 # DescribeConfigs config_source values
@@ -48,6 +49,9 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
                 entry.update(num_partitions=parts, replication_factor=max(t.replication_factor, 1))
             else:
                 info = broker.create_topic(t.name, t.num_partitions, t.replication_factor, configs)
+                if not await broker.metadata.wait_online(t.name, max(ms(req.timeout), 0) / 1000):
+                    raise KafkaError(ErrorCode.request_timed_out,
+                                     f"Topic {t.name} was created but its leaders were not elected in time")
                 entry.update(topic_id=info.topic_id, num_partitions=info.partitions,
                              replication_factor=info.replication_factor,
                              configs=_describe_topic_configs(ctx, t.name, None))
@@ -81,6 +85,8 @@ async def handle_delete_topics(ctx: RequestContext, req) -> dict:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
             entry["topic_id"] = info.topic_id
             broker.delete_topic(name)
+            if not await broker.metadata.wait_deleted(name, max(ms(req.timeout), 0) / 1000):
+                raise KafkaError(ErrorCode.request_timed_out, f"Topic {name} is marked for deletion")
         except KafkaError as e:
             entry.update(error_code=e.code, error_message=e.message)
         results.append(entry)
