@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import uuid
 
 import pytest
@@ -27,3 +29,13 @@ def broker(tmp_path):
 @pytest.fixture
 def topic_name() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Run `async def` tests in a fresh event loop, bounded in time (no plugin needed)."""
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+        asyncio.run(asyncio.wait_for(pyfuncitem.obj(**kwargs), 60))
+        return True
+    return None

@@ -203,9 +203,12 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.not_enough_replicas,
                              f"ISR {list(part.state.isr)} is smaller than min.insync.replicas "
                              f"{part.log.config.min_insync_replicas}")
+        hw_before = part.log.high_watermark
         result = part.log.append_as_leader(records, part.state.leader_epoch)
         if not result.duplicate:
             self.purgatory.notify(leo_key(topic, partition))
+            if part.log.high_watermark != hw_before:  # unreplicated: the log moved its HW with the append
+                self.purgatory.notify(hw_key(topic, partition))
             self._maybe_advance_hw(part)
         return part, result
 

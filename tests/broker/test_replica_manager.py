@@ -1,0 +1,94 @@
+"""ReplicaManager without servers: a fake store, a real log, the real purgatory."""
+
+import asyncio
+
+import pytest
+
+from broker.clock import ManualClock
+from broker.config import BrokerConfig
+from broker.controller.state import PartitionState
+from broker.errors import ErrorCode, KafkaError
+from broker.log.manager import LogManager
+from broker.log.records import Record, build_batch
+from broker.metadata import TopicInfo
+from broker.purgatory import Purgatory
+from broker.replication.replica_manager import ReplicaManager, hw_key
+
+
+class FakeStore:
+    def __init__(self):
+        self.isr_writes = []
+        self.topics = {"t": TopicInfo("t", None, 1)}
+
+    def topic(self, name):
+        return self.topics.get(name)
+
+    def update_isr(self, topic, partition, current, isr):
+        self.isr_writes.append(isr)
+        return PartitionState(current.replicas, current.leader, current.leader_epoch, isr,
+                              version=current.version + 1)
+
+    def shutting_down_brokers(self):
+        return set()
+
+
+def _manager(tmp_path, **cfg):
+    config = BrokerConfig(broker_id=1, replica_lag_time_max_ms=1000, **cfg)
+    clock = ManualClock()
+    logs = LogManager([tmp_path], clock, lambda t: config.log_config())
+    store = FakeStore()
+    return ReplicaManager(config, clock, logs, store, Purgatory()), clock, store
+
+
+def _batch():
+    return build_batch([Record(timestamp=1, key=b"k", value=b"v")])
+
+
+async def test_unreplicated_append_wakes_consumers_waiting_on_the_high_watermark(tmp_path):
+    rm, _, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1,), 1, 0, (1,)))
+    waiter = asyncio.create_task(rm.purgatory.wait([hw_key("t", 0)], 5))
+    await asyncio.sleep(0)
+    rm.append("t", 0, _batch(), 1)
+    assert await asyncio.wait_for(waiter, 1) is True
+
+
+async def test_acks_all_waits_for_followers_then_completes(tmp_path):
+    rm, clock, store = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 3, (1, 2), version=0))
+    part, result = rm.append("t", 0, _batch(), -1)
+    assert part.log.high_watermark == 0  # follower 2 has nothing yet
+    done = asyncio.create_task(rm.wait_for_replication(part, result.last_offset, 5))
+    await asyncio.sleep(0)
+    assert not done.done()
+    rm.on_follower_fetch(part, 2, 1)  # follower fetches from offset 1: it has offset 0
+    assert await asyncio.wait_for(done, 1) == ErrorCode.none
+    assert part.log.high_watermark == 1
+
+
+async def test_lagging_follower_is_shrunk_and_min_isr_refuses_acks_all(tmp_path):
+    rm, clock, store = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 0, (1, 2), version=0))
+    rm.append("t", 0, _batch(), 1)
+    clock.advance(1500)
+    rm.shrink_isrs()
+    assert store.isr_writes == [(1,)]
+    part = rm.partitions[("t", 0)]
+    assert part.state.isr == (1,) and part.log.high_watermark == 1  # HW follows the smaller ISR
+    part.log.update_config(part.log.config.__class__(min_insync_replicas=2))
+    with pytest.raises(KafkaError) as e:
+        rm.append("t", 0, _batch(), -1)
+    assert e.value.code == ErrorCode.not_enough_replicas
+    rm.on_follower_fetch(part, 2, 1)  # caught up to the HW: back in the ISR
+    assert store.isr_writes[-1] == (1, 2)
+
+
+async def test_requests_to_a_follower_get_not_leader(tmp_path):
+    rm, _, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((2, 1), 2, 0, (2, 1)))
+    with pytest.raises(KafkaError) as e:
+        rm.append("t", 0, _batch(), 1)
+    assert e.value.code == ErrorCode.not_leader_or_follower
+    with pytest.raises(KafkaError) as e:
+        rm.leader_partition("t", 0)
+    assert e.value.code == ErrorCode.not_leader_or_follower
