@@ -2,9 +2,10 @@
 
     python -m benchmarks.run_all [--quick] [--with-apache] [--json results.jsonl]
 
-Runs, in order, produce_throughput, consume_throughput, e2e_latency and startup_recovery, each in
+Runs, in order, produce_throughput, consume_throughput, e2e_latency, startup_recovery, cluster_throughput
+(three-broker cluster: acks=all RF=3 vs acks=1 RF=1) and failover (10 leader kills; 3 with ``--quick``), each in
 this process with default sizes (~10 s per measured case; a few minutes in all) or, with ``--quick``,
-shrunk sizes (the whole run takes under 2 minutes). Every figure is printed next to a ratio against a
+shrunk sizes (the whole run takes about 3 minutes). Every figure is printed next to a ratio against a
 baseline measured in the same run, because a 2-core machine is noisy. ``--json FILE`` also writes the
 JSON line of each benchmark to FILE. A benchmark that fails is reported and the others still run.
 """
@@ -17,7 +18,14 @@ import sys
 import time
 import traceback
 
-from benchmarks import consume_throughput, e2e_latency, produce_throughput, startup_recovery
+from benchmarks import (
+    cluster_throughput,
+    consume_throughput,
+    e2e_latency,
+    failover,
+    produce_throughput,
+    startup_recovery,
+)
 from benchmarks._common import fmt, verdict
 
 
@@ -48,12 +56,25 @@ def _rows(name: str, r: dict) -> list[tuple[str, str, str, str, str]]:
             c = r[key]
             rows.append((name, label, f"{c['ready_s']:.2f}", f"vs empty start {fmt(c['ratio_vs_baseline'])}x",
                          f"<10s: {verdict(c['pass'])}"))
+    elif name == "cluster_throughput":
+        t3, t1 = r["throughput"]["rf3_acks_all"], r["throughput"]["rf1_acks_1"]
+        l3, l1 = r["latency"]["rf3_acks_all"], r["latency"]["rf1_acks_1"]
+        rows.append((name, "produce MB/s rf3 acks=all | rf1 acks=1", f"{fmt(t3['mb_per_s'])} | {fmt(t1['mb_per_s'])}",
+                     f"rf3/rf1 {fmt(r['ratio_throughput_rf3_rf1'])}", "(cost of replication)"))
+        rows.append((name, "e2e p99/p99.9 ms rf3 | rf1",
+                     f"{l3['p99_ms']:.2f}/{l3['p99_9_ms']:.2f} | {l1['p99_ms']:.2f}/{l1['p99_9_ms']:.2f}",
+                     f"p99 rf3/rf1 {fmt(r['ratio_p99_rf3_rf1'])}", f"all received: {verdict(r['complete'])}"))
+    elif name == "failover":
+        rows.append((name, f"leader kill -> acks=all ok s ({r['kills']} kills)",
+                     f"min {r['min_s']:.2f} p50 {r['p50_s']:.2f} max {r['max_s']:.2f}",
+                     f"max/session timeout {fmt(r['ratio_max_to_session_timeout'])}",
+                     f"<{r['target_s']:g}s: {verdict(r['pass'])}"))
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="benchmarks.run_all", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="shrunk sizes; whole run < 2 minutes")
+    p.add_argument("--quick", action="store_true", help="shrunk sizes; whole run ~3 minutes")
     p.add_argument("--with-apache", action="store_true", help="also measure Apache Kafka where supported")
     p.add_argument("--json", metavar="FILE", help="append each benchmark's JSON line to FILE")
     args = p.parse_args(argv)
@@ -63,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         ("consume_throughput", consume_throughput.main, common),
         ("e2e_latency", e2e_latency.main, common),
         ("startup_recovery", startup_recovery.main, ["--quick"] if args.quick else []),
+        ("cluster_throughput", cluster_throughput.main, ["--quick"] if args.quick else []),
+        ("failover", failover.main, ["--quick"] if args.quick else []),
     ]
     results: dict[str, dict] = {}
     failed: list[str] = []
