@@ -51,6 +51,9 @@ class Partition:
     followers: dict[int, isr_rules.FollowerState] = field(default_factory=dict)
     epoch_start_offset: int = 0
     isr_update_in_flight: bool = False
+    # Bumped each time this broker takes over leadership (not on a controller epoch bump while it stays
+    # leader, e.g. an ISR shrink after a follower died): acks=all waiters fail only if leadership was lost.
+    leadership: int = 0
 
     @property
     def is_leader_of(self) -> int:
@@ -127,6 +130,8 @@ class ReplicaManager:
         key = (part.topic, part.index)
         if state.leader == self.broker_id:
             self._stop_following(key)
+            if not was_leader:
+                part.leadership += 1
             now = self.clock.now_ms()
             # Followers start with a fresh caught-up time, so a new leader does not shrink the ISR at once.
             part.followers = {r: isr_rules.FollowerState(last_caught_up_ms=now)
@@ -216,10 +221,10 @@ class ReplicaManager:
         """acks=all: wait until the high watermark passes `last_offset` (Kafka's DelayedProduce)."""
         deadline = self.clock.monotonic() + timeout_s
         key = hw_key(part.topic, part.index)
-        epoch = part.state.leader_epoch
+        leadership = part.leadership
         while True:
             current = self.partitions.get((part.topic, part.index))
-            if current is not part or part.state.leader != self.broker_id or part.state.leader_epoch != epoch:
+            if current is not part or part.state.leader != self.broker_id or part.leadership != leadership:
                 return ErrorCode.not_leader_or_follower
             if part.log.high_watermark > last_offset:
                 if len(part.state.isr) < part.log.config.min_insync_replicas:

@@ -92,3 +92,30 @@ async def test_requests_to_a_follower_get_not_leader(tmp_path):
     with pytest.raises(KafkaError) as e:
         rm.leader_partition("t", 0)
     assert e.value.code == ErrorCode.not_leader_or_follower
+
+
+async def test_acks_all_survives_an_epoch_bump_while_staying_leader(tmp_path):
+    """The controller bumps the leader epoch when it drops a dead follower from the ISR; the leader keeps
+    leading, so a waiting acks=all produce completes (Kafka's DelayedProduce only fails on lost leadership)."""
+    rm, clock, store = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1, 2, 3), 1, 3, (1, 2, 3), version=0))
+    part, result = rm.append("t", 0, _batch(), -1)
+    done = asyncio.create_task(rm.wait_for_replication(part, result.last_offset, 5))
+    await asyncio.sleep(0)
+    rm.on_partition_state("t", 0, PartitionState((1, 2, 3), 1, 4, (1, 2), version=1))  # 3 died
+    await asyncio.sleep(0)
+    assert not done.done()
+    rm.on_follower_fetch(part, 2, 1)
+    assert await asyncio.wait_for(done, 1) == ErrorCode.none
+
+
+async def test_acks_all_fails_when_leadership_was_lost_in_between(tmp_path):
+    """Leader -> follower -> leader again before the waiter runs: the offset may now hold other records."""
+    rm, clock, store = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 3, (1, 2), version=0))
+    part, result = rm.append("t", 0, _batch(), -1)
+    done = asyncio.create_task(rm.wait_for_replication(part, result.last_offset, 5))
+    await asyncio.sleep(0)
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 2, 4, (1, 2), version=1))
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 5, (1, 2), version=2))
+    assert await asyncio.wait_for(done, 1) == ErrorCode.not_leader_or_follower

@@ -240,3 +240,22 @@ def check_acked_exactly_once_in_order(acked: dict[int, list[tuple[int, int]]],
                 f"partition {p}: acked seq {seq} at offset {off}, log has {by_offset.get(off)!r}")
         total += len(acks)
     return total
+
+
+RETRIABLE = {5, 6, 74, 75}  # LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH
+
+
+def produce_to_leader(cluster: Cluster, topic: str, p: int, values: list[bytes], acks: int = -1,
+                      timeout_s: float = 20.0) -> int:
+    """Produce one batch to the partition's current leader, retrying (bounded) while leadership settles, as a
+    client does: Metadata propagates to each broker from ZooKeeper on its own. Returns the base offset."""
+    def attempt():
+        port = metadata(cluster, [topic]).brokers.get(leader(cluster, topic, p))
+        if port is None:
+            return None
+        err, base = produce_raw(port, topic, p, values, acks=acks)
+        if err in RETRIABLE:
+            return None
+        assert err == 0, f"produce to {topic}-{p}: error {err}"
+        return (base,)
+    return wait_for(attempt, timeout_s, 0.1, what=f"produce to the leader of {topic}-{p}")[0]
