@@ -42,3 +42,4 @@ clean:
 .PHONY: reference-kafka
 reference-kafka: install
 	$(PY) -m benchmarks.reference_kafka fetch
+	$(PY) -m benchmarks.reference_kafka fetch --version 3.9.2

@@ -1,6 +1,7 @@
 """Reference Apache Kafka for benchmarks: thin CLI over tests/support/apache_kafka.py.
 
-python -m benchmarks.reference_kafka fetch [--version V]   # resolve jars, print libs dir
+python -m benchmarks.reference_kafka fetch [--version V]   # resolve jars (tests/support/apache_kafka_artifacts.txt), print libs dir
+    # (make reference-kafka fetches 4.1.1 and 3.9.2; tests needing Apache Kafka fetch lazily)
 python -m benchmarks.reference_kafka run [--version V] [--port P] [--log-dir D]
     # start a single-node KRaft broker on 127.0.0.1, print its bootstrap, run until Ctrl-C
 """

@@ -11,6 +11,12 @@ class path as a single-node KRaft broker+controller bound to 127.0.0.1 only.
     with ApacheKafka() as k:
         k.bootstrap                        # "127.0.0.1:PORT"
 
+What is fetched per version is pinned in ``apache_kafka_artifacts.txt`` next to this file.  Apache Kafka
+``ZK_VERSION`` (3.9.x, the last line with ZooKeeper mode) also brings its tools (``kafka-tools``) and the
+Prometheus JMX exporter java agent; ``broker_command()`` builds the JVM command line of a ZooKeeper-mode broker
+with that agent and ``write_jmx_rules()`` writes the Strimzi-convention rules file (used by the cluster
+launcher's ``--impl apache-kafka``).  ``tool_command()`` runs one of Kafka's own tools by main class.
+
 Java (>= 17) and Maven are installed with apt-get when missing and we are root (or have
 passwordless sudo).  ``python -m benchmarks.reference_kafka`` is the command-line front end.
 """
@@ -37,14 +43,26 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_VERSION",
+    "ZK_VERSION",
     "ApacheKafka",
     "ApacheKafkaError",
+    "artifacts",
+    "broker_command",
     "cache_root",
     "ensure_java_and_maven",
     "ensure_kafka",
+    "jmx_agent_jar",
+    "maven_central_reachable",
+    "tool_command",
+    "write_jmx_rules",
+    "write_logging_config",
 ]
 
 DEFAULT_VERSION = "4.1.1"
+# The newest 3.9.x on Maven Central: the last Apache Kafka line with ZooKeeper mode.
+ZK_VERSION = "3.9.2"
+ARTIFACTS_FILE = Path(__file__).with_name("apache_kafka_artifacts.txt")
+MAVEN_CENTRAL = "repo1.maven.org"
 SCALA_VERSION = "2.13"
 # log4j2 binding for slf4j 1.7.x (which is what kafka_2.13 4.x depends on); without a binding
 # the broker logs nothing.  Same log4j2 line the Apache Kafka 4.x distribution ships.
@@ -79,6 +97,18 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 logger.authorizer.name = kafka.authorizer.logger
 logger.authorizer.level = WARN
+"""
+
+# The same for log4j 1 (reload4j), which is what Kafka 3.x logs through.
+_LOG4J1_PROPERTIES = """\
+log4j.rootLogger={level}, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.authorizer.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.state.change.logger=WARN
 """
 
 
@@ -167,16 +197,33 @@ def _kafka_home(version: str) -> Path:
     return cache_root() / f"apache-kafka-{version}"
 
 
+def artifacts(version: str) -> list[tuple[str, str, str, str]]:
+    """(dest, groupId, artifactId, version) fetched for Apache Kafka VERSION, from apache_kafka_artifacts.txt;
+    versions not listed there get the 4.x default (kafka_2.13 + the log4j2 binding)."""
+    out = []
+    for line in ARTIFACTS_FILE.read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) == 3 and fields[0] == version:
+            g, a, v = fields[2].split(":")
+            out.append((fields[1], g, a, v))
+    if not out:
+        out = [
+            ("libs", "org.apache.kafka", f"kafka_{SCALA_VERSION}", version),
+            ("libs", "org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION),
+            ("libs", "org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION),
+        ]
+    return out
+
+
 def _is_complete(libs: Path, version: str) -> bool:
-    return (libs / f"kafka_{SCALA_VERSION}-{version}.jar").is_file() and (libs.parent / ".complete").is_file()
+    home = libs.parent
+    return (home / ".complete").is_file() and all(
+        (home / dest / f"{a}-{v}.jar").is_file() for dest, _, a, v in artifacts(version)
+    )
 
 
 def _pom(version: str) -> str:
-    deps = [
-        ("org.apache.kafka", f"kafka_{SCALA_VERSION}", version),
-        ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION),
-        ("org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION),
-    ]
+    deps = [(g, a, v) for dest, g, a, v in artifacts(version) if dest == "libs"]
     dep_xml = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in deps
@@ -195,11 +242,20 @@ def _pom(version: str) -> str:
 """
 
 
-def ensure_kafka(version: str = DEFAULT_VERSION) -> Path:
-    """Resolve Apache Kafka VERSION's broker jars from Maven Central; return the libs dir.
+def maven_central_reachable(timeout: float = 5.0) -> bool:
+    """True when Maven Central answers a TCP connect (tests skip with a reason when it does not)."""
+    try:
+        with socket.create_connection((MAVEN_CENTRAL, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
-    Idempotent and cheap when already cached (one stat, no JVM).  Safe against concurrent
-    callers (file lock) and interrupted downloads (libs is renamed into place when complete).
+
+def ensure_kafka(version: str = DEFAULT_VERSION) -> Path:
+    """Resolve Apache Kafka VERSION's jars (apache_kafka_artifacts.txt) from Maven Central; return the libs dir.
+
+    Idempotent and cheap when already cached (stats, no JVM).  Safe against concurrent callers (file lock) and
+    interrupted downloads (libs/ and agent/ are renamed into place when complete).
     """
     home = _kafka_home(version)
     libs = home / "libs"
@@ -216,27 +272,230 @@ def ensure_kafka(version: str = DEFAULT_VERSION) -> Path:
         try:
             pom = staging / "pom.xml"
             pom.write_text(_pom(version))
-            out_dir = staging / "libs"
-            cmd = [
+            cmds = [[
                 mvn, "-B", "-q", "-f", str(pom),
                 f"{DEPENDENCY_PLUGIN}:copy-dependencies",
                 "-DincludeScope=runtime",
-                f"-DoutputDirectory={out_dir}",
-            ]  # fmt: skip
-            res = _run(cmd, timeout=1800, cwd=staging)
-            if res.returncode != 0 or not (out_dir / f"kafka_{SCALA_VERSION}-{version}.jar").is_file():
-                raise ApacheKafkaError(
-                    f"resolving org.apache.kafka:kafka_{SCALA_VERSION}:{version} from Maven Central failed "
-                    f"(exit {res.returncode}):\n{_tail(res.stdout + res.stderr)}"
-                )
+                f"-DoutputDirectory={staging / 'libs'}",
+            ]]  # fmt: skip
+            for dest, g, a, v in artifacts(version):
+                if dest != "libs":
+                    cmds.append([mvn, "-B", "-q", "-f", str(pom), f"{DEPENDENCY_PLUGIN}:copy",
+                                 f"-Dartifact={g}:{a}:{v}", f"-DoutputDirectory={staging / dest}"])
+            for cmd in cmds:
+                res = _run(cmd, timeout=1800, cwd=staging)
+                if res.returncode != 0:
+                    raise ApacheKafkaError(
+                        f"resolving Apache Kafka {version} artifacts from Maven Central failed "
+                        f"(`{' '.join(cmd[4:])}`, exit {res.returncode}):\n{_tail(res.stdout + res.stderr)}"
+                    )
+            missing = [f"{dest}/{a}-{v}.jar" for dest, _, a, v in artifacts(version)
+                       if not (staging / dest / f"{a}-{v}.jar").is_file()]
+            if missing:
+                raise ApacheKafkaError(f"Maven did not produce {', '.join(missing)}")
             (home / ".complete").unlink(missing_ok=True)
-            if libs.exists():
-                shutil.rmtree(libs)
-            out_dir.rename(libs)
-            (home / ".complete").write_text("\n".join(sorted(p.name for p in libs.glob("*.jar"))) + "\n")
+            for dest in sorted({d for d, *_ in artifacts(version)}):
+                if (home / dest).exists():
+                    shutil.rmtree(home / dest)
+                (staging / dest).rename(home / dest)
+            (home / ".complete").write_text(
+                "\n".join(sorted(str(p.relative_to(home)) for p in home.glob("*/*.jar"))) + "\n"
+            )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return libs
+
+
+def jmx_agent_jar(version: str = ZK_VERSION) -> Path | None:
+    """The Prometheus JMX exporter java agent fetched with VERSION (None if that version has none)."""
+    home = _kafka_home(version)
+    for dest, _, a, v in artifacts(version):
+        if dest == "agent" and a == "jmx_prometheus_javaagent":
+            return home / dest / f"{a}-{v}.jar"
+    return None
+
+
+def write_logging_config(directory: Path, level: str = "INFO") -> list[str]:
+    """Write log4j 1 (reload4j, Kafka 3.x) and log4j2 (Kafka 4.x) configs to stdout; the -D options for both."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "log4j2.properties").write_text(_LOG4J2_PROPERTIES.format(level=level))
+    (directory / "log4j.properties").write_text(_LOG4J1_PROPERTIES.format(level=level))
+    return [f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
+            f"-Dlog4j.configuration=file:{directory / 'log4j.properties'}"]
+
+
+def broker_command(
+    server_properties: Path,
+    *,
+    version: str = ZK_VERSION,
+    metrics_port: int | None = None,
+    heap_opts: str = "-Xmx512m -Xms128m",
+    log_level: str = "INFO",
+) -> list[str]:
+    """The JVM command line of an Apache Kafka broker (kafka.Kafka server.properties), fetching the jars first.
+
+    metrics_port: serve the JMX exporter's /metrics on 127.0.0.1:metrics_port with the rules of
+    write_jmx_rules() (written next to server.properties as jmx_exporter.yml).
+    """
+    libs = ensure_kafka(version)
+    java, _ = ensure_java_and_maven(need_maven=False)
+    conf_dir = server_properties.parent
+    opts = write_logging_config(conf_dir, log_level)
+    if metrics_port is not None:
+        agent = jmx_agent_jar(version)
+        if agent is None:
+            raise ApacheKafkaError(f"no JMX exporter agent is fetched with Apache Kafka {version}")
+        rules = write_jmx_rules(conf_dir / "jmx_exporter.yml")
+        opts.append(f"-javaagent:{agent}={LOOPBACK}:{metrics_port}:{rules}")
+    return [java, *heap_opts.split(), *_JVM_PERF_OPTS, *opts, "-cp", f"{libs}/*",
+            "kafka.Kafka", str(server_properties)]
+
+
+def tool_command(main_class: str, *args: str, version: str = ZK_VERSION, heap_opts: str = "-Xmx512m") -> list[str]:
+    """`java -cp libs/* MAIN ARGS` for one of Kafka's own tools (kafka-topics = org.apache.kafka.tools.TopicCommand,
+    ...), quiet logging (WARN to stderr)."""
+    libs = ensure_kafka(version)
+    java, _ = ensure_java_and_maven(need_maven=False)
+    conf = cache_root() / "tools-logging"
+    if not (conf / "log4j.properties").is_file():
+        write_logging_config(conf, "WARN")
+    opts = [f"-Dlog4j2.configurationFile={conf / 'log4j2.properties'}",
+            f"-Dlog4j.configuration=file:{conf / 'log4j.properties'}"]
+    return [java, *heap_opts.split(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *opts,
+            "-cp", f"{libs}/*", main_class, *args]
+
+
+# jmx_exporter rules in Strimzi's convention (packaging/examples/metrics/kafka-metrics.yaml, the rules of
+# ../shared/reference/kafka_metrics.md section 2.1): first match wins, names lowercased, label names in MBean case.
+JMX_RULES_YAML = """\
+# Written by kafkascope (tests/support/apache_kafka.py): Strimzi kafka-metrics.yaml conventions.
+lowercaseOutputName: true
+rules:
+# Special cases and very specific rules
+- pattern: kafka.server<type=(.+), name=(.+), clientId=(.+), topic=(.+), partition=(.*)><>Value
+  name: kafka_server_$1_$2
+  type: GAUGE
+  labels:
+    clientId: "$3"
+    topic: "$4"
+    partition: "$5"
+- pattern: kafka.server<type=(.+), name=(.+), clientId=(.+), brokerHost=(.+), brokerPort=(.+)><>Value
+  name: kafka_server_$1_$2
+  type: GAUGE
+  labels:
+    clientId: "$3"
+    broker: "$4:$5"
+- pattern: kafka.server<type=(.+), cipher=(.+), protocol=(.+), listener=(.+), networkProcessor=(.+)><>connections
+  name: kafka_server_$1_connections_tls_info
+  type: GAUGE
+  labels:
+    cipher: "$2"
+    protocol: "$3"
+    listener: "$4"
+    networkProcessor: "$5"
+- pattern: kafka.server<type=(.+), clientSoftwareName=(.+), clientSoftwareVersion=(.+), listener=(.+), networkProcessor=(.+)><>connections
+  name: kafka_server_$1_connections_software
+  type: GAUGE
+  labels:
+    clientSoftwareName: "$2"
+    clientSoftwareVersion: "$3"
+    listener: "$4"
+    networkProcessor: "$5"
+- pattern: "kafka.server<type=(.+), listener=(.+), networkProcessor=(.+)><>(.+-total):"
+  name: kafka_server_$1_$4
+  type: COUNTER
+  labels:
+    listener: "$2"
+    networkProcessor: "$3"
+- pattern: "kafka.server<type=(.+), listener=(.+), networkProcessor=(.+)><>(.+):"
+  name: kafka_server_$1_$4
+  type: GAUGE
+  labels:
+    listener: "$2"
+    networkProcessor: "$3"
+# Some percent metrics use the MeanRate attribute, e.g. RequestHandlerAvgIdlePercent
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)Percent\\w*><>MeanRate
+  name: kafka_$1_$2_$3_percent
+  type: GAUGE
+# Generic gauges for percents
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)Percent\\w*><>Value
+  name: kafka_$1_$2_$3_percent
+  type: GAUGE
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)Percent\\w*, (.+)=(.+)><>Value
+  name: kafka_$1_$2_$3_percent
+  type: GAUGE
+  labels:
+    "$4": "$5"
+# Generic per-second counters with 0-2 key/value pairs
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)PerSec\\w*, (.+)=(.+), (.+)=(.+)><>Count
+  name: kafka_$1_$2_$3_total
+  type: COUNTER
+  labels:
+    "$4": "$5"
+    "$6": "$7"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)PerSec\\w*, (.+)=(.+)><>Count
+  name: kafka_$1_$2_$3_total
+  type: COUNTER
+  labels:
+    "$4": "$5"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)PerSec\\w*><>Count
+  name: kafka_$1_$2_$3_total
+  type: COUNTER
+# Generic gauges with 0-2 key/value pairs
+- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.+), (.+)=(.+)><>Value
+  name: kafka_$1_$2_$3
+  type: GAUGE
+  labels:
+    "$4": "$5"
+    "$6": "$7"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.+)><>Value
+  name: kafka_$1_$2_$3
+  type: GAUGE
+  labels:
+    "$4": "$5"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)><>Value
+  name: kafka_$1_$2_$3
+  type: GAUGE
+# Histograms and timers: Count as a counter, percentiles as gauges with a quantile label
+- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*), (.+)=(.+)><>Count
+  name: kafka_$1_$2_$3_count
+  type: COUNTER
+  labels:
+    "$4": "$5"
+    "$6": "$7"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*), (.+)=(.+)><>(\\d+)thPercentile
+  name: kafka_$1_$2_$3
+  type: GAUGE
+  labels:
+    "$4": "$5"
+    "$6": "$7"
+    quantile: "0.$8"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*)><>Count
+  name: kafka_$1_$2_$3_count
+  type: COUNTER
+  labels:
+    "$4": "$5"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*)><>(\\d+)thPercentile
+  name: kafka_$1_$2_$3
+  type: GAUGE
+  labels:
+    "$4": "$5"
+    quantile: "0.$6"
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)><>Count
+  name: kafka_$1_$2_$3_count
+  type: COUNTER
+- pattern: kafka.(\\w+)<type=(.+), name=(.+)><>(\\d+)thPercentile
+  name: kafka_$1_$2_$3
+  type: GAUGE
+  labels:
+    quantile: "0.$4"
+"""
+
+
+def write_jmx_rules(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(JMX_RULES_YAML)
+    return path
 
 
 # --------------------------------------------------------------------------- broker
@@ -355,10 +614,8 @@ class ApacheKafka:
         try:
             self._configure()
             classpath = f"{libs}/*"
-            log4j = self.work_dir / "log4j2.properties"
-            log4j.write_text(_LOG4J2_PROPERTIES.format(level=self.log_level))
             self.server_log = self.work_dir / "server.log"
-            common = [f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+            common = [*write_logging_config(self.work_dir, self.log_level), "-cp", classpath]
             self._format(java, common)
             with open(self.server_log, "ab") as out:
                 self.process = subprocess.Popen(
