@@ -1,6 +1,6 @@
 """`kafkascope cluster up|status|kill|stop|start|pause|resume|down`: a local ZooKeeper + N brokers for fault drills.
 
-    kafkascope cluster up --brokers 3 --data-dir DIR [--racks a,b,c] [--override k=v ...]
+    kafkascope cluster up --brokers 3 --data-dir DIR [--racks a,b,c] [--override k=v ...] [--impl apache-kafka]
     kafkascope cluster kill|stop|start|pause|resume ID --data-dir DIR     (ID: a broker id, or zk)
     kafkascope cluster status --data-dir DIR [--json]
     kafkascope cluster down --data-dir DIR
@@ -17,7 +17,7 @@ import sys
 import time
 
 from kafkascope.cluster import process as proc
-from kafkascope.cluster.launcher import ClusterError, ClusterLauncher
+from kafkascope.cluster.launcher import IMPLS, ClusterError, ClusterLauncher
 from kafkascope.cluster.zookeeper import ZooKeeperUnavailable
 
 PROG = "kafkascope cluster"
@@ -48,7 +48,7 @@ def _up(args: argparse.Namespace) -> int:
     racks = [r.strip() for r in args.racks.split(",")] if args.racks else None
     launcher = ClusterLauncher(args.data_dir, brokers=args.brokers, racks=racks,
                                broker_props=_parse_overrides(args.override), standalone=args.standalone,
-                               zookeeper=not args.no_zookeeper)
+                               zookeeper=not args.no_zookeeper, impl=args.impl)
     if launcher.state_path.exists() and ClusterLauncher.attach(args.data_dir).launcher_alive():
         raise ClusterError(f"a launcher is already running on {launcher.data_dir}")
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -60,6 +60,9 @@ def _up(args: argparse.Namespace) -> int:
                   if not launcher.standalone else f"zookeeper: {launcher.zookeeper_host_port} (brokers standalone)",
                   file=out)
         print(f"state: {launcher.state_path}  (kafkascope cluster status --data-dir {launcher.data_dir})", file=out)
+        for b in launcher.broker_ids:
+            if launcher.metrics_url(b):
+                print(f"broker {b} metrics: {launcher.metrics_url(b)}", file=out)
         table = launcher.format_status()
         print(table, file=out, flush=True)
         while True:
@@ -85,7 +88,8 @@ def _up(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     launcher = ClusterLauncher.attach(args.data_dir)
     if args.json:
-        json.dump({"bootstrap_servers": launcher.bootstrap, "zookeeper": launcher.zookeeper_host_port,
+        json.dump({"impl": launcher.impl, "bootstrap_servers": launcher.bootstrap,
+                   "zookeeper": launcher.zookeeper_host_port,
                    "zookeeper_connect": launcher.zookeeper_connect, "launcher_running": launcher.launcher_alive(),
                    "processes": [dataclasses.asdict(s) for s in launcher.status()]}, sys.stdout, indent=2)
         print()
@@ -148,6 +152,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     up.add_argument("--standalone", action="store_true",
                     help="brokers without zookeeper.connect (independent single-node brokers); ZooKeeper still runs")
     up.add_argument("--no-zookeeper", action="store_true", help="do not start ZooKeeper (implies --standalone)")
+    up.add_argument("--impl", choices=IMPLS, default="kafkascope",
+                    help="whose brokers: ours (default) or Apache Kafka 3.9 in ZooKeeper mode with the JMX exporter "
+                         "agent (the reference peer; jars fetched from Maven Central on first use)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each process to be ready")
     up.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     up.set_defaults(run=_run(_up))

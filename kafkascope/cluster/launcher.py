@@ -5,6 +5,10 @@
     launcher.kill(1); launcher.start(1); launcher.pause("zk"); launcher.resume("zk")
     launcher.shutdown()
 
+impl="apache-kafka" runs real Apache Kafka 3.9 brokers (ZooKeeper mode, jars fetched from Maven Central on first
+use by tests/support/apache_kafka.py) instead of ours, each with the Prometheus JMX exporter agent serving
+/metrics on its own port (Strimzi-convention rules, broker-<id>/jmx_exporter.yml): the reference peer.
+
 Layout under data_dir:
     cluster.json             pids (with /proc start times), ports, last action per process, connect strings
     cluster.lock             flock held around every read-modify-write of cluster.json
@@ -36,6 +40,7 @@ from kafkascope.cluster.zookeeper import ZooKeeperServer
 
 CHROOT = "/kafkascope"
 ZK_ID = "zk"
+IMPLS = ("kafkascope", "apache-kafka")
 STATE_FILE = "cluster.json"
 LOCK_FILE = "cluster.lock"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -55,6 +60,7 @@ class Member:
     config: str
     log: str
     rack: str | None = None
+    metrics_port: int | None = None  # /metrics (the JMX exporter agent of an apache-kafka broker)
     pid: int | None = None
     started: int | None = None  # /proc start time of pid (pid-reuse guard)
     last_action: str = "created"  # created | started | stopped | killed | paused | resumed
@@ -84,6 +90,7 @@ class _State:
     data_dir: str
     chroot: str = CHROOT
     standalone: bool = False
+    impl: str = "kafkascope"
     launcher_pid: int | None = None
     launcher_started: int | None = None
     members: dict[str, Member] = field(default_factory=dict)
@@ -101,7 +108,7 @@ class _State:
     def from_json(cls, d: dict) -> _State:
         members = {k: Member(**v) for k, v in d.get("members", {}).items()}
         return cls(data_dir=d["data_dir"], chroot=d.get("chroot", CHROOT), standalone=d.get("standalone", False),
-                   launcher_pid=d.get("launcher_pid"), launcher_started=d.get("launcher_started"), members=members)
+                   impl=d.get("impl", "kafkascope"), launcher_pid=d.get("launcher_pid"), launcher_started=d.get("launcher_started"), members=members)
 
 
 def _port_free(port: int) -> bool:
@@ -121,13 +128,20 @@ class ClusterLauncher:
     racks are assigned round-robin (broker i gets racks[i % len(racks)]). standalone=True leaves
     zookeeper.connect out of the brokers' configs (independent single-node brokers, for when the cluster
     code is not there); zookeeper=False does not start ZooKeeper at all (implies standalone).
+    impl="apache-kafka" starts Apache Kafka 3.9 brokers in ZooKeeper mode instead of ours (needs ZooKeeper).
     """
 
     def __init__(self, data_dir: Path | str, brokers: int = 3, racks: list[str] | None = None,
                  broker_props: dict[str, object] | None = None, *, standalone: bool = False,
-                 zookeeper: bool = True, zk_tick_time_ms: int = 500, first_broker_id: int = 0) -> None:
+                 zookeeper: bool = True, zk_tick_time_ms: int = 500, first_broker_id: int = 0,
+                 impl: str = "kafkascope") -> None:
         if brokers < 1:
             raise ClusterError("need at least one broker")
+        if impl not in IMPLS:
+            raise ClusterError(f"unknown impl {impl!r} (known: {', '.join(IMPLS)})")
+        if impl == "apache-kafka" and (standalone or not zookeeper):
+            raise ClusterError("--impl apache-kafka runs Kafka in ZooKeeper mode: it needs ZooKeeper, not --standalone")
+        self.impl = impl
         self.data_dir = Path(data_dir).resolve()
         self.num_brokers = brokers
         self.racks = [r for r in (racks or []) if r]
@@ -152,7 +166,7 @@ class ClusterLauncher:
         state = _State.from_json(json.loads(path.read_text()))
         brokers = [m for m in state.members.values() if m.kind == "broker"]
         self = cls(data_dir, brokers=max(1, len(brokers)), standalone=state.standalone,
-                   zookeeper=ZK_ID in state.members)
+                   zookeeper=ZK_ID in state.members, impl=state.impl)
         self._state = state
         return self
 
@@ -214,6 +228,11 @@ class ClusterLauncher:
         m = self._member(member_id)
         return m.pid if m.os_state() != proc.DEAD else None
 
+    def metrics_url(self, broker_id: int) -> str | None:
+        """The broker's Prometheus endpoint (apache-kafka: the JMX exporter agent), None if it has none."""
+        port = self._member(broker_id).metrics_port
+        return f"http://127.0.0.1:{port}/metrics" if port else None
+
     @property
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{self.broker_port(b)}" for b in self.broker_ids)
@@ -248,6 +267,14 @@ class ClusterLauncher:
             props["zookeeper.connect"] = zk_connect
         if rack:
             props["broker.rack"] = rack
+        if self.impl == "apache-kafka":
+            props.update({
+                "advertised.listeners": props["listeners"],
+                "transaction.state.log.replication.factor": rf,
+                "transaction.state.log.min.isr": min(2, rf),
+                "zookeeper.session.timeout.ms": 6000,  # a killed broker's registration goes soon (as ours)
+                "auto.create.topics.enable": "true",
+            })
         props.update(self.broker_props)
         return props
 
@@ -268,6 +295,7 @@ class ClusterLauncher:
 
             state.members = {}
             state.standalone = self.standalone
+            state.impl = self.impl
             zk_connect = None
             if self.with_zookeeper:
                 zk = ZooKeeperServer(self.data_dir / "zookeeper", port=port_for(ZK_ID),
@@ -286,6 +314,10 @@ class ClusterLauncher:
                 cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
                 state.members[str(bid)] = Member(str(bid), "broker", port, str(cfg), str(bdir / "broker.log"),
                                                  rack=rack)
+                if self.impl == "apache-kafka":
+                    mport = old[str(bid)].metrics_port if str(bid) in old else None
+                    state.members[str(bid)].metrics_port = (mport if mport and _port_free(mport)
+                                                            else proc.free_port())
         return self
 
     # ---- process control ------------------------------------------------------------------------------
@@ -294,13 +326,19 @@ class ClusterLauncher:
         if m.kind == "zookeeper":
             zk = ZooKeeperServer(Path(m.config).parent, port=m.port, tick_time_ms=self.zk_tick_time_ms)
             return zk.command()
+        if self._load().impl == "apache-kafka":
+            return _apache_kafka().broker_command(Path(m.config), metrics_port=m.metrics_port)
         return [sys.executable, "-m", "broker", m.config]
 
     def _spawn(self, m: Member) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-        cwd = Path(m.config).parent if m.kind == "zookeeper" else REPO_ROOT
-        p = proc.spawn(self._command(m), Path(m.log), cwd=cwd, env=env)
+        cwd = Path(m.config).parent if m.kind == "zookeeper" or self._load().impl != "kafkascope" else REPO_ROOT
+        try:
+            cmd = self._command(m)
+        except Exception as e:  # ApacheKafkaError: jars not fetchable, no java
+            raise ClusterError(f"cannot start {m.kind} {m.id}: {e}") from None
+        p = proc.spawn(cmd, Path(m.log), cwd=cwd, env=env)
         self._children[p.pid] = p
         m.pid, m.started, m.last_action = p.pid, proc.start_time(p.pid), "started"
 
@@ -443,3 +481,13 @@ class ClusterLauncher:
             rows.append((s.id, s.kind, str(s.pid or "-"), str(s.port), s.rack or "-", s.state))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _apache_kafka():
+    """tests/support/apache_kafka.py, the one implementation of fetching and running Apache Kafka (it lives with
+    the test support because benchmarks and tests use it without the launcher)."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from tests.support import apache_kafka
+
+    return apache_kafka
