@@ -1,0 +1,113 @@
+"""Interop suite: one test body, two backends (our broker and Apache Kafka 3.9 in ZooKeeper mode).
+
+`backend` is session-scoped per backend (pytest groups the tests by it, so each backend starts once): an object
+shaped like the e2e `shared_broker`/`broker` fixtures (port, bootstrap, props, log_tail, start()) so the e2e
+scenario bodies run unchanged against either.  Apache Kafka is started with the cluster launcher
+(`--impl apache-kafka`, one broker); its jars are fetched from Maven Central on first use, and the tests skip
+with the reason when that is impossible.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.broker_process import BrokerProcess
+
+BACKENDS = ["kafkascope", "apache-kafka"]
+
+# Broker settings every backend gets, so the retention / compaction scenarios run in seconds on both.
+FAST_PROPS = {
+    "log.retention.check.interval.ms": 200,
+    "log.cleaner.backoff.ms": 100,
+    "offsets.topic.num.partitions": 5,
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 1000,
+}
+
+
+def apache_kafka_or_skip(version: str | None = None) -> Path:
+    """Fetch (once) the Apache Kafka jars; skip the test with the reason when they cannot be had."""
+    from tests.support import apache_kafka as ak
+
+    version = version or ak.ZK_VERSION
+    try:
+        if not ak._is_complete(ak._kafka_home(version) / "libs", version) and not ak.maven_central_reachable():
+            pytest.skip(f"Apache Kafka {version} is not cached and Maven Central ({ak.MAVEN_CENTRAL}) is unreachable")
+        return ak.ensure_kafka(version)
+    except ak.ApacheKafkaError as e:
+        pytest.skip(f"Apache Kafka {version} unavailable: {e}")
+
+
+class LauncherBackend:
+    """One broker of a ClusterLauncher, shaped like BrokerProcess for the e2e scenario bodies."""
+
+    def __init__(self, launcher, broker_id: int = 0) -> None:
+        self.launcher = launcher
+        self.broker_id = broker_id
+        self.port = launcher.broker_port(broker_id)
+        self.props = {"log.dirs": str(launcher.data_dir / f"broker-{broker_id}" / "logs"), **FAST_PROPS}
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> LauncherBackend:  # already running; the e2e bodies call it
+        return self
+
+    def log_tail(self, n: int = 60) -> str:
+        from kafkascope.cluster import process as proc
+
+        return proc.log_tail(self.launcher.data_dir / f"broker-{self.broker_id}" / "broker.log", n)
+
+
+class OursBackend(BrokerProcess):
+    def start(self, timeout_s: float = 30.0) -> OursBackend:  # started once for the session
+        if self.proc is None or self.proc.poll() is not None:
+            super().start(timeout_s)
+        return self
+
+
+def _wait_metadata(bootstrap: str, timeout_s: float = 60.0) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from tests.e2e.helpers import wait_until
+
+    a = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    wait_until(lambda: a.list_topics(timeout=5).brokers, timeout_s, what=f"metadata from {bootstrap}")
+
+
+@pytest.fixture(scope="session")
+def _backend_kafkascope(tmp_path_factory):
+    b = OursBackend(tmp_path_factory.mktemp("interop-kafkascope"), **FAST_PROPS)
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="session")
+def _backend_apache_kafka(tmp_path_factory):
+    apache_kafka_or_skip()
+    from kafkascope.cluster.launcher import ClusterLauncher
+
+    launcher = ClusterLauncher(tmp_path_factory.mktemp("interop-apache-kafka"), brokers=1, impl="apache-kafka",
+                               broker_props=FAST_PROPS)
+    try:
+        launcher.start_all(timeout_s=120)
+        b = LauncherBackend(launcher)
+        _wait_metadata(b.bootstrap)
+        yield b
+    finally:
+        launcher.shutdown()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request):
+    """Our broker or Apache Kafka 3.9 (one broker), started once per session each."""
+    return request.getfixturevalue("_backend_" + request.param.replace("-", "_"))
+
+
+@pytest.fixture
+def backend_name(backend) -> str:
+    return "apache-kafka" if isinstance(backend, LauncherBackend) else "kafkascope"
