@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from broker.clock import Clock, SystemClock
@@ -31,17 +31,22 @@ log = logging.getLogger(__name__)
 
 
 class ProducerIdManager:
-    """Hands out producer ids; blocks of ids are persisted so ids never repeat across restarts."""
+    """Hands out producer ids; blocks of ids are persisted so ids never repeat across restarts. In cluster mode
+    blocks are claimed from ZooKeeper (`claim_block`), so ids never repeat across brokers either."""
 
     BLOCK = 1000
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, claim_block: Callable[[int], int] | None = None) -> None:
         self._path = path
-        self._next = int(path.read_text()) if path.exists() else 0
+        self._claim_block = claim_block
+        self._next = int(path.read_text()) if path.exists() and claim_block is None else 0
         self._block_end = self._next
 
     def allocate(self) -> int:
-        if self._next >= self._block_end:
+        if self._next >= self._block_end and self._claim_block is not None:
+            self._next = self._claim_block(self.BLOCK)
+            self._block_end = self._next + self.BLOCK
+        elif self._next >= self._block_end:
             self._block_end = self._next + self.BLOCK
             tmp = self._path.with_suffix(".tmp")
             tmp.write_text(str(self._block_end))
@@ -99,7 +104,8 @@ class Broker:
         else:
             self.metadata = LocalMetadata(dirs[0], me, config.cluster_id)
         self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms)
-        self.producer_ids = ProducerIdManager(dirs[0] / "__producer_id_block")
+        claim = getattr(self.metadata, "claim_producer_id_block", None) if config.zookeeper_connect else None
+        self.producer_ids = ProducerIdManager(dirs[0] / "__producer_id_block", claim)
         self.purgatory = Purgatory()
         self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory)
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))

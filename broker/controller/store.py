@@ -612,6 +612,28 @@ class ZkMetadata:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
         return info
 
+    def claim_producer_id_block(self, size: int) -> int:
+        """Kafka's ZkProducerIdManager: claim the next `size` producer ids cluster-wide with a conditional write
+        of /latest_producer_id_block (retried on a race); returns the block's first id."""
+        for _ in range(20):
+            try:
+                data, stat = self.zk.get(zp.PRODUCER_ID_BLOCK)
+            except NoNodeError:
+                try:
+                    self.zk.create(zp.PRODUCER_ID_BLOCK, b"", makepath=True)
+                except NodeExistsError:
+                    pass
+                continue
+            start = zp.decode_producer_id_block_end(data) + 1
+            try:
+                self.zk.set(zp.PRODUCER_ID_BLOCK, zp.encode_producer_id_block(self.me.node_id, start,
+                                                                               start + size - 1),
+                            version=stat.version)
+            except BadVersionError:
+                continue
+            return start
+        raise KafkaError(ErrorCode.coordinator_load_in_progress, "could not claim a producer id block; retry")
+
     def update_isr(self, topic: str, partition: int, current: PartitionState,
                    isr: tuple[int, ...]) -> PartitionState | None:
         """Leader-only conditional ISR write (setData with current.version). Returns the new state (also put in

@@ -40,11 +40,12 @@ REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 # Persistent paths every cluster has (Kafka's ZkData.PersistentZkPaths plus ours).
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_CHANGES, DELETE_TOPICS, CONTROLLED_SHUTDOWN,
                     ISR_CHANGE_NOTIFICATION, "/cluster", "/config/brokers", "/config/clients", "/config/users",
-                    "/latest_producer_id_block")
+                    PRODUCER_ID_BLOCK)
 
 
 def broker_path(broker_id: int) -> str:
@@ -102,6 +103,18 @@ def encode_topic_id(topic_id: uuid.UUID) -> str:
 
 def decode_topic_id(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
+    """Kafka's ProducerIdBlockZNode: the last block handed out, `block_end` inclusive, numbers as strings."""
+    return _dumps({"version": 1, "broker": broker_id, "block_start": str(start), "block_end": str(end)})
+
+
+def decode_producer_id_block_end(data: bytes) -> int:
+    """The last id of the latest block (-1 when the znode is still empty)."""
+    if not data:
+        return -1
+    return int(json.loads(data.decode())["block_end"])
 
 
 def encode_cluster_id(cluster_id: str) -> bytes:
