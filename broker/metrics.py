@@ -44,6 +44,22 @@ Partition/leader counts, UnderReplicated (isr < replicas), UnderMinIsr (isr < mi
 (no leader), PreferredReplicaImbalanceCount (leader is not the preferred replica), per-partition
 ``kafka.cluster:type=Partition`` gauges, ReplicaFetcherManager MaxLag.
 
+Cluster mode only (a standalone broker has no honest values for these, so they are not defined there):
+* LeaderElectionRateAndTimeMs (timer, ms) and UncleanLeaderElectionsPerSec (meter): the controller thread calls
+  ``Controller.on_leader_election(ms, unclean)`` for every leader it elects (a dead or shutting-down leader
+  replaced, a new partition's first leader, preferred-leader and reassignment moves); ms = from the start of
+  that partition's decision to its fenced ZooKeeper write. The call is handed to the event loop
+  (``call_soon_threadsafe``), so only the active controller's counts move, as in Kafka. (Kafka's ZK
+  controller times whole BrokerChange events under this name; ours times each partition's election.)
+* ReplicationBytesInPerSec: bytes of every batch a replica fetcher appends as follower
+  (``ReplicaFetcherManager.on_bytes_in``); ReplicationBytesOutPerSec is the leader side (follower fetches).
+* ZooKeeper client (``kafka.server:type=SessionExpireListener``): ZooKeeperSyncConnectsPerSec,
+  ZooKeeperDisconnectsPerSec and ZooKeeperExpiresPerSec are marked on kazoo's CONNECTED, SUSPENDED and LOST
+  transitions (a connection-state listener); SessionState is Kafka's string gauge made numeric as a state set,
+  ``SessionState{state=S}`` = 1 for kazoo's current client state S (CONNECTED, CONNECTING, CONNECTED_RO,
+  EXPIRED_SESSION, AUTH_FAILED, CLOSED), 0 for the others. ``ZooKeeperClientMetrics`` ZooKeeperRequestLatencyMs
+  (timer, ms): every request kazoo queues (``KazooClient._call``), from queueing to its result.
+
 Logs (``kafka.log:type=Log,topic,partition``): Size, LogEndOffset, LogStartOffset, NumLogSegments read at scrape.
 Group coordinator: NumGroups and NumGroups<State>. Process: linux-disk-read/write-bytes (/proc/self/io),
 free bytes per log dir, OfflineLogDirectoryCount (dirs not writable), BrokerState (3 = RUNNING),
@@ -275,6 +291,14 @@ class BrokerMetrics:
         self._hdr_writers: dict[str, Any] = {}
         self._wall_offset = time.time() - reg.clock.monotonic()
         self._restore_select = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if broker.clustered:
+            sel = ("kafka.server", "SessionExpireListener")
+            self.zk_sync_connects = reg.meter(*sel, "ZooKeeperSyncConnectsPerSec")
+            self.zk_disconnects = reg.meter(*sel, "ZooKeeperDisconnectsPerSec")
+            self.zk_expires = reg.meter(*sel, "ZooKeeperExpiresPerSec")
+            self.zk_request_latency = reg.timer("kafka.server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs")
+            reg.gauge_family(*sel, "SessionState", self._zk_session_state)
 
     # ------------------------------------------------------------ definitions
 
@@ -516,10 +540,75 @@ class BrokerMetrics:
         selector.select = select
         self._restore_select = (selector, orig)
 
+    # ------------------------------------------------------------ cluster mode hooks
+
+    def _post(self, fn, *args: object) -> None:  # noqa: ANN001
+        """Record on the event loop from another thread (controller, kazoo)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # loop closing
+                pass
+
+    def _on_leader_election(self, ms: float, unclean: bool) -> None:  # controller thread
+        self._post(self._record_election, ms, unclean)
+
+    def _record_election(self, ms: float, unclean: bool) -> None:
+        self.leader_election.update(ms)
+        if unclean:
+            self.unclean_elections.mark()
+
+    def _on_zk_state(self, state: str) -> None:  # kazoo thread; never block
+        meter = {"CONNECTED": self.zk_sync_connects, "SUSPENDED": self.zk_disconnects,
+                 "LOST": self.zk_expires}.get(str(state))
+        if meter is not None:
+            self._post(meter.mark)
+
+    ZK_CLIENT_STATES = ("CONNECTED", "CONNECTING", "CONNECTED_RO", "EXPIRED_SESSION", "AUTH_FAILED", "CLOSED")
+
+    def _zk_session_state(self) -> Iterable[tuple]:
+        zk = getattr(self.broker.metadata, "_zk", None)
+        current = str(zk.client_state) if zk is not None else "CLOSED"
+        return (((("state", st),), int(st == current)) for st in self.ZK_CLIENT_STATES)
+
+    def _wrap_zk_calls(self, zk) -> None:  # noqa: ANN001
+        """Time every request kazoo queues, from queueing to its result (ZooKeeperRequestLatencyMs)."""
+        orig = zk._call
+        timer_update = self.zk_request_latency.update
+        post = self._post
+        perf = time.perf_counter
+
+        def _call(request, async_object):  # noqa: ANN001, ANN202
+            t0 = perf()
+            try:
+                async_object.rawlink(lambda _r: post(timer_update, (perf() - t0) * 1000))
+            except Exception:  # noqa: BLE001, S110 - never break a ZooKeeper request for a metric
+                pass
+            return orig(request, async_object)
+
+        zk._call = _call
+
+    def _wire_cluster(self) -> None:
+        b = self.broker
+        if b.replicas.fetchers is not None:
+            b.replicas.fetchers.on_bytes_in = self.replication_bytes_in.mark
+        if not b.clustered:
+            return
+        controller = getattr(b.metadata, "controller", None)
+        if controller is not None:
+            controller.on_leader_election = self._on_leader_election
+        zk = getattr(b.metadata, "_zk", None)
+        if zk is not None:
+            zk.add_listener(self._on_zk_state)
+            self._wrap_zk_calls(zk)
+
     async def start(self) -> None:
         cfg = self.broker.config
         gc.callbacks.append(self._gc_callback)
         self._install_idle_probe()
+        self._loop = asyncio.get_running_loop()
+        self._wire_cluster()
         if cfg.prometheus_listener:
             from exporter.collector import build_prometheus_registry, render
             from exporter.http import MetricsHTTPServer

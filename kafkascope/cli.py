@@ -7,6 +7,7 @@ import sys
 
 from confluent_kafka import KafkaException
 
+from exporter import zk as zk_exporter
 from kafkascope import lag_cli
 from kafkascope.client import CliError, error_text
 from kafkascope.cluster import cli as cluster_cli
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         tool.register(sub)
     lag_cli.add_parser(sub)
     cluster_cli.add_parser(sub)
+    zk_exporter.add_parser(sub)
     return p
 
 

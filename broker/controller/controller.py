@@ -86,6 +86,9 @@ class Controller:
         self.epoch_zk_version = -1
         self.leader_elections = 0
         self.unclean_leader_elections = 0
+        # Metrics hook, called on this thread with (milliseconds the election took, unclean) for every leader
+        # this controller elects (LeaderElectionRateAndTimeMs, UncleanLeaderElectionsPerSec).
+        self.on_leader_election: Callable[[float, bool], None] | None = None
         self._q: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -254,6 +257,7 @@ class Controller:
                      decide: Callable[[PartitionState], election.Decision | None]) -> PartitionState | None:
         """Apply `decide` to the current state with a conditional, fenced write; re-read and retry when the
         state moved underneath (a leader's ISR change). Returns the state written (or None)."""
+        started = time.monotonic()
         for _ in range(5):
             cur = self.store.partition_state(t, p)
             if cur is None:
@@ -271,15 +275,27 @@ class Controller:
             written = replace(new, version=res[0].version)
             self.store._put_state(t, p, written)
             if d.leader != cur.leader and d.leader != NO_LEADER:
-                self.leader_elections += 1
-            if d.unclean:
+                self._elected(started, d.unclean)
+            elif d.unclean:
                 self.unclean_leader_elections += 1
+            if d.unclean:
                 log.warning("controller %d: UNCLEAN leader election for %s-%d: leader %d (ISR was %s)",
                             self.me, t, p, d.leader, list(cur.isr))
             return written
         return None
 
+    def _elected(self, started: float, unclean: bool = False) -> None:
+        self.leader_elections += 1
+        if unclean:
+            self.unclean_leader_elections += 1
+        if self.on_leader_election is not None:
+            try:
+                self.on_leader_election((time.monotonic() - started) * 1000, unclean)
+            except Exception:
+                log.exception("leader election hook failed")
+
     def _create_state(self, t: str, p: int, replicas: Sequence[int], live: set[int]) -> None:
+        started = time.monotonic()
         d = election.initial(replicas, live)
         if d is None:
             return
@@ -301,7 +317,7 @@ class Controller:
         if isinstance(res[-1], Exception):
             raise res[-1]
         self.store._put_state(t, p, s)
-        self.leader_elections += 1
+        self._elected(started)
 
     # ------------------------------------------------------------ reconcile
 
@@ -407,6 +423,7 @@ class Controller:
     def _maybe_complete_reassignment(self, t: str, p: int, live: set[int], shutting: set[int]) -> bool:
         """Phase B: once every target replica is in the ISR, lead from the target set and drop the others.
         Returns True when a retry is needed (the topic znode moved)."""
+        started = time.monotonic()
         a = self.store.assignment(t)
         cur = self.store.partition_state(t, p)
         if a is None or cur is None or not a.reassigning(p):
@@ -440,7 +457,7 @@ class Controller:
         self.store._apply_assignment(t, replace(new_a, version=res[1].version))
         self.store._put_state(t, p, replace(new_state, version=res[0].version))
         if leader != cur.leader:
-            self.leader_elections += 1
+            self._elected(started)
         log.info("controller %d: reassignment of %s-%d complete: replicas %s", self.me, t, p, list(trs))
         self._finish_legacy(t, p)
         return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -153,6 +154,8 @@ class ReplicaFetcher:
                             log.warning("%s-%d: follower append failed: %s", part.topic, part.index, e)
                             target.truncated = False
                             continue
+                        if self.manager.fetchers is not None:
+                            self.manager.fetchers.on_bytes_in(len(p.records))
                     target.leader_high_watermark = p.high_watermark
                     self.manager.on_follower_progress(part, p.high_watermark)
                     if p.log_start_offset > part.log.log_start_offset:  # DeleteRecords/retention on the leader
@@ -182,6 +185,8 @@ class ReplicaFetcherManager:
         self.manager = manager
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[tuple[str, int], int] = {}
+        # Bytes of every batch appended as follower (the metrics set it: ReplicationBytesInPerSec).
+        self.on_bytes_in: Callable[[int], None] = lambda n: None
 
     def follow(self, part: Partition, leader_id: int, leader_epoch: int) -> None:
         key = (part.topic, part.index)

@@ -375,6 +375,8 @@ class ClusterLauncher:
                     self._spawn(zk)
             if zk:
                 self._wait_ready(zk, timeout_s)
+                if self.zk_exporter_port is not None:
+                    self.start_zk_exporter(zk.port, timeout_s)
             with self._locked() as state:
                 brokers = [m for m in state.members.values() if m.kind == "broker"]
                 for m in brokers:
@@ -385,6 +387,31 @@ class ClusterLauncher:
             self.shutdown()
             raise
         return self
+
+    # ZooKeeper ensemble metrics (`kafkascope zk-exporter`, exporter/zk.py): set to a port (0 = a free one) before
+    # start_all() to run one on 127.0.0.1 next to ZooKeeper; its URL is then in zk_exporter_url, its pid in
+    # data_dir/zk-exporter.pid (so that a `cluster down` from another process stops it too).
+    zk_exporter_port: int | None = None
+    zk_exporter_url: str | None = None
+
+    def start_zk_exporter(self, zk_port: int, timeout_s: float = 30.0) -> str:
+        port = self.zk_exporter_port or proc.free_port()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        p = proc.spawn([sys.executable, "-m", "kafkascope", "zk-exporter", "--zookeeper", f"127.0.0.1:{zk_port}",
+                        "--listen", f"127.0.0.1:{port}"], self.data_dir / "zk-exporter.log", cwd=REPO_ROOT, env=env)
+        self._children[p.pid] = p
+        (self.data_dir / "zk-exporter.pid").write_text(f"{p.pid} {proc.start_time(p.pid)}\n")
+        proc.wait_for_port(port, lambda: p.poll() is None, timeout_s)
+        self.zk_exporter_url = f"http://127.0.0.1:{port}/metrics"
+        return self.zk_exporter_url
+
+    def _stop_zk_exporter(self) -> None:
+        pidfile = self.data_dir / "zk-exporter.pid"
+        with contextlib.suppress(OSError, ValueError):
+            pid, started = pidfile.read_text().split()
+            proc.terminate(int(pid), int(started) if started != "None" else None, 5.0)
+            pidfile.unlink()
 
     def start(self, member_id: object, timeout_s: float = 60.0) -> None:
         """Start a stopped/killed process again with the same config, port and data dirs."""
@@ -434,6 +461,7 @@ class ClusterLauncher:
         """Stop every broker (SIGTERM, in parallel), then ZooKeeper; SIGKILL whatever is left."""
         if not self.state_path.exists() and self._state is None:
             return
+        self._stop_zk_exporter()
         with self._locked() as state:
             members = list(state.members.values())
             brokers = [m for m in members if m.kind == "broker" and m.os_state() != proc.DEAD]
