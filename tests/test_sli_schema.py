@@ -9,7 +9,7 @@ def test_hdr_round_trip_and_merge_is_exact():
     merged = decode_hdr(encode_hdr(a))
     merged.add(decode_hdr(encode_hdr(b)))
     assert merged.get_total_count() == 1001
-    assert abs(merged.get_value_at_percentile(50) - 5000) <= 5000 * 0.001
+    assert abs(merged.get_value_at_percentile(50) - 5010) <= 5010 * 0.001  # rank 501 of 1001
     assert merged.get_max_value() >= 3_000_000_000 * 0.999
 
 
