@@ -11,7 +11,8 @@ Two topics on that cluster:
 * ``rf1``: replication factor 1, produced with acks=1.
 
 Both have ``--partitions`` partitions (default 3, so leadership is spread over the three brokers in both).
-Before measuring, the script waits until every rf3 partition has all three replicas in its ISR.
+Before measuring, the script waits until every rf3 partition has all three replicas in its ISR, and has
+__consumer_offsets created (the latency consumers have a group.id) with a full ISR.
 
 1. Throughput: confluent-kafka, 1 KiB values, linger.ms=5 (the shared producer loop of
    benchmarks/_common.py), up to ``--seconds`` per case; the two cases are interleaved ``--repeat`` times
@@ -74,6 +75,30 @@ def wait_full_isr(admin, topic: str, partitions: int, rf: int, timeout_s: float)
         time.sleep(0.1)
     raise TimeoutError(f"topic {topic}: not all {partitions} partitions led with a full ISR of {rf} "
                        f"after {timeout_s}s (last: {last and {p: (m.leader, m.isrs) for p, m in last.partitions.items()}})")
+
+
+def warm_up_offsets_topic(bootstrap: str, timeout_s: float = 60.0) -> None:
+    """The consumers below have a group.id, so their first FindCoordinator creates __consumer_offsets (RF=3, 10
+    partitions: elections, new fetchers, coordinator loads). Do it now, not inside a measurement."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "warm-up", "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                c.committed([TopicPartition("lat-rf1_acks_1", 0)], timeout=10)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        c.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    n = len(admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"].partitions)
+    wait_full_isr(admin, "__consumer_offsets", n, 3, timeout_s)
 
 
 def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float, warmup: float,
@@ -177,6 +202,7 @@ def main(argv: list[str] | None = None) -> dict:
             for name, spec in cases.items():
                 create_replicated_topic(boot, f"tput-{name}", args.partitions, spec["rf"], spec["configs"])
                 create_replicated_topic(boot, f"lat-{name}", 1, spec["rf"], spec["configs"])
+            warm_up_offsets_topic(boot)
             for name, spec in cases.items():
                 r = e2e_latency(boot, f"lat-{name}", spec["acks"], args.rate, args.latency_seconds, args.warmup,
                                 args.value_size)
