@@ -53,6 +53,10 @@ class LauncherBackend:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def metrics_url(self) -> str | None:
+        return self.launcher.metrics_url(self.broker_id)
+
     def start(self) -> LauncherBackend:  # already running; the e2e bodies call it
         return self
 
@@ -63,6 +67,10 @@ class LauncherBackend:
 
 
 class OursBackend(BrokerProcess):
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.props['prometheus.listener']}/metrics"
+
     def start(self, timeout_s: float = 30.0) -> OursBackend:  # started once for the session
         if self.proc is None or self.proc.poll() is not None:
             super().start(timeout_s)
@@ -80,7 +88,10 @@ def _wait_metadata(bootstrap: str, timeout_s: float = 60.0) -> None:
 
 @pytest.fixture(scope="session")
 def _backend_kafkascope(tmp_path_factory):
-    b = OursBackend(tmp_path_factory.mktemp("interop-kafkascope"), **FAST_PROPS)
+    from tests.support.broker_process import free_port
+
+    b = OursBackend(tmp_path_factory.mktemp("interop-kafkascope"),
+                    **{**FAST_PROPS, "prometheus.listener": f"127.0.0.1:{free_port()}"})
     b.start()
     yield b
     b.stop()

@@ -1,0 +1,146 @@
+"""Side by side: our broker vs Apache Kafka 3.9 (ZooKeeper mode), same machine, same run, same load generators.
+
+    python -m benchmarks.vs_apache [--seconds 8] [--records 300000] [--rate 1000] [--perf-records 200000]
+                                   [--brokers 3] [--impls kafkascope,apache-kafka]
+
+For each implementation a fresh cluster is started with the `kafkascope cluster` launcher (`--impl`): one
+ZooKeeper and ``--brokers`` brokers on loopback (default 3), then, on topics with RF=min(3, brokers),
+min.insync.replicas=2, acks=all (the cluster issue's settings; 1 KiB values, linger.ms=5, 3 partitions):
+
+* confluent-kafka (librdkafka) as the load generator: produce throughput (benchmarks/_common.produce, up to
+  ``--records`` / ``--seconds``), consume throughput of those records (benchmarks/consume_throughput.consume) and
+  end-to-end latency at ``--rate`` records/s (benchmarks/cluster_throughput.e2e_latency, HDR, p50/p99);
+* Kafka's own tools (Java client, jars from Maven Central): ProducerPerformance (``--perf-records`` records,
+  acks=all, linger.ms=5, batch.size=1 MiB), ConsumerPerformance (the same records) and EndToEndLatency
+  (``--e2e-records`` round trips, acks=all).
+
+The clusters run one after the other (never at once) on the same 2 cores; client and brokers share them, so
+read the ratios (ours / Kafka: > 1 is better for throughput, < 1 is better for latency).  The last line is one
+JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import emit_json, fmt, produce, ratio
+from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency
+from benchmarks.consume_throughput import consume
+from tests.support.apache_kafka import ZK_VERSION, ensure_kafka, tool_command
+from tests.support.cluster import Cluster
+
+VALUE = 1024
+PARTITIONS = 3
+
+
+def _tool(main: str, *args: str, timeout: float = 600) -> str:
+    res = subprocess.run(tool_command(main, *args, heap_opts="-Xmx1g"), capture_output=True, text=True,
+                         timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"{main} failed ({res.returncode}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+    return res.stdout
+
+
+def producer_perf(bootstrap: str, topic: str, records: int) -> dict:
+    out = _tool("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(records),
+                "--record-size", str(VALUE), "--throughput", "-1", "--producer-props",
+                f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5", "batch.size=1048576")
+    m = re.search(r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                  r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th", out, re.M)
+    if not m:
+        raise RuntimeError(f"ProducerPerformance output not understood:\n{out[-2000:]}")
+    # ProducerPerformance's MB is 1024*1024 bytes; report decimal MB/s like the rest
+    return {"records": int(m.group(1)), "records_per_s": float(m.group(2)),
+            "mb_per_s": round(float(m.group(2)) * VALUE / 1e6, 2), "avg_latency_ms": float(m.group(4)),
+            "p99_latency_ms": float(m.group(8))}
+
+
+def consumer_perf(bootstrap: str, topic: str, records: int) -> dict:
+    out = _tool("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bootstrap, "--topic", topic,
+                "--messages", str(records), "--timeout", "120000")
+    header, row = [line for line in out.splitlines() if "," in line][-2:]
+    s = dict(zip([h.strip() for h in header.split(",")], [v.strip() for v in row.split(",")], strict=False))
+    return {"records": int(s["data.consumed.in.nMsg"]), "records_per_s": float(s["nMsg.sec"]),
+            "mb_per_s": round(float(s["MB.sec"]) * 1048576 / 1e6, 2)}
+
+
+def end_to_end_latency(bootstrap: str, topic: str, records: int) -> dict:
+    out = _tool("org.apache.kafka.tools.EndToEndLatency", bootstrap, topic, str(records), "all", str(VALUE))
+    avg = re.search(r"Avg latency: ([\d.]+) ms", out)
+    pct = re.search(r"Percentiles: 50th = (\d+), 99th = (\d+), 99\.9th = (\d+)", out)
+    if not (avg and pct):
+        raise RuntimeError(f"EndToEndLatency output not understood:\n{out[-2000:]}")
+    return {"avg_ms": float(avg.group(1)), "p50_ms": float(pct.group(1)), "p99_ms": float(pct.group(2))}
+
+
+def run_impl(impl: str, args: argparse.Namespace) -> dict:
+    rf = min(3, args.brokers)
+    topic_cfg = {"min.insync.replicas": str(min(2, rf))}
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix=f"vs-apache-{impl}-") as tmp, \
+            Cluster(Path(tmp), brokers=args.brokers, impl=impl, group_initial_rebalance_delay_ms=0) as c:
+        bs = c.bootstrap
+        t0 = time.monotonic()
+        for t, parts in (("tput", PARTITIONS), ("lat", 1), ("perf", PARTITIONS), ("e2e", 1)):
+            create_replicated_topic(bs, t, parts, rf, topic_cfg)
+        print(f"  {impl}: {args.brokers} brokers up, topics RF={rf} ready ({time.monotonic() - t0:.1f}s)",
+              flush=True)
+        p = produce(bs, "tput", PARTITIONS, records=args.records, seconds=args.seconds, value_size=VALUE,
+                    config={"acks": "all"})
+        out["confluent produce MB/s"] = p["mb_per_s"]
+        out["confluent consume MB/s"] = consume(bs, "tput", PARTITIONS, p["records"] + 1, 120)["mb_per_s"]
+        lat = e2e_latency(bs, "lat", "all", args.rate, args.seconds, 2.0, VALUE)
+        out["confluent e2e p50 ms"] = lat.get("p50_ms")
+        out["confluent e2e p99 ms"] = lat.get("p99_ms")
+        pp = producer_perf(bs, "perf", args.perf_records)
+        out["ProducerPerformance MB/s"] = pp["mb_per_s"]
+        out["ProducerPerformance avg ms"] = pp["avg_latency_ms"]
+        out["ConsumerPerformance MB/s"] = consumer_perf(bs, "perf", args.perf_records)["mb_per_s"]
+        e2e = end_to_end_latency(bs, "e2e", args.e2e_records)
+        out["EndToEndLatency avg ms"] = e2e["avg_ms"]
+        out["EndToEndLatency p99 ms"] = e2e["p99_ms"]
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.vs_apache", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seconds", type=float, default=8.0)
+    p.add_argument("--records", type=int, default=300_000)
+    p.add_argument("--rate", type=int, default=1000, help="e2e latency: records/s (open loop)")
+    p.add_argument("--perf-records", type=int, default=200_000)
+    p.add_argument("--e2e-records", type=int, default=2000)
+    p.add_argument("--brokers", type=int, default=3)
+    p.add_argument("--impls", default="kafkascope,apache-kafka")
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    ensure_kafka(ZK_VERSION)
+    impls = [i.strip() for i in args.impls.split(",") if i.strip()]
+    results = {impl: run_impl(impl, args) for impl in impls}
+    keys = list(next(iter(results.values())))
+    rows = [("metric", *impls, "ours/Kafka")]
+    for k in keys:
+        vals = [results[i].get(k) for i in impls]
+        r = ratio(results.get("kafkascope", {}).get(k), results.get("apache-kafka", {}).get(k))
+        rows.append((k, *(fmt(v) for v in vals), fmt(r)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print(f"\nours vs Apache Kafka {ZK_VERSION}: {args.brokers} brokers, RF={min(3, args.brokers)}, "
+          f"min.insync.replicas={min(2, min(3, args.brokers))}, acks=all, {VALUE} B values")
+    for i, r in enumerate(rows):
+        print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    emit_json("vs_apache", {"settings": vars(args), "results": results})
+    return results
+
+
+if __name__ == "__main__":
+    main()
