@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from benchmarks._common import emit_json, fmt, produce, ratio
-from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency
+from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
 from benchmarks.consume_throughput import consume
 from tests.support.apache_kafka import ZK_VERSION, ensure_kafka, tool_command
 from tests.support.cluster import Cluster
@@ -88,6 +88,8 @@ def run_impl(impl: str, args: argparse.Namespace) -> dict:
         t0 = time.monotonic()
         for t, parts in (("tput", PARTITIONS), ("lat", 1), ("perf", PARTITIONS), ("e2e", 1)):
             create_replicated_topic(bs, t, parts, rf, topic_cfg)
+        if rf == 3:
+            warm_up_offsets_topic(bs)  # the consumers have a group.id: __consumer_offsets exists before measuring
         print(f"  {impl}: {args.brokers} brokers up, topics RF={rf} ready ({time.monotonic() - t0:.1f}s)",
               flush=True)
         p = produce(bs, "tput", PARTITIONS, records=args.records, seconds=args.seconds, value_size=VALUE,
