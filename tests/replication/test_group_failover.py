@@ -97,7 +97,11 @@ def test_group_keeps_consuming_when_its_coordinator_dies(cluster_factory):
         wait_for(at_end, 45, what="all records consumed with every partition assigned")
         # (librdkafka's position() stays unset for a partition that resumed at its end: commit explicitly)
         ends = [TopicPartition(topic, p, PER_PART) for p in range(PARTS)]
-        wait_for(lambda: consumer.commit(offsets=ends, asynchronous=False), 20, what="commit after the failover")
+
+        def commit():
+            consumer.consume(10, 0.2)  # polling serves a pending rejoin (e.g. after UNKNOWN_MEMBER_ID)
+            return consumer.commit(offsets=ends, asynchronous=False)
+        wait_for(commit, 30, what="commit after the failover")
         probe = Consumer({**conf, "group.id": group})
         try:
             final = {(tp.topic, tp.partition): tp.offset for tp in probe.committed(tps, 10)}
