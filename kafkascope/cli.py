@@ -12,6 +12,7 @@ from kafkascope import lag_cli
 from kafkascope.client import CliError, error_text
 from kafkascope.cluster import cli as cluster_cli
 from kafkascope.tools import TOOLS
+from xmonitor import __main__ as xmonitor_cli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     lag_cli.add_parser(sub)
     cluster_cli.add_parser(sub)
     zk_exporter.add_parser(sub)
+    xp = sub.add_parser("xmonitor", help="Xinfra-style write/read SLI probe (python -m xmonitor)")
+    xmonitor_cli.add_arguments(xp)
+    xp.set_defaults(run=xmonitor_cli.run)
     return p
 
 

@@ -1,0 +1,87 @@
+"""The monitor: wires the services (Xinfra's SingleClusterMonitor) and serves /metrics.
+
+Start order as Xinfra: topic management first (its first pass creates the topic), then produce, consume,
+offset-commit and the SLI sink. Stop in reverse; the sink writes the last, partial interval on the way out.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from prometheus_client import start_http_server
+
+from xmonitor.clock import SYSTEM, Clock
+from xmonitor.config import MonitorConfig
+from xmonitor.metrics import Recorder
+from xmonitor.payload import new_run_id
+from xmonitor.services.base import Service
+from xmonitor.services.consume import ConsumeService
+from xmonitor.services.offset_commit import OffsetCommitService
+from xmonitor.services.produce import ProduceService
+from xmonitor.services.sli_sink import SliSinkService
+from xmonitor.services.topic_management import TopicManagementService
+
+log = logging.getLogger("xmonitor")
+
+
+class XMonitor:
+    def __init__(self, cfg: MonitorConfig, clock: Clock = SYSTEM, run_id: str | None = None) -> None:
+        self.cfg = cfg.validate()
+        self.clock = clock
+        self.run_id = run_id or new_run_id()
+        self.rec = Recorder(cfg, self.run_id, clock)
+        self.topic_management = TopicManagementService(cfg, self.rec, clock) if cfg.topic_management_enabled else None
+        self.produce = ProduceService(cfg, self.rec, self.run_id, clock)
+        self.consume = ConsumeService(cfg, self.rec, clock)
+        self.offset_commit = OffsetCommitService(cfg, self.rec, clock) if cfg.offset_commit_enabled else None
+        self.sli_sink = SliSinkService(cfg, self.rec, clock)
+        self._http = None
+        self.port: int | None = None
+
+    @property
+    def services(self) -> list[Service]:
+        return [s for s in (self.topic_management, self.produce, self.consume, self.offset_commit, self.sli_sink)
+                if s is not None]
+
+    def start(self, topic_timeout_s: float = 60.0) -> XMonitor:
+        if self.cfg.listener is not None:
+            host, port = self.cfg.listener
+            self._http, _thread = start_http_server(port, addr=host, registry=self.rec.registry)
+            self.port = self._http.server_port
+            log.info("xmonitor: /metrics on http://%s:%d/metrics", host, self.port)
+        if self.topic_management is not None:
+            deadline = self.clock.mono() + topic_timeout_s
+            while not self.topic_management.run_pass_safely():
+                if self.clock.mono() > deadline:
+                    raise RuntimeError(f"topic management could not set up {self.cfg.topic!r}")
+                time.sleep(1.0)
+        for s in self.services:
+            s.start()
+        log.info("xmonitor: run %s monitoring topic %s of %s", self.run_id, self.cfg.topic, self.cfg.cluster_name)
+        return self
+
+    def stop(self, drain_s: float = 2.0) -> None:
+        """Stop producing first, let the consumer read what was acknowledged (up to `drain_s`), then stop the
+        rest; the SLI sink goes last so its final file holds every counted event."""
+        for s in (self.topic_management, self.produce, self.offset_commit):
+            if s is not None:
+                s.stop()
+                s.join(30)
+        deadline = self.clock.mono() + drain_s
+        while (self.consume.running and self.clock.mono() < deadline
+               and self.rec.totals["records-consumed"] < self.rec.totals["records-produced"]):
+            time.sleep(0.05)
+        for s in (self.consume, self.sli_sink):
+            s.stop()
+            s.join(30)
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+
+    def __enter__(self) -> XMonitor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

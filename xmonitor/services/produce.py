@@ -1,0 +1,135 @@
+"""Produce service: one probe record per partition per `produce.record.delay.ms`, acks=all.
+
+Sends are asynchronous and scheduled per partition, so a slow or dead partition never delays the others: each
+partition has at most one send in flight (its sequence index advances only when that send is acknowledged, so a
+failed send is retried with the same index and never looks like loss); a tick that finds the previous send still
+in flight is skipped (no attempt), which is what makes a hung partition count as unavailable (zero throughput).
+Leaders and the partition count come from a separate metadata thread, never from the send loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+
+from xmonitor import payload
+from xmonitor.clock import SYSTEM, Clock
+from xmonitor.config import MonitorConfig
+from xmonitor.metrics import Recorder
+from xmonitor.services.base import Service, client_base, error_name, log
+
+
+def producer_config(cfg: MonitorConfig) -> dict[str, Any]:
+    return {**client_base(cfg), "client.id": cfg.produce_producer_id, "acks": "all", "linger.ms": 0,
+            "message.timeout.ms": cfg.produce_request_timeout_ms,
+            "topic.metadata.refresh.interval.ms": cfg.metadata_refresh_interval_ms,
+            **cfg.produce_producer_props}
+
+
+class ProduceService(Service):
+    name = "produce"
+
+    def __init__(self, cfg: MonitorConfig, rec: Recorder, run_id: str, clock: Clock = SYSTEM) -> None:
+        super().__init__(cfg, rec, clock)
+        self.run_id = run_id
+        self.producer = Producer(producer_config(cfg))
+        self.index: dict[int, int] = {}
+        self.in_flight: set[int] = set()
+        self.next_due: dict[int, float] = {}
+        self.partitions: list[int] = []
+        self._keys: dict[tuple[int, int], bytes] = {}
+        self._meta_thread: threading.Thread | None = None
+        self.interval = cfg.produce_record_delay_ms / 1000.0
+
+    # ---- metadata ----------------------------------------------------------------------------------------
+    def refresh_metadata(self) -> None:
+        md = self.producer.list_topics(self.cfg.topic, timeout=5)
+        tmd = md.topics.get(self.cfg.topic)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            return
+        leaders = {}
+        for p, pm in tmd.partitions.items():
+            leaders[p] = pm.leader if pm.leader >= 0 else -1
+            if pm.leader < 0 and p not in self.rec.leaders and pm.replicas:
+                leaders[p] = pm.replicas[0]
+        self.rec.set_topology(leaders)
+        self.partitions = sorted(leaders)
+
+    def _metadata_loop(self) -> None:
+        while not self.stopping:
+            try:
+                self.refresh_metadata()
+            except KafkaException as e:
+                log.warning("produce: metadata refresh failed: %s", error_name(e))
+            if self.wait(self.cfg.metadata_refresh_interval_ms / 1000.0):
+                return
+
+    # ---- sending -----------------------------------------------------------------------------------------
+    def _key(self, partition: int, count: int) -> bytes:
+        k = self._keys.get((partition, count))
+        if k is None:
+            k = self._keys[(partition, count)] = payload.key_for_partition(partition, count)
+        return k
+
+    def send(self, partition: int) -> None:
+        idx = self.index.setdefault(partition, 0)
+        probe = payload.Probe(self.cfg.topic, self.run_id, self.cfg.produce_producer_id, partition, idx,
+                              self.clock.wall_us())
+        value = payload.encode(probe, self.cfg.produce_record_size_byte)
+        t0 = self.clock.mono()
+        self.rec.record_produce_attempt(partition)
+
+        def on_delivery(err, _msg, p=partition, t0=t0) -> None:
+            self.in_flight.discard(p)
+            latency = self.clock.mono() - t0
+            if err is None:
+                self.index[p] = self.index.get(p, 0) + 1
+                self.rec.record_produce_result(p, None, latency)
+            else:
+                self.rec.record_produce_result(p, error_name(err), latency)
+
+        try:
+            self.producer.produce(self.cfg.topic, value, key=self._key(partition, max(len(self.partitions), 1)),
+                                  partition=partition, on_delivery=on_delivery)
+            self.in_flight.add(partition)
+        except (KafkaException, BufferError) as e:
+            self.rec.record_produce_result(partition, error_name(e), self.clock.mono() - t0)
+
+    def run(self) -> None:
+        self.refresh_metadata_safely()
+        self._meta_thread = threading.Thread(target=self._metadata_loop, name="xmonitor-produce-metadata",
+                                             daemon=True)
+        self._meta_thread.start()
+        last_ok = 0.0
+        while not self.stopping:
+            now = self.clock.mono()
+            parts = self.partitions
+            for i, p in enumerate(parts):
+                if p not in self.next_due:     # spread first sends over one interval
+                    self.next_due[p] = now + self.interval * i / max(len(parts), 1)
+            for p in parts:
+                due = self.next_due[p]
+                if due > now:
+                    continue
+                if p not in self.in_flight:
+                    self.send(p)
+                nxt = due + self.interval
+                self.next_due[p] = nxt if nxt > now else now + self.interval
+            if now - last_ok >= 1.0:
+                self.rec.cycle_ok(self.name)
+                last_ok = now
+            wake = min(self.next_due.values(), default=now + 0.05)
+            self.producer.poll(min(max(wake - self.clock.mono(), 0.0), 0.05))
+
+    def refresh_metadata_safely(self) -> None:
+        try:
+            self.refresh_metadata()
+        except KafkaException as e:
+            log.warning("produce: metadata failed: %s", error_name(e))
+
+    def close(self) -> None:
+        self.producer.flush(min(self.cfg.produce_request_timeout_ms / 1000.0, 5.0))
+        if self._meta_thread is not None:
+            self._meta_thread.join(6)
