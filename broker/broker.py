@@ -130,13 +130,18 @@ class Broker:
         return self.config.log_config(info.configs if info else None)
 
     def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
-                     configs: dict[str, str] | None = None) -> TopicInfo:
-        """Register the topic; its replicas appear as the partition states arrive (at once standalone)."""
+                     configs: dict[str, str] | None = None,
+                     assignment: dict[int, tuple[int, ...]] | None = None) -> TopicInfo:
+        """Register the topic; its replicas appear as the partition states arrive (at once standalone).
+        `assignment` (partition -> replicas) replaces the partition count and replication factor."""
+        if assignment:
+            partitions, replication_factor = len(assignment), len(next(iter(assignment.values())))
         return self.metadata.create_topic(
             name,
             self.config.num_partitions if partitions in (None, -1) else partitions,
             self.config.default_replication_factor if replication_factor in (None, -1) else replication_factor,
             configs or {},
+            assignment,
         )
 
     def auto_create(self, name: str) -> TopicInfo | None:
@@ -150,8 +155,8 @@ class Broker:
     def delete_topic(self, name: str) -> None:
         self.metadata.delete_topic(name)
 
-    def add_partitions(self, name: str, total: int) -> None:
-        self.metadata.add_partitions(name, total)
+    def add_partitions(self, name: str, total: int, assignment: dict[int, tuple[int, ...]] | None = None) -> None:
+        self.metadata.add_partitions(name, total, assignment)
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.metadata.set_topic_configs(name, configs)  # the listener applies them to the logs

@@ -219,6 +219,7 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
     "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", _int(1)),
+    "offsets.commit.timeout.ms": ("offsets_commit_timeout_ms", _int(1)),
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0)),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0)),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0)),
@@ -305,6 +306,7 @@ class BrokerConfig:
     offsets_topic_replication_factor: int = 3
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
+    offsets_commit_timeout_ms: int = 5000
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000

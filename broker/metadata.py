@@ -10,7 +10,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -73,10 +73,11 @@ class MetadataStore(Protocol):
     def topics(self) -> dict[str, TopicInfo]: ...
     def topic(self, name: str) -> TopicInfo | None: ...
     def partition_state(self, topic: str, partition: int) -> PartitionState | None: ...
-    def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: Mapping[str, str]) -> TopicInfo: ...
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str],
+                     assignment: Mapping[int, Sequence[int]] | None = None) -> TopicInfo: ...
     def delete_topic(self, name: str) -> TopicInfo: ...
-    def add_partitions(self, name: str, total: int) -> TopicInfo: ...
+    def add_partitions(self, name: str, total: int,
+                       assignment: Mapping[int, Sequence[int]] | None = None) -> TopicInfo: ...
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo: ...
     def update_isr(self, topic: str, partition: int, current: PartitionState,
                    isr: tuple[int, ...]) -> PartitionState | None:
@@ -171,9 +172,11 @@ class LocalMetadata:
     def topic(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: Mapping[str, str]) -> TopicInfo:
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str],
+                     assignment: Mapping[int, Sequence[int]] | None = None) -> TopicInfo:
+        """`assignment` can only name this broker here."""
         validate_topic_name(name)
+        self._check_assignment(assignment)
         if name in self._topics:
             raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
         if partitions < 1:
@@ -199,7 +202,9 @@ class LocalMetadata:
             self._listener.on_topic_deleted(name)
         return info
 
-    def add_partitions(self, name: str, total: int) -> TopicInfo:
+    def add_partitions(self, name: str, total: int,
+                       assignment: Mapping[int, Sequence[int]] | None = None) -> TopicInfo:
+        self._check_assignment(assignment)
         info = self._require(name)
         if total <= info.partitions:
             raise KafkaError(ErrorCode.invalid_partitions,
@@ -216,6 +221,11 @@ class LocalMetadata:
         if self._listener is not None:
             self._listener.on_topic_config_changed(name)
         return info
+
+    def _check_assignment(self, assignment: Mapping[int, Sequence[int]] | None) -> None:
+        if assignment and any(list(r) != [self._me.node_id] for r in assignment.values()):
+            raise KafkaError(ErrorCode.invalid_replica_assignment,
+                             f"A standalone broker can only assign replicas to itself ({self._me.node_id})")
 
     def _require(self, name: str) -> TopicInfo:
         info = self._topics.get(name)

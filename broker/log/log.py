@@ -192,6 +192,9 @@ class PartitionLog:
         if h.size > self.config.max_message_bytes:
             raise KafkaError(ErrorCode.message_too_large,
                              f"batch of {h.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}")
+        if h.size > self.config.segment_bytes:
+            raise KafkaError(ErrorCode.record_list_too_large,
+                             f"batch of {h.size} bytes exceeds segment.bytes {self.config.segment_bytes}")
         if not crc_ok(buf, 0, h):
             raise KafkaError(ErrorCode.corrupt_message, "batch CRC mismatch")
         if h.record_count <= 0 or h.last_offset_delta + 1 != h.record_count:
@@ -439,16 +442,21 @@ class PartitionLog:
         return n
 
     def apply_retention(self) -> int:
-        """Delete old non-active segments by retention.ms (largest timestamp) and retention.bytes, when
-        cleanup.policy includes delete, and any segment wholly below the log start offset. Returns how many."""
+        """Delete old segments by retention.ms (largest timestamp) and retention.bytes, when cleanup.policy
+        includes delete, and any segment wholly below the log start offset. Returns how many.
+
+        As in Kafka, an expired non-empty active segment goes too (the log rolls first), so an idle topic
+        empties; nothing above the high watermark is deleted."""
         with self.lock:
             n = self._segments_below_log_start(include_active=False)
             cfg = self.config
             old = self.segments[:-1]
             if cfg.delete and cfg.retention_ms >= 0:
                 now = self.clock.now_ms()
+                candidates = self.segments if self.active_segment.size else old
                 k = 0
-                while k < len(old) and now - old[k].max_timestamp > cfg.retention_ms:
+                while (k < len(candidates) and now - candidates[k].max_timestamp > cfg.retention_ms
+                       and candidates[k].next_offset <= self.high_watermark):
                     k += 1
                 n = max(n, k)
             if cfg.delete and cfg.retention_bytes >= 0:

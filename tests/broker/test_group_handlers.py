@@ -24,7 +24,14 @@ def stub_broker():
     coordinator.load()
     metadata = SimpleNamespace(topic=topics.get, brokers=lambda: [BrokerInfo(1, "h", 9092)],
                                partition_state=lambda t, p: PartitionState((1,), 1, 0, (1,)))
+    part = SimpleNamespace(log=SimpleNamespace(log_end_offset=1))
+
+    async def replicated(_part, _last, _timeout):
+        return ErrorCode.none
+
+    replicas = SimpleNamespace(leader_partition=lambda t, p: part, wait_for_replication=replicated)
     return SimpleNamespace(node_id=1, advertised_host="h", advertised_port=9092, metadata=metadata,
+                           replicas=replicas, config=config,
                            ensure_offsets_topic=lambda: True,
                            group_coordinator=coordinator)
 

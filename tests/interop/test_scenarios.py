@@ -128,13 +128,9 @@ def test_retention_by_time(backend, topic_name):
     assert [r[1] for r in got] == list(range(start, 80))
 
 
-def test_retention_deletes_expired_active_segment(request, backend, backend_name, topic_name):
+def test_retention_deletes_expired_active_segment(backend, topic_name):
     """Kafka rolls an active segment whose records are all past retention.ms and deletes it (UnifiedLog
     deleteRetentionMsBreachedSegments: when every segment is breached it rolls first), so an idle topic empties."""
-    if backend_name == "kafkascope":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "our bug: retention never deletes the active segment, so the last records of an idle topic are kept "
-            "past retention.ms (log start stays below the end offset)")))
     port = backend.port
     create_topic(port, topic_name, segment_bytes="1024", retention_ms="1500")
     durability._produce_batches(backend.bootstrap, topic_name, durability._values(80))
@@ -177,13 +173,9 @@ def test_compaction_keeps_latest_per_key_and_drops_tombstones(backend, topic_nam
     assert {k: v for _, _, k, v, *_ in got if k != b"filler"} == expected
 
 
-def test_batch_larger_than_segment_is_rejected(request, backend, backend_name, topic_name):
+def test_batch_larger_than_segment_is_rejected(backend, topic_name):
     """Kafka refuses a batch bigger than the topic's segment.bytes with RECORD_LIST_TOO_LARGE (18)
     (UnifiedLog.append: RecordBatchTooLargeException), after the max.message.bytes check."""
-    if backend_name == "kafkascope":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "our bug: a batch larger than segment.bytes is accepted (Kafka: RECORD_LIST_TOO_LARGE); the check "
-            "belongs next to max.message.bytes in broker/log/log.py validation")))
     create_topic(backend.port, topic_name, segment_bytes="1024")
     with pytest.raises(AssertionError, match="RECORD_LIST_TOO_LARGE"):
         clients.produce("confluent", backend.bootstrap, topic_name, [(b"k", b"x" * 1100, [])], partition=0,

@@ -26,6 +26,26 @@ def _config_error(e: ConfigError) -> KafkaError:
     return KafkaError(ErrorCode.invalid_config, str(e))
 
 
+def _checked_assignment(ctx: RequestContext, assignment: dict[int, tuple[int, ...]],
+                        partitions: range) -> dict[int, tuple[int, ...]]:
+    """A manual replica assignment: every partition listed once, same replication factor, live brokers."""
+    live = {b.node_id for b in ctx.broker.metadata.brokers()}
+    if sorted(assignment) != list(partitions):
+        raise KafkaError(ErrorCode.invalid_replica_assignment, "Partitions must be consecutive and start at 0")
+    sizes = {len(r) for r in assignment.values()}
+    if len(sizes) != 1 or 0 in sizes:
+        raise KafkaError(ErrorCode.invalid_replica_assignment, "All partitions need the same, non-zero number "
+                         "of replicas")
+    for p, replicas in assignment.items():
+        if len(set(replicas)) != len(replicas):
+            raise KafkaError(ErrorCode.invalid_replica_assignment, f"Duplicate brokers in partition {p}")
+        unknown = set(replicas) - live
+        if unknown:
+            raise KafkaError(ErrorCode.invalid_replica_assignment,
+                             f"Unknown broker(s) {sorted(unknown)} in the assignment of partition {p}")
+    return {p: tuple(r) for p, r in assignment.items()}
+
+
 @handler(19, 2, 7)
 async def handle_create_topics(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
@@ -35,9 +55,13 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
                  "num_partitions": -1, "replication_factor": -1, "configs": None}
         try:
             validate_topic_name(t.name)
+            assignment = None
             if t.assignments:
-                raise KafkaError(ErrorCode.invalid_replica_assignment,
-                                 "Manual replica assignment needs cluster mode")
+                if t.num_partitions != -1 or t.replication_factor != -1:
+                    raise KafkaError(ErrorCode.invalid_request, "Both numPartitions or replicationFactor and "
+                                     "replicasAssignments were set. Both cannot be used at the same time.")
+                assignment = _checked_assignment(ctx, {a.partition_index: a.broker_ids for a in t.assignments},
+                                                 range(len(t.assignments)))
             try:
                 configs = validate_topic_configs({c.name: c.value for c in t.configs if c.value is not None})
             except ConfigError as e:
@@ -48,7 +72,7 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
                 parts = broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions
                 entry.update(num_partitions=parts, replication_factor=max(t.replication_factor, 1))
             else:
-                info = broker.create_topic(t.name, t.num_partitions, t.replication_factor, configs)
+                info = broker.create_topic(t.name, t.num_partitions, t.replication_factor, configs, assignment)
                 if not await broker.metadata.wait_online(t.name, max(ms(req.timeout), 0) / 1000):
                     raise KafkaError(ErrorCode.request_timed_out,
                                      f"Topic {t.name} was created but its leaders were not elected in time")
@@ -106,11 +130,17 @@ async def handle_create_partitions(ctx: RequestContext, req) -> dict:
                 raise KafkaError(ErrorCode.invalid_partitions,
                                  f"Topic currently has {info.partitions} partitions, "
                                  f"{t.count} would not be an increase.")
+            assignment = None
             if t.assignments:
-                raise KafkaError(ErrorCode.invalid_replica_assignment,
-                                 "Manual replica assignment needs cluster mode")
+                new = range(info.partitions, t.count)
+                if len(t.assignments) != len(new):
+                    raise KafkaError(ErrorCode.invalid_replica_assignment,
+                                     f"Increasing the number of partitions by {len(new)} but {len(t.assignments)} "
+                                     "assignments provided.")
+                assignment = _checked_assignment(ctx, {p: a.broker_ids for p, a in zip(new, t.assignments,
+                                                                                      strict=True)}, new)
             if not req.validate_only:
-                ctx.broker.add_partitions(t.name, t.count)
+                ctx.broker.add_partitions(t.name, t.count, assignment)
         except KafkaError as e:
             entry.update(error_code=e.code, error_message=e.message)
         results.append(entry)

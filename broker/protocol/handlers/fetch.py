@@ -88,7 +88,8 @@ async def handle_list_offsets(ctx: RequestContext, req) -> dict:
                 if ts == EARLIEST:
                     entry["offset"] = plog.log_start_offset
                 elif ts == LATEST:
-                    entry["offset"] = plog.high_watermark
+                    # Replicas (replica_id >= 0) see the log end offset; clients see the high watermark.
+                    entry["offset"] = plog.log_end_offset if req.replica_id >= 0 else plog.high_watermark
                 elif ts == MAX_TIMESTAMP:
                     found = plog.max_timestamp_offset()
                     if found:

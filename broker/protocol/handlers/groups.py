@@ -120,13 +120,34 @@ async def handle_offset_commit(ctx: RequestContext, req) -> dict:
                 offsets.append((t.name, p.partition_index, p.committed_offset,
                                 getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
     if offsets:
-        results.update(ctx.broker.group_coordinator.commit_offsets(
-            req.group_id, generation, req.member_id, getattr(req, "group_instance_id", None), offsets))
+        coordinator = ctx.broker.group_coordinator
+        committed = coordinator.commit_offsets(req.group_id, generation, req.member_id,
+                                               getattr(req, "group_instance_id", None), offsets)
+        results.update(committed)
+        if any(e == ErrorCode.none for e in committed.values()):
+            # As Kafka does, answer once the commit is replicated to the offsets partition's ISR.
+            error = await _replicated(ctx, coordinator.partition_for(req.group_id))
+            if error != ErrorCode.none:
+                results.update({tp: error for tp, e in committed.items() if e == ErrorCode.none})
     return {"throttle_time": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                          "error_code": results[(t.name, p.partition_index)]}
                                         for p in t.partitions]}
         for t in req.topics]}
+
+
+async def _replicated(ctx: RequestContext, partition: int) -> ErrorCode:
+    replicas = ctx.broker.replicas
+    try:
+        part = replicas.leader_partition(OFFSETS_TOPIC, partition)
+    except KafkaError:
+        return ErrorCode.not_coordinator
+    error = await replicas.wait_for_replication(part, part.log.log_end_offset - 1,
+                                                ctx.broker.config.offsets_commit_timeout_ms / 1000)
+    # Kafka maps a failed offsets append to the codes consumers retry on.
+    return {ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+            ErrorCode.request_timed_out: ErrorCode.request_timed_out,
+            ErrorCode.not_enough_replicas_after_append: ErrorCode.none}.get(error, error)
 
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics) -> list[dict]:
