@@ -8,7 +8,7 @@ import sys
 from confluent_kafka import KafkaException
 
 from exporter import zk as zk_exporter
-from kafkascope import lag_cli
+from kafkascope import lag_cli, slo_cli
 from kafkascope.client import CliError, error_text
 from kafkascope.cluster import cli as cluster_cli
 from kafkascope.tools import TOOLS
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     for tool in TOOLS:
         tool.register(sub)
     lag_cli.add_parser(sub)
+    slo_cli.add_parser(sub)
     cluster_cli.add_parser(sub)
     zk_exporter.add_parser(sub)
     xp = sub.add_parser("xmonitor", help="Xinfra-style write/read SLI probe (python -m xmonitor)")

@@ -108,3 +108,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     hist.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     hist.add_argument("--config", metavar="lag.yaml", help="the monitor's storage/evaluator settings")
     hist.set_defaults(run=_lag_history)
+    from kafkascope import slo_cli  # slo generate / slo report
+
+    slo_cli.add_jobs(slo_sub)

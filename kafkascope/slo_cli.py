@@ -1,0 +1,100 @@
+"""`kafkascope slo generate`, `kafkascope slo report` (PySpark) and `kafkascope page` (the Streamlit SLO page)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kafkascope.lag_cli import _time_ms
+from slo.specs import SpecError, load_specs, parse_duration
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from slo.generate import GenConfig, Incident, generate
+
+    try:
+        incidents = tuple(Incident.parse(s) for s in args.incident)
+        start = datetime.datetime.fromtimestamp(_time_ms(args.start) / 1000, datetime.UTC)
+        cfg = GenConfig(days=args.days, clusters=args.clusters, topics=args.topics, partitions=args.partitions,
+                        brokers=args.brokers, interval_s=int(parse_duration(args.interval)), records=args.records,
+                        start=start, incidents=incidents)
+    except ValueError as e:
+        print(f"kafkascope slo generate: error: {e}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    info = generate(cfg, args.out)
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    print(json.dumps(info))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from slo.jobs.slo_report import slo_report
+    from slo.spark import session
+
+    try:
+        specs = load_specs(args.spec)
+        window_s = int(parse_duration(args.window)) if args.window else None
+    except (OSError, SpecError, ValueError) as e:
+        print(f"kafkascope slo report: error: {e}", file=sys.stderr)
+        return 2
+    spark = session("kafkascope-slo-report", args.master)
+    try:
+        report = slo_report(spark, args.sli_dir, specs, args.out, end_ms=args.end, window_s=window_s,
+                            lag_dir=args.lag_dir)
+    finally:
+        spark.stop()
+    print(json.dumps({"out": str(Path(args.out)), "window": report["window"], "overall": report["overall"],
+                      "slos": {s["name"]: {"sli": s["sli"], "met": s["met"],
+                                           "budget_remaining": s["occurrences"]["remaining_ratio"]}
+                               for s in report["slos"]}}))
+    return 0
+
+
+def _page(args: argparse.Namespace) -> int:
+    app = Path(__file__).resolve().parent.parent / "dashboards" / "streamlit_app.py"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
+           "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--", "--report", str(args.report)]
+    return subprocess.call(cmd)
+
+
+def add_jobs(slo_sub: argparse._SubParsersAction) -> None:
+    """`slo generate` and `slo report`, on the `slo` parser that lag_cli registers."""
+    gen = slo_sub.add_parser("generate", help="synthetic SLI interval files with scripted incidents")
+    gen.add_argument("--days", type=float, default=14)
+    gen.add_argument("--clusters", type=int, default=1)
+    gen.add_argument("--topics", type=int, default=1)
+    gen.add_argument("--partitions", type=int, default=3)
+    gen.add_argument("--brokers", type=int, default=3, help="leader of partition p is p %% brokers")
+    gen.add_argument("--interval", default="10s")
+    gen.add_argument("--records", type=int, default=10, help="produce attempts per partition and interval")
+    gen.add_argument("--start", default="2026-01-01T00:00:00", metavar="T", help="epoch ms or ISO time (UTC)")
+    gen.add_argument("--incident", action="append", default=[], metavar="SPEC",
+                     help="KIND@START+DURATION[:key=value,...], e.g. broker-down@2d3h+30m:cluster=c0,broker=1 "
+                          "(kinds: broker-down, latency-spike, loss, no-traffic, gap)")
+    gen.add_argument("--out", required=True, metavar="DIR")
+    gen.set_defaults(run=_generate)
+
+    rep = slo_sub.add_parser("report", help="14-day SLO report: Parquet tables, report.json, report.html")
+    rep.add_argument("--sli-dir", required=True, metavar="DIR", help="xmonitor's SLI interval files")
+    rep.add_argument("--spec", metavar="slos.yaml", help="OpenSLO v1 specs (default: the shipped SLOs)")
+    rep.add_argument("--lag-dir", metavar="DIR", help="output of `slo lag-history` (consumer-lag SLO)")
+    rep.add_argument("--end", type=_time_ms, metavar="T", help="window end, epoch ms or ISO (default: last data)")
+    rep.add_argument("--window", metavar="DURATION", help="e.g. 14d (default: the specs' timeWindow)")
+    rep.add_argument("--out", required=True, metavar="DIR")
+    rep.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    rep.set_defaults(run=_report)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """`kafkascope page --report DIR`."""
+    page = subparsers.add_parser("page", help="the Streamlit SLO page for a report directory (127.0.0.1)")
+    page.add_argument("--report", required=True, metavar="DIR", help="output of `kafkascope slo report`")
+    page.add_argument("--port", type=int, default=8501)
+    page.set_defaults(run=_page)

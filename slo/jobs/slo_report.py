@@ -1,0 +1,349 @@
+"""PySpark 14-day SLO report over xmonitor's SLI interval files (xmonitor/sli_schema.py).
+
+Spark does the heavy, per-row work in three passes over the window:
+  1. per histogram column: (day, cluster, topic, payload hash) -> count, payload. Identical HDR payloads are merged
+     once with multiplicity (slo.hdr), so percentiles are exact merges of HDR histograms, never averages;
+  2. the latency SLOs' good/total per payload (samples <= threshold), joined back by hash;
+  3. every SLO's good/total summed per (cluster, topic, partition, leader, minute): the cached "grain" table.
+Everything after that is small: the minute series and the grouped sums go to the driver, where the pure maths in
+slo.sli computes SLI, budget, burn, alerts, timeslices. Outputs: Parquet tables, report.json, report.html.
+
+Counting rules: an interval belongs to the window when interval_start is in [end - window, end). Occurrences
+count events; steps (minutes) without any row are "missing": they carry no events for Occurrences, and are
+left out of Timeslices' denominator (reported, with the SLI also given counting them as bad).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from slo import hdr, sli
+from slo.specs import FIELDS, SLOSpec
+
+STEP_S = 60
+HISTS = ("e2e_latency_hdr", "produce_latency_hdr")
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _day(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d")
+
+
+def _read(spark: SparkSession, sli_dir: str | Path) -> DataFrame | None:
+    root = Path(sli_dir)
+    if not root.exists() or not any(root.glob("date=*/*.parquet")):
+        return None
+    return spark.read.option("basePath", str(root)).parquet(str(root))
+
+
+def _sparse(counts: np.ndarray) -> tuple[list[int], list[int]]:
+    nz = np.nonzero(counts)[0]
+    return nz.tolist(), counts[nz].tolist()
+
+
+def _merge_group(items) -> tuple[list[int], list[int]]:
+    return _sparse(hdr.merge(items))
+
+
+def _payload_stats(payload: bytes, thresholds: tuple[int, ...]) -> tuple[int, ...]:
+    counts = hdr.counts_of(payload)
+    return (int(counts.sum()), *(hdr.count_le(counts, t) for t in thresholds))
+
+
+def _dense(sparse_parts) -> np.ndarray:
+    acc = hdr.empty()
+    for idx, vals in sparse_parts:
+        if idx:
+            acc[np.asarray(idx)] += np.asarray(vals, dtype=np.int64)
+    return acc
+
+
+def _num(x):
+    if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))):
+        return None
+    return x
+
+
+def _clean(obj):
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return _num(float(obj))
+    return obj
+
+
+def _occurrences(spec: SLOSpec, good: float, total: float, window_s: int) -> dict:
+    bad = total - good
+    out = {"total": total, "good": good, "bad": bad, "sli": sli.sli(good, total),
+           "burn_rate": sli.burn_rate(bad, total, spec.objective.target)}
+    out.update(sli.error_budget(total, bad, spec.objective.target, window_s))
+    out["met"] = None if total == 0 else out["sli"] >= spec.objective.target
+    return out
+
+
+def _scope_rows(spec: SLOSpec, i: int, rows, keys: tuple[str, ...], window_s: int, allowed: float) -> list[dict]:
+    out = []
+    for r in rows:
+        good, total = r[f"g{i}"] or 0, r[f"t{i}"] or 0
+        occ = _occurrences(spec, good, total, window_s)
+        out.append({"slo": spec.name, **{k: r[k] for k in keys}, "total": total, "bad": total - good,
+                    "sli": occ["sli"], "burn_rate": occ["burn_rate"], "remaining_ratio": occ["remaining_ratio"],
+                    "share_of_window_budget": (total - good) / allowed if allowed > 0 else None})
+    return out
+
+
+def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], out_dir: str | Path,
+               end_ms: int | None = None, window_s: int | None = None, lag_dir: str | Path | None = None,
+               top: int = 10) -> dict:
+    """Run the report; writes Parquet tables, report.json and report.html under out_dir; returns the report."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    event_specs = [s for s in specs if s.kind != "lag"]
+    lag_specs = [s for s in specs if s.kind == "lag"]
+    window_s = int(window_s or (specs[0].window_s if specs else 14 * 86400))
+    df = _read(spark, sli_dir)
+    if end_ms is None:
+        last = df.agg(F.max("interval_end")).first()[0] if df is not None else None
+        end_ms = int(last.timestamp() * 1000) if last is not None else int(dt.datetime.now(dt.UTC).timestamp()) * 1000
+    start_ms = end_ms - window_s * 1000
+    n_steps = -(-window_s // STEP_S)
+    thresholds: dict[str, list[tuple[int, int]]] = {h: [] for h in HISTS}
+    for i, s in enumerate(event_specs):
+        if s.kind == "latency":
+            thresholds[s.histogram].append((i, s.threshold_us))
+
+    step_rows: list = []
+    groups: dict[str, list] = {"cluster": [], "topic": [], "leader": [], "partition": []}
+    merged: dict[str, dict] = {h: {} for h in HISTS}
+    input_rows, covered_ms, series = 0, 0, 0
+    if df is not None:
+        rows = (df.where((F.col("date") >= _day(start_ms)) & (F.col("date") <= _day(end_ms)))
+                .where((F.unix_millis("interval_start") >= start_ms) & (F.unix_millis("interval_start") < end_ms))
+                .withColumn("day", F.date_format("interval_start", "yyyy-MM-dd")))
+        # pass 1: distinct payloads per (histogram, day, cluster, topic)
+        stats: dict[str, DataFrame] = {}
+        for h in HISTS:
+            agg = (rows.groupBy("day", "cluster", "topic", F.xxhash64(h).alias("h"))
+                   .agg(F.count(F.lit(1)).alias("n"), F.first(h).alias("payload")).cache())
+            merged[h] = dict(agg.rdd.map(lambda r: ((r["day"], r["cluster"], r["topic"]), (bytes(r["payload"]), r["n"])))
+                             .groupByKey().mapValues(_merge_group).collect())
+            if thresholds[h]:
+                ths = tuple(t for _, t in thresholds[h])
+                names = [f"lt{i}" for i, _ in thresholds[h]] + [f"lg{i}" for i, _ in thresholds[h]]
+                st = (agg.groupBy("h").agg(F.first("payload").alias("payload")).rdd
+                      .map(lambda r, ths=ths: (r["h"], *_payload_stats(bytes(r["payload"]), ths))))
+                cols = ["h", f"n_{h}"] + names[len(ths):]
+                stats[h] = spark.createDataFrame(st, cols)
+            agg.unpersist()
+        # pass 2/3: per-row good/total joined with payload stats, summed to the minute grain
+        base = rows.withColumn("step", F.floor((F.unix_millis("interval_start") - F.lit(start_ms)) / (STEP_S * 1000))
+                               .cast("long"))
+        for h, st in stats.items():
+            base = base.join(F.broadcast(st.withColumnRenamed("h", f"hash_{h}")),
+                             F.xxhash64(h) == F.col(f"hash_{h}"), "left")
+        sums = []
+        for i, s in enumerate(event_specs):
+            if s.kind == "ratio":
+                g, t = F.expr(FIELDS[s.good]), F.expr(FIELDS[s.total])
+            else:
+                g, t = F.coalesce(F.col(f"lg{i}"), F.lit(0)), F.coalesce(F.col(f"n_{s.histogram}"), F.lit(0))
+            sums += [F.sum(g).alias(f"g{i}"), F.sum(t).alias(f"t{i}")]
+        dur = F.unix_millis("interval_end") - F.unix_millis("interval_start")
+        grain = (base.groupBy("cluster", "topic", "partition", "leader", "step")
+                 .agg(*sums, F.count(F.lit(1)).alias("rows"), F.sum(dur).alias("covered_ms")).cache())
+        gcols = [c for c in grain.columns if c[0] in "gt" and c[1:].isdigit()]
+        agg_exprs = [F.sum(c).alias(c) for c in gcols]
+        step_rows = grain.groupBy("step").agg(*agg_exprs, F.sum("rows").alias("rows")).collect()
+        totals = grain.agg(F.sum("rows"), F.sum("covered_ms"),
+                           F.countDistinct("cluster", "topic", "partition")).first()
+        input_rows, covered_ms, series = (int(totals[0] or 0), int(totals[1] or 0), int(totals[2] or 0))
+        groups["cluster"] = grain.groupBy("cluster").agg(*agg_exprs).collect()
+        groups["topic"] = grain.groupBy("cluster", "topic").agg(*agg_exprs).collect()
+        groups["leader"] = grain.groupBy("cluster", "leader").agg(*agg_exprs).collect()
+        groups["partition"] = grain.groupBy("cluster", "topic", "partition", "leader").agg(*agg_exprs).collect()
+        grain.unpersist()
+
+    # ---- driver: the series and the maths
+    good = {i: [0.0] * n_steps for i in range(len(event_specs))}
+    total = {i: [0.0] * n_steps for i in range(len(event_specs))}
+    present = [False] * n_steps
+    for r in step_rows:
+        k = int(r["step"])
+        if 0 <= k < n_steps:
+            present[k] = r["rows"] > 0
+            for i in range(len(event_specs)):
+                good[i][k] = float(r[f"g{i}"] or 0)
+                total[i][k] = float(r[f"t{i}"] or 0)
+    step_ms = [start_ms + k * STEP_S * 1000 for k in range(n_steps)]
+    step_day = [_day(ms) for ms in step_ms]
+    days = sorted(set(step_day))
+    interval_ms = covered_ms / input_rows if input_rows else None
+    expected_rows = series * window_s * 1000 / interval_ms if interval_ms else 0
+    completeness = {
+        "series": series, "rows": input_rows, "interval_seconds": interval_ms / 1000 if interval_ms else None,
+        "expected_rows": expected_rows, "missing_rows": max(0.0, expected_rows - input_rows),
+        "coverage": input_rows / expected_rows if expected_rows else 0.0,
+        "steps": n_steps, "steps_missing": n_steps - sum(present),
+        "rule": "expected rows = series seen in the window x window / mean interval length; missing intervals carry "
+                "no events (Occurrences) and are excluded from Timeslices (sli_missing_as_bad counts them as bad)",
+    }
+
+    tables: dict[str, list[dict]] = {k: [] for k in ("slo_summary", "daily", "scopes", "brokers", "partitions",
+                                                      "bad_periods", "alerts", "burn_down", "latency", "lag_groups")}
+    report_slos = []
+    for i, s in enumerate(event_specs):
+        T = s.objective.target
+        g, t = good[i], total[i]
+        bad = [tt - gg for gg, tt in zip(g, t, strict=True)]
+        G, TT = sum(g), sum(t)
+        occ = _occurrences(s, G, TT, window_s)
+        allowed = occ["allowed_events"]
+        per_day_steps = 86400 // STEP_S
+        burn_24h = sli.rolling_burn(bad, t, per_day_steps, T)[-1] if n_steps else 0.0
+        burn_windows = {name: (sli.rolling_burn(bad, t, max(1, w // STEP_S), T)[-1] if n_steps else 0.0)
+                        for name, w in sli.BURN_WINDOWS.items()}
+        exhaustion = sli.exhaustion_hours(occ["remaining_ratio"], burn_24h, window_s)
+        per_slice = max(1, s.objective.time_slice_window_s // STEP_S)
+        sg, st_ = sli.slice_sums(g, per_slice), sli.slice_sums(t, per_slice)
+        sp = [any(present[j:j + per_slice]) for j in range(0, n_steps, per_slice)]
+        ts = sli.timeslices(sg, st_, sp, s.objective.time_slice_target, T, per_slice * STEP_S)
+        alerts = sli.alert_periods(bad, t, STEP_S, T)
+        for a in alerts:
+            a.update(slo=s.name, start=_iso(step_ms[a["start_step"]]),
+                     end=_iso(start_ms + a["end_step"] * STEP_S * 1000))
+        periods = sli.bad_periods(bad, allowed, top)
+        for p in periods:
+            p.update(slo=s.name, start=_iso(step_ms[p["start_step"]]),
+                     end=_iso(start_ms + p["end_step"] * STEP_S * 1000), minutes=(p["end_step"] - p["start_step"]))
+        daily = []
+        for d in days:
+            idx = [k for k in range(n_steps) if step_day[k] == d]
+            dg, dt_ = sum(g[k] for k in idx), sum(t[k] for k in idx)
+            daily.append({"slo": s.name, "date": d, "events": dt_, "bad_events": dt_ - dg, "sli": sli.sli(dg, dt_),
+                          "burn_rate": sli.burn_rate(dt_ - dg, dt_, T),
+                          "budget_consumed": (dt_ - dg) / allowed if allowed > 0 else None,
+                          "steps_missing": sum(1 for k in idx if not present[k])})
+        hourly = 3600 // STEP_S
+        burn_down, cb, ct = [], 0.0, 0.0
+        r1h = sli.rolling_burn(bad, t, hourly, T)
+        r6h = sli.rolling_burn(bad, t, 6 * hourly, T)
+        r1d = sli.rolling_burn(bad, t, 24 * hourly, T)
+        r3d = sli.rolling_burn(bad, t, 72 * hourly, T)
+        for k in range(n_steps):
+            cb += bad[k]
+            ct += t[k]
+            if (k + 1) % hourly == 0 or k == n_steps - 1:
+                burn_down.append({"slo": s.name, "time": _iso(start_ms + (k + 1) * STEP_S * 1000),
+                                  "remaining_fixed": 1 - cb / allowed if allowed > 0 else 1.0,
+                                  "remaining_to_date": 1 - cb / ((1 - T) * ct) if ct > 0 else 1.0,
+                                  "burn_1h": r1h[k], "burn_6h": r6h[k], "burn_1d": r1d[k], "burn_3d": r3d[k]})
+        scopes = (_scope_rows(s, i, groups["cluster"], ("cluster",), window_s, allowed)
+                  + _scope_rows(s, i, groups["topic"], ("cluster", "topic"), window_s, allowed))
+        brokers = sorted((r for r in _scope_rows(s, i, groups["leader"], ("cluster", "leader"), window_s, allowed)
+                          if r["bad"] > 0), key=lambda r: -r["bad"])
+        parts = sorted((r for r in _scope_rows(s, i, groups["partition"], ("cluster", "topic", "partition", "leader"),
+                                                window_s, allowed) if r["bad"] > 0), key=lambda r: -r["bad"])[:top]
+        summary = {"slo": s.name, "display_name": s.display_name, "kind": s.kind, "target": T,
+                   "budgeting_method": s.budgeting_method, **{f"occ_{k}": v for k, v in occ.items()},
+                   "burn_24h": burn_24h, "exhaustion_hours": exhaustion,
+                   **{f"ts_{k}": v for k, v in ts.items()}}
+        tables["slo_summary"].append(summary)
+        tables["daily"] += daily
+        tables["scopes"] += [dict(r, scope="cluster" if "topic" not in r else "topic") for r in scopes]
+        tables["brokers"] += brokers
+        tables["partitions"] += parts
+        tables["bad_periods"] += periods
+        tables["alerts"] += alerts
+        tables["burn_down"] += burn_down
+        primary = {"Occurrences": occ["sli"], "Timeslices": ts["sli"], "RatioTimeslices": ts["ratio_timeslices_sli"]}
+        report_slos.append({
+            "name": s.name, "display_name": s.display_name, "kind": s.kind, "target": T,
+            "budgeting_method": s.budgeting_method, "sli": primary[s.budgeting_method],
+            "met": None if primary[s.budgeting_method] is None else primary[s.budgeting_method] >= T,
+            "threshold_us": s.threshold_us, "occurrences": occ,
+            "timeslices": dict(ts, slice_seconds=per_slice * STEP_S, slice_target=s.objective.time_slice_target),
+            "burn": {"period": occ["burn_rate"], "trailing_24h": burn_24h, "windows": burn_windows},
+            "exhaustion_hours_at_24h_burn": exhaustion,
+            "alert_rules": [{"rule": r.name, "severity": r.severity, "long": r.long_s, "short": r.short_s,
+                             "burn": r.burn, "budget_consumed_at_fire": r.budget_consumed_at_fire(window_s)}
+                            for r in sli.ALERT_RULES],
+            "alerts": alerts, "daily": daily, "bad_periods": periods, "brokers": brokers[:top], "partitions": parts,
+            "scopes": scopes,
+        })
+
+    # ---- latency percentiles from merged HDR
+    latency = {"window": {}, "daily": [], "per_topic": []}
+    for h in HISTS:
+        parts_by = merged[h]
+        win = _dense(parts_by.values())
+        latency["window"][h] = hdr.summary(win)
+        tables["latency"].append({"histogram": h, "scope": "window", "date": None, "cluster": None, "topic": None,
+                                  **latency["window"][h]})
+        for d in days:
+            row = {"histogram": h, "date": d, **hdr.summary(_dense(v for k, v in parts_by.items() if k[0] == d))}
+            latency["daily"].append(row)
+            tables["latency"].append({"scope": "day", "cluster": None, "topic": None, **row})
+        for ct_ in sorted({(k[1], k[2]) for k in parts_by}):
+            row = {"histogram": h, "cluster": ct_[0], "topic": ct_[1],
+                   **hdr.summary(_dense(v for k, v in parts_by.items() if (k[1], k[2]) == ct_))}
+            latency["per_topic"].append(row)
+            tables["latency"].append({"scope": "topic", "date": None, **row})
+
+    # ---- consumer lag from the lag-history job's daily summary
+    lag = None
+    if lag_dir and lag_specs and (Path(lag_dir) / "daily_summary").exists():
+        spec = lag_specs[0]
+        ls = spark.read.parquet(str(Path(lag_dir) / "daily_summary"))
+        rows_ = (ls.where((F.col("date") >= _day(start_ms)) & (F.col("date") <= _day(end_ms - 1)))
+                 .groupBy("group").agg(F.sum("instants").alias("instants"),
+                                       F.sum(F.col("share_ok") * F.col("instants")).alias("ok"),
+                                       F.sum(F.col("share_warn") * F.col("instants")).alias("warn"),
+                                       F.sum(F.col("share_err") * F.col("instants")).alias("err"),
+                                       F.max("max_lag").alias("max_lag")).orderBy("group").collect())
+        groups_out = []
+        for r in rows_:
+            n = r["instants"] or 0
+            share = r["ok"] / n if n else None
+            groups_out.append({"group": r["group"], "instants": n, "share_ok": share,
+                               "share_warn": r["warn"] / n if n else None, "share_err": r["err"] / n if n else None,
+                               "max_lag": r["max_lag"], "met": None if share is None else share >= spec.objective.target,
+                               "budget_remaining": None if share is None else
+                               1 - (1 - share) / (1 - spec.objective.target)})
+        lag = {"slo": spec.name, "target": spec.objective.target, "groups": groups_out,
+               "groups_met": sum(1 for g_ in groups_out if g_["met"]), "groups_total": len(groups_out)}
+        tables["lag_groups"] = groups_out
+
+    met = [r["met"] for r in report_slos if r["met"] is not None]
+    report = {
+        "generated_at": _iso(int(dt.datetime.now(dt.UTC).timestamp() * 1000)),
+        "window": {"start": _iso(start_ms), "end": _iso(end_ms), "seconds": window_s, "start_ms": start_ms,
+                   "end_ms": end_ms, "step_seconds": STEP_S},
+        "overall": {"slos": len(report_slos), "met": sum(met), "violated": len(met) - sum(met),
+                    "worst_budget_remaining": min((r["occurrences"]["remaining_ratio"] for r in report_slos),
+                                                  default=None)},
+        "completeness": completeness, "slos": report_slos, "latency": latency, "lag": lag,
+    }
+    report = _clean(report)
+    for name, rows_ in tables.items():
+        if rows_:
+            pq.write_table(pa.Table.from_pylist(_clean(rows_)), out / f"{name}.parquet")
+    (out / "report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    from slo.report_html import render
+    (out / "report.html").write_text(render(report, tables["burn_down"]), encoding="utf-8")
+    return report
