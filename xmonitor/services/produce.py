@@ -23,7 +23,7 @@ from xmonitor.services.base import Service, client_base, error_name, log
 
 def producer_config(cfg: MonitorConfig) -> dict[str, Any]:
     return {**client_base(cfg), "client.id": cfg.produce_producer_id, "acks": "all", "linger.ms": 0,
-            "message.timeout.ms": cfg.produce_request_timeout_ms,
+            "message.timeout.ms": cfg.produce_request_timeout_ms, "request.timeout.ms": cfg.produce_request_timeout_ms,
             "topic.metadata.refresh.interval.ms": cfg.metadata_refresh_interval_ms,
             **cfg.produce_producer_props}
 

@@ -1,0 +1,1 @@
+from tests.support.cluster import cluster_factory  # noqa: F401 - fixture
