@@ -88,8 +88,12 @@ class ConsumeService(Service):
                     self.refresh_assignment()
                 except KafkaException as e:
                     log.warning("consume: metadata failed: %s", error_name(e))
-            for msg in self.consumer.consume(500, 0.05):
+            # poll() returns at the first record (consume(n, t) would wait to fill n: latency), then drain
+            msg = self.consumer.poll(0.05)
+            if msg is not None:
                 self.handle(msg)
+                for msg in self.consumer.consume(500, 0):
+                    self.handle(msg)
             now = self.clock.mono()
             if now - last_expire >= 0.2:
                 last_expire = now

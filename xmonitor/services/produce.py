@@ -106,9 +106,9 @@ class ProduceService(Service):
         while not self.stopping:
             now = self.clock.mono()
             parts = self.partitions
-            for i, p in enumerate(parts):
-                if p not in self.next_due:     # spread first sends over one interval
-                    self.next_due[p] = now + self.interval * i / max(len(parts), 1)
+            for p in parts:
+                if p not in self.next_due:     # all partitions on one tick: one wake-up and one request per
+                    self.next_due[p] = now     # broker per interval (each partition still has its own send)
             for p in parts:
                 due = self.next_due[p]
                 if due > now:
@@ -121,7 +121,7 @@ class ProduceService(Service):
                 self.rec.cycle_ok(self.name)
                 last_ok = now
             wake = min(self.next_due.values(), default=now + 0.05)
-            self.producer.poll(min(max(wake - self.clock.mono(), 0.0), 0.05))
+            self.producer.poll(min(max(wake - self.clock.mono(), 0.0), 0.1))
 
     def refresh_metadata_safely(self) -> None:
         try:
