@@ -1,10 +1,11 @@
 """PySpark 14-day SLO report over xmonitor's SLI interval files (xmonitor/sli_schema.py).
 
-Spark does the heavy, per-row work in three passes over the window:
-  1. per histogram column: (day, cluster, topic, payload hash) -> count, payload. Identical HDR payloads are merged
-     once with multiplicity (slo.hdr), so percentiles are exact merges of HDR histograms, never averages;
-  2. the latency SLOs' good/total per payload (samples <= threshold), joined back by hash;
-  3. every SLO's good/total summed per (cluster, topic, partition, leader, minute): the cached "grain" table.
+Spark does the per-row work in two passes over the window's files:
+  1. every ratio SLO's good/total summed per (cluster, topic, partition, leader, minute, HDR payload hashes);
+     identical HDR payloads collapse into one row with a multiplicity (cached);
+  2. one copy of each distinct payload: its sample count and samples under each latency threshold (slo.hdr).
+The latency SLOs' good/total join back by hash; merged histograms per (day, cluster, topic) are built on the
+executors from payload x multiplicity, so percentiles are exact merges of HDR histograms, never averages.
 Everything after that is small: the minute series and the grouped sums go to the driver, where the pure maths in
 slo.sli computes SLI, budget, burn, alerts, timeslices. Outputs: Parquet tables, report.json, report.html.
 
@@ -136,37 +137,48 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         rows = (df.where((F.col("date") >= _day(start_ms)) & (F.col("date") <= _day(end_ms)))
                 .where((F.unix_millis("interval_start") >= start_ms) & (F.unix_millis("interval_start") < end_ms))
                 .withColumn("day", F.date_format("interval_start", "yyyy-MM-dd")))
-        # pass 1: distinct payloads per (histogram, day, cluster, topic)
-        stats: dict[str, DataFrame] = {}
-        for h in HISTS:
-            agg = (rows.groupBy("day", "cluster", "topic", F.xxhash64(h).alias("h"))
-                   .agg(F.count(F.lit(1)).alias("n"), F.first(h).alias("payload")).cache())
-            merged[h] = dict(agg.rdd.map(lambda r: ((r["day"], r["cluster"], r["topic"]), (bytes(r["payload"]), r["n"])))
+        # pass 1: every SLO's ratio good/total summed per (cluster, topic, partition, leader, minute) and per
+        # HDR payload hash: identical histograms collapse into one row with a multiplicity
+        step = F.floor((F.unix_millis("interval_start") - F.lit(start_ms)) / (STEP_S * 1000)).cast("long")
+        ratio = []
+        for i, s in enumerate(event_specs):
+            if s.kind == "ratio":
+                ratio += [F.sum(F.expr(FIELDS[s.good])).alias(f"g{i}"), F.sum(F.expr(FIELDS[s.total])).alias(f"t{i}")]
+        dur = F.unix_millis("interval_end") - F.unix_millis("interval_start")
+        hashed = (rows.withColumn("step", step)
+                  .groupBy("cluster", "topic", "partition", "leader", "step", "day",
+                           *[F.xxhash64(h).alias(f"hash_{h}") for h in HISTS])
+                  .agg(*ratio, F.count(F.lit(1)).alias("rows"), F.sum(dur).alias("covered_ms")).cache())
+        # pass 2: one copy of each distinct payload, its sample count and samples under each latency threshold
+        ths_all = tuple(sorted({t for h in HISTS for _, t in thresholds[h]}))
+        distinct = (rows.select(F.explode(F.array(*[F.struct(F.xxhash64(h).alias("h"), F.col(h).alias("payload"))
+                                                    for h in HISTS])).alias("p"))
+                    .select("p.h", "p.payload").groupBy("h").agg(F.first("payload").alias("payload")))
+        payload_stats = spark.createDataFrame(
+            distinct.rdd.map(lambda r: (r["h"], bytearray(r["payload"]), *_payload_stats(bytes(r["payload"]), ths_all))),
+            ", ".join(["h long", "payload binary", "n long", *[f"le{t} long" for t in ths_all]])).cache()
+        small = payload_stats.drop("payload")
+        for h in HISTS:  # merged histograms per (day, cluster, topic), merged on the executors
+            per = (hashed.groupBy("day", "cluster", "topic", F.col(f"hash_{h}").alias("h")).agg(F.sum("rows").alias("k"))
+                   .join(payload_stats.select("h", "payload"), "h"))
+            merged[h] = dict(per.rdd.map(lambda r: ((r["day"], r["cluster"], r["topic"]), (bytes(r["payload"]), r["k"])))
                              .groupByKey().mapValues(_merge_group).collect())
+        base = hashed
+        for h in HISTS:
             if thresholds[h]:
-                ths = tuple(t for _, t in thresholds[h])
-                names = [f"lt{i}" for i, _ in thresholds[h]] + [f"lg{i}" for i, _ in thresholds[h]]
-                st = (agg.groupBy("h").agg(F.first("payload").alias("payload")).rdd
-                      .map(lambda r, ths=ths: (r["h"], *_payload_stats(bytes(r["payload"]), ths))))
-                cols = ["h", f"n_{h}"] + names[len(ths):]
-                stats[h] = spark.createDataFrame(st, cols)
-            agg.unpersist()
-        # pass 2/3: per-row good/total joined with payload stats, summed to the minute grain
-        base = rows.withColumn("step", F.floor((F.unix_millis("interval_start") - F.lit(start_ms)) / (STEP_S * 1000))
-                               .cast("long"))
-        for h, st in stats.items():
-            base = base.join(F.broadcast(st.withColumnRenamed("h", f"hash_{h}")),
-                             F.xxhash64(h) == F.col(f"hash_{h}"), "left")
+                st = small.select(F.col("h").alias(f"hash_{h}"), F.col("n").alias(f"n_{h}"),
+                                  *[F.col(f"le{t}").alias(f"le{t}_{h}") for _, t in thresholds[h]])
+                base = base.join(F.broadcast(st), f"hash_{h}", "left")
         sums = []
         for i, s in enumerate(event_specs):
             if s.kind == "ratio":
-                g, t = F.expr(FIELDS[s.good]), F.expr(FIELDS[s.total])
+                sums += [F.sum(f"g{i}").alias(f"g{i}"), F.sum(f"t{i}").alias(f"t{i}")]
             else:
-                g, t = F.coalesce(F.col(f"lg{i}"), F.lit(0)), F.coalesce(F.col(f"n_{s.histogram}"), F.lit(0))
-            sums += [F.sum(g).alias(f"g{i}"), F.sum(t).alias(f"t{i}")]
-        dur = F.unix_millis("interval_end") - F.unix_millis("interval_start")
+                n = F.coalesce(F.col(f"n_{s.histogram}"), F.lit(0)) * F.col("rows")
+                le = F.coalesce(F.col(f"le{s.threshold_us}_{s.histogram}"), F.lit(0)) * F.col("rows")
+                sums += [F.sum(le).alias(f"g{i}"), F.sum(n).alias(f"t{i}")]
         grain = (base.groupBy("cluster", "topic", "partition", "leader", "step")
-                 .agg(*sums, F.count(F.lit(1)).alias("rows"), F.sum(dur).alias("covered_ms")).cache())
+                 .agg(*sums, F.sum("rows").alias("rows"), F.sum("covered_ms").alias("covered_ms")).cache())
         gcols = [c for c in grain.columns if c[0] in "gt" and c[1:].isdigit()]
         agg_exprs = [F.sum(c).alias(c) for c in gcols]
         step_rows = grain.groupBy("step").agg(*agg_exprs, F.sum("rows").alias("rows")).collect()
@@ -178,6 +190,8 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         groups["leader"] = grain.groupBy("cluster", "leader").agg(*agg_exprs).collect()
         groups["partition"] = grain.groupBy("cluster", "topic", "partition", "leader").agg(*agg_exprs).collect()
         grain.unpersist()
+        hashed.unpersist()
+        payload_stats.unpersist()
 
     # ---- driver: the series and the maths
     good = {i: [0.0] * n_steps for i in range(len(event_specs))}

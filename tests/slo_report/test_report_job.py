@@ -156,3 +156,12 @@ def test_empty_window(spark, tmp_path):
         assert s["occurrences"]["remaining_ratio"] == 1.0
     assert r["completeness"]["rows"] == 0 and r["completeness"]["steps_missing"] == WINDOW // 60
     assert (tmp_path / "out" / "report.html").exists()
+
+
+def test_window_with_files_but_no_rows(spark, tmp_path):
+    cfg = GenConfig(days=0.1, clusters=1, partitions=2, interval_s=60)
+    generate(cfg, tmp_path / "sli")
+    r = slo_report(spark, tmp_path / "sli", SPECS, tmp_path / "out", end_ms=cfg.start_ms - 86_400_000,
+                   window_s=DAY_S)
+    assert all(s["occurrences"]["total"] == 0 for s in r["slos"])
+    assert r["latency"]["window"]["e2e_latency_hdr"]["count"] == 0

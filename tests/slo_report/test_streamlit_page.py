@@ -1,0 +1,58 @@
+"""The Streamlit SLO page under Streamlit's AppTest, on a small report directory written by the report job."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slo.generate import GenConfig, Incident, generate
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "streamlit_app.py")
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory):
+    from slo.jobs.slo_report import slo_report
+    from slo.spark import session
+    from slo.specs import load_specs
+
+    data, out = tmp_path_factory.mktemp("sli"), tmp_path_factory.mktemp("report")
+    cfg = GenConfig(days=2, clusters=1, partitions=3, interval_s=60,
+                    incidents=(Incident.parse("broker-down@1d+3h:broker=2"),))
+    generate(cfg, data)
+    spark = session("test-slo-page", shuffle_partitions=2)
+    try:
+        slo_report(spark, data, load_specs(), out, window_s=2 * 86400)
+    finally:
+        spark.stop()
+    return out
+
+
+def test_page_renders_every_section(report_dir, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("KAFKASCOPE_REPORT", str(report_dir))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, at.exception
+    report = json.loads((report_dir / "report.json").read_text())
+    headers = [h.value for h in at.header]
+    for s in report["slos"]:
+        assert s["display_name"] in headers
+    assert "Consumer lag by group" in headers and any("Latency" in h for h in headers)
+    labels = [m.label for m in at.metric]
+    assert labels.count("Budget remaining") == len(report["slos"])
+    write = next(s for s in report["slos"] if s["name"] == "write-availability")
+    values = [m.value for m in at.metric if m.label == "Budget remaining"]
+    assert f"{write['occurrences']['remaining_ratio'] * 100:.1f}%" in values
+    subheaders = [h.value for h in at.subheader]
+    assert "Budget burn-down" in subheaders and "Burn rate by window" in subheaders
+    assert len(at.get("vega_lite_chart")) >= 2 * len(report["slos"]) + 1
+    assert any("page-fast" in str(d.value) for d in at.dataframe)
+
+
+def test_page_without_report(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("KAFKASCOPE_REPORT", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert at.error and "No report" in at.error[0].value
