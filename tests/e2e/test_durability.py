@@ -190,9 +190,9 @@ def test_compaction_keeps_latest_per_key_and_drops_tombstones(broker, topic_name
     recs = [(k, f"{k.decode()}-v{n}".encode(), []) for n in range(12) for k in keys]
     recs += [(keys[0], None, []), (keys[1], None, [])]          # tombstones
     _produce_batches(broker.bootstrap, topic_name, recs, per_batch=8)
-    # roll the active segment past everything above with one big record of another key
-    produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"x" * 1100, [])], partition=0)
-    produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"y" * 1100, [])], partition=0)
+    # roll the active segment past everything above with big records of another key (under segment.bytes)
+    produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"x" * 800, [])], partition=0)
+    produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"y" * 800, [])], partition=0)
     expected = {k: f"{k.decode()}-v11".encode() for k in keys[2:]}
 
     def compacted():
@@ -202,7 +202,7 @@ def test_compaction_keeps_latest_per_key_and_drops_tombstones(broker, topic_name
             return rs
         # A tombstone goes in a later pass, once it is older than delete.retention.ms; as in Kafka, a pass
         # needs new dirty data, so keep rolling segments with filler records.
-        produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"z" * 1100, [])], partition=0)
+        produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"z" * 800, [])], partition=0)
         return None
 
     rs = wait_until(compacted, 40, interval_s=0.5, what="compacted log without tombstones")
