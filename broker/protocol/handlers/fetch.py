@@ -1,6 +1,8 @@
 """Fetch (1) with long-poll, ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21)."""
 
+from collections.abc import Callable
 from time import perf_counter
+from typing import Any
 
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.api import RequestContext, handler
@@ -71,73 +73,63 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
     return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": topics}
 
 
-@handler(2, 1, 7)
-async def handle_list_offsets(ctx: RequestContext, req) -> dict:
-    topics = []
-    for t in req.topics:
+def _per_partition(topics, topic_key: str, index_key: str, defaults: dict,
+                   fill: Callable[[str, Any, dict], None]) -> list[dict]:
+    """Response topics for a request that lists (topic, partitions): `fill(topic, partition, entry)` sets an
+    entry's fields; a KafkaError becomes that partition's error code."""
+    out = []
+    for t in topics:
+        name = getattr(t, topic_key)
         parts = []
         for p in t.partitions:
-            entry = {"partition_index": p.partition_index, "error_code": ErrorCode.none, "timestamp": -1,
-                     "offset": -1, "leader_epoch": -1}
+            entry = {index_key: getattr(p, index_key), "error_code": ErrorCode.none, **defaults}
             try:
-                part = ctx.broker.replicas.leader_partition(t.name, p.partition_index,
-                                                            getattr(p, "current_leader_epoch", -1))
-                plog = part.log
-                entry["leader_epoch"] = part.state.leader_epoch
-                ts = p.timestamp
-                if ts == EARLIEST:
-                    entry["offset"] = plog.log_start_offset
-                elif ts == LATEST:
-                    # Replicas (replica_id >= 0) see the log end offset; clients see the high watermark.
-                    entry["offset"] = plog.log_end_offset if req.replica_id >= 0 else plog.high_watermark
-                elif ts == MAX_TIMESTAMP:
-                    found = plog.max_timestamp_offset()
-                    if found:
-                        entry["offset"], entry["timestamp"] = found
-                elif ts < 0:
-                    raise KafkaError(ErrorCode.invalid_request, f"unsupported timestamp {ts}")
-                else:
-                    found = plog.offset_for_timestamp(ts)
-                    if found:
-                        entry["offset"], entry["timestamp"] = found
+                fill(name, p, entry)
             except KafkaError as e:
                 entry["error_code"] = e.code
             parts.append(entry)
-        topics.append({"name": t.name, "partitions": parts})
-    return {"throttle_time": 0, "topics": topics}
+        out.append({topic_key: name, "partitions": parts})
+    return out
+
+
+@handler(2, 1, 7)
+async def handle_list_offsets(ctx: RequestContext, req) -> dict:
+    def fill(topic: str, p, entry: dict) -> None:
+        part = ctx.broker.replicas.leader_partition(topic, p.partition_index, getattr(p, "current_leader_epoch", -1))
+        plog = part.log
+        entry["leader_epoch"] = part.state.leader_epoch
+        ts = p.timestamp
+        if ts == EARLIEST:
+            entry["offset"] = plog.log_start_offset
+        elif ts == LATEST:
+            # Replicas (replica_id >= 0) see the log end offset; clients see the high watermark.
+            entry["offset"] = plog.log_end_offset if req.replica_id >= 0 else plog.high_watermark
+        elif ts < 0 and ts != MAX_TIMESTAMP:
+            raise KafkaError(ErrorCode.invalid_request, f"unsupported timestamp {ts}")
+        else:
+            found = plog.max_timestamp_offset() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
+            if found:
+                entry["offset"], entry["timestamp"] = found
+
+    return {"throttle_time": 0, "topics": _per_partition(req.topics, "name", "partition_index",
+                                                         {"timestamp": -1, "offset": -1, "leader_epoch": -1}, fill)}
 
 
 @handler(23, 2, 4)
 async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
-    topics = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            entry = {"error_code": ErrorCode.none, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
-            try:
-                part = ctx.broker.replicas.leader_partition(t.topic, p.partition, p.current_leader_epoch)
-                epoch, end_offset = part.log.end_offset_for_epoch(p.leader_epoch)
-                entry.update(leader_epoch=epoch, end_offset=end_offset)
-            except KafkaError as e:
-                entry["error_code"] = e.code
-            parts.append(entry)
-        topics.append({"topic": t.topic, "partitions": parts})
-    return {"throttle_time": 0, "topics": topics}
+    def fill(topic: str, p, entry: dict) -> None:
+        part = ctx.broker.replicas.leader_partition(topic, p.partition, p.current_leader_epoch)
+        entry["leader_epoch"], entry["end_offset"] = part.log.end_offset_for_epoch(p.leader_epoch)
+
+    return {"throttle_time": 0, "topics": _per_partition(req.topics, "topic", "partition",
+                                                         {"leader_epoch": -1, "end_offset": -1}, fill)}
 
 
 @handler(21, 0, 2)
 async def handle_delete_records(ctx: RequestContext, req) -> dict:
-    topics = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
-            try:
-                plog = ctx.broker.replicas.leader_log(t.name, p.partition_index)
-                offset = plog.high_watermark if p.offset == -1 else p.offset
-                entry["low_watermark"] = plog.delete_records_before(offset)
-            except KafkaError as e:
-                entry["error_code"] = e.code
-            parts.append(entry)
-        topics.append({"name": t.name, "partitions": parts})
-    return {"throttle_time": 0, "topics": topics}
+    def fill(topic: str, p, entry: dict) -> None:
+        plog = ctx.broker.replicas.leader_log(topic, p.partition_index)
+        entry["low_watermark"] = plog.delete_records_before(plog.high_watermark if p.offset == -1 else p.offset)
+
+    return {"throttle_time": 0, "topics": _per_partition(req.topics, "name", "partition_index",
+                                                         {"low_watermark": -1}, fill)}
