@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import subprocess
+import os
 import sys
 import time
 from pathlib import Path
@@ -61,7 +61,8 @@ def _page(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
            "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--", "--report", str(args.report)]
-    return subprocess.call(cmd)
+    os.execv(sys.executable, cmd)  # become streamlit: signals reach it directly
+    return 0
 
 
 def add_jobs(slo_sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,81 @@
+"""Slow suite: headless Chromium (Debian's chromium or chromium-headless-shell) screenshots of report.html and of
+the Streamlit page, checked for rendered charts (chart colours present in the image)."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from slo.generate import GenConfig, Incident, generate
+
+pytestmark = pytest.mark.slow
+BROWSER = shutil.which("chromium-headless-shell") or shutil.which("chromium") or (
+    "/usr/lib/chromium/chromium-headless-shell" if Path("/usr/lib/chromium/chromium-headless-shell").exists() else None)
+CHART_BLUE = (31, 119, 180)  # the first series colour in report.html; Streamlit's default palette also starts blue
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory):
+    from slo.jobs.slo_report import slo_report
+    from slo.spark import session
+    from slo.specs import load_specs
+
+    data, out = tmp_path_factory.mktemp("sli"), tmp_path_factory.mktemp("report")
+    cfg = GenConfig(days=2, partitions=3, interval_s=60, incidents=(Incident.parse("broker-down@1d+3h:broker=2"),))
+    generate(cfg, data)
+    spark = session("test-slo-shot", shuffle_partitions=2)
+    try:
+        slo_report(spark, data, load_specs(), out, window_s=2 * 86400)
+    finally:
+        spark.stop()
+    return out
+
+
+def _shot(url: str, png: Path, budget_ms: int = 20000) -> None:
+    subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    f"--screenshot={png}", "--window-size=1300,2600", f"--virtual-time-budget={budget_ms}", url],
+                   check=True, timeout=120, capture_output=True)
+
+
+def _colourful_pixels(png: Path) -> int:
+    from PIL import Image
+
+    img = Image.open(png).convert("RGB")
+    return sum(1 for r, g, b in img.getdata() if max(r, g, b) - min(r, g, b) > 60)
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no headless chromium (apt-get install chromium-headless-shell)")
+def test_report_html_screenshot(report_dir, tmp_path):
+    png = tmp_path / "report.png"
+    _shot((report_dir / "report.html").as_uri(), png, 2000)
+    assert _colourful_pixels(png) > 500  # chart lines and alert bars, not just black text on white
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no headless chromium (apt-get install chromium-headless-shell)")
+def test_streamlit_page_screenshot(report_dir, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "kafkascope", "page", "--report", str(report_dir), "--port",
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false"))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.5)
+        png = tmp_path / "page.png"
+        _shot(f"http://127.0.0.1:{port}/", png)
+        shutil.copy(png, report_dir / "page.png")
+        assert _colourful_pixels(png) > 500
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
