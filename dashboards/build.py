@@ -1,0 +1,445 @@
+"""Prometheus rules, scrape config and Grafana dashboards as code: every metric name used lives here.
+
+    python -m dashboards.build            # (re)write dashboards/prometheus/*.yml and dashboards/grafana/**
+    python -m dashboards.build --check    # exit 1 if a committed file differs from what this generates
+
+The SLOs (names, targets, 14-day period) come from slo/specs/default.yaml, the same file the SLO report reads.
+Metric names are the ones our components export (broker: strimzi naming of broker/metrics.py; xmonitor:
+xmonitor/metrics.py; lag monitor: slo/lag/api.py; ZooKeeper: exporter/zk.py); tests/dashboards checks every name
+used here against a live scrape of each of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+PROMETHEUS_DIR = HERE / "prometheus"
+GRAFANA_DIR = HERE / "grafana"
+RUNBOOK_DIR = "docs/runbooks"
+RECORDING_FILE = "kafkascope-recording.rules.yml"
+ALERTS_FILE = "kafkascope-alerts.rules.yml"
+RULE_FILES = (RECORDING_FILE, ALERTS_FILE)
+
+# Prometheus job names (scrape_config() and every `up{job=...}` below).
+JOB_BROKER, JOB_XMONITOR, JOB_LAG, JOB_ZK = "kafka-broker", "xmonitor", "lag-monitor", "zookeeper"
+
+
+class M:
+    """Metric names, one place."""
+
+    # broker (strimzi naming)
+    under_replicated = "kafka_server_replicamanager_underreplicatedpartitions"
+    under_min_isr = "kafka_server_replicamanager_underminisrpartitioncount"
+    at_min_isr = "kafka_server_replicamanager_atminisrpartitioncount"
+    partition_count = "kafka_server_replicamanager_partitioncount"
+    leader_count = "kafka_server_replicamanager_leadercount"
+    offline_partitions = "kafka_controller_kafkacontroller_offlinepartitionscount"
+    active_controller = "kafka_controller_kafkacontroller_activecontrollercount"
+    global_partitions = "kafka_controller_kafkacontroller_globalpartitioncount"
+    global_topics = "kafka_controller_kafkacontroller_globaltopiccount"
+    preferred_imbalance = "kafka_controller_kafkacontroller_preferredreplicaimbalancecount"
+    unclean_elections = "kafka_controller_controllerstats_uncleanleaderelections_total"
+    leader_elections = "kafka_controller_controllerstats_leaderelectionrateandtime_seconds_count"
+    isr_shrinks = "kafka_server_replicamanager_isrshrinks_total"
+    isr_expands = "kafka_server_replicamanager_isrexpands_total"
+    max_lag = "kafka_server_replicafetchermanager_maxlag"
+    total_time_ms = "kafka_network_requestmetrics_totaltimems"  # HDR quantile gauges (60 s window)
+    request_time_ms = "kafka_network_requestmetrics_{part}ms"
+    total_time_bucket = "kafka_network_requestmetrics_totaltime_seconds_bucket"
+    requests = "kafka_network_requestmetrics_requests_total"
+    errors = "kafka_network_requestmetrics_errors_total"
+    request_queue = "kafka_network_requestchannel_requestqueuesize"
+    response_queue = "kafka_network_requestchannel_responsequeuesize"
+    purgatory_size = "kafka_server_delayedoperationpurgatory_purgatorysize"
+    delayed_ops = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
+    handler_idle_ns = "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count_total"
+    network_idle = "kafka_network_socketserver_networkprocessoravgidle_percent"
+    bytes_in = "kafka_server_brokertopicmetrics_bytesin_total"
+    bytes_out = "kafka_server_brokertopicmetrics_bytesout_total"
+    messages_in = "kafka_server_brokertopicmetrics_messagesin_total"
+    bytes_rejected = "kafka_server_brokertopicmetrics_bytesrejected_total"
+    failed_produce = "kafka_server_brokertopicmetrics_failedproducerequests_total"
+    failed_fetch = "kafka_server_brokertopicmetrics_failedfetchrequests_total"
+    replication_bytes_in = "kafka_server_brokertopicmetrics_replicationbytesin_total"
+    replication_bytes_out = "kafka_server_brokertopicmetrics_replicationbytesout_total"
+    connections = "kafka_server_socket_server_metrics_connection_count"
+    log_size = "kafka_log_log_size"
+    log_end_offset = "kafka_log_log_logendoffset"
+    log_segments = "kafka_log_log_numlogsegments"
+    partition_isr = "kafka_cluster_partition_insyncreplicascount"
+    partition_replicas = "kafka_cluster_partition_replicascount"
+    partition_under_replicated = "kafka_cluster_partition_underreplicated"
+    free_bytes = "kafkascope_log_logdir_freebytes"
+    offline_log_dirs = "kafka_log_logmanager_offlinelogdirectorycount"
+    zk_session_state = "kafka_server_sessionexpirelistener_sessionstate"
+    zk_expires = "kafka_server_sessionexpirelistener_zookeeperexpires_total"
+    zk_disconnects = "kafka_server_sessionexpirelistener_zookeeperdisconnects_total"
+    zk_request_latency_bucket = "kafka_server_zookeeperclientmetrics_zookeeperrequestlatency_seconds_bucket"
+    cpu = "process_cpu_seconds_total"
+    rss = "process_resident_memory_bytes"
+    gc_pause = "jvm_gc_collection_seconds_sum"
+    # xmonitor
+    x_attempts = "xmonitor_produce_attempts_total"
+    x_successes = "xmonitor_produce_successes_total"
+    x_produce_errors = "xmonitor_produce_errors_total"
+    x_consumed = "xmonitor_records_consumed_total"
+    x_lost = "xmonitor_records_lost_total"
+    x_duplicated = "xmonitor_records_duplicated_total"
+    x_late = "xmonitor_records_late_total"
+    x_e2e_bucket = "xmonitor_e2e_latency_seconds_bucket"
+    x_e2e_count = "xmonitor_e2e_latency_seconds_count"
+    x_produce_bucket = "xmonitor_produce_latency_seconds_bucket"
+    x_service_up = "xmonitor_service_up"
+    kmf_produce_availability = "kmf_services_produce_service_single_cluster_monitor_produce_availability_avg"
+    kmf_consume_availability = "kmf_services_consume_service_single_cluster_monitor_consume_availability_avg"
+    kmf_lost_total = "kmf_services_consume_service_single_cluster_monitor_records_lost_total"
+    kmf_duplicated_total = "kmf_services_consume_service_single_cluster_monitor_records_duplicated_total"
+    kmf_delay_99th = "kmf_services_consume_service_single_cluster_monitor_records_delay_ms_99th"
+    # lag monitor (Burrow + kafka_exporter names)
+    burrow_status = "burrow_kafka_consumer_status"
+    burrow_lag_total = "burrow_kafka_consumer_lag_total"
+    burrow_partition_lag = "burrow_kafka_consumer_partition_lag"
+    burrow_partition_status = "burrow_kafka_topic_partition_status"
+    lag_seconds = "kafkascope_consumer_lag_seconds"
+    partition_lag_seconds = "kafkascope_consumer_partition_lag_seconds"
+    consumergroup_lag = "kafka_consumergroup_lag"
+    # ZooKeeper ensemble exporter
+    zk_up = "zk_up"
+    zk_leader = "zk_server_leader"
+    zk_state = "zk_server_state"
+    zk_avg_latency = "zk_avg_latency"
+    zk_max_latency = "zk_max_latency"
+    zk_outstanding = "zk_outstanding_requests"
+    zk_alive_connections = "zk_num_alive_connections"
+    zk_znodes = "zk_znode_count"
+    zk_watches = "zk_watch_count"
+    zk_fsync = "zk_avg_fsynctime"
+    zk_followers = "zk_synced_followers"
+    zk_packets_received = "zk_packets_received"
+
+
+# ------------------------------------------------------------------------------------------------ thresholds
+
+PRODUCE_P99_MS = 500            # acks=all produce p99 over this for 5m (with > MIN_REQUEST_RATE req/s)
+FETCH_P99_MS = 1500             # consumer fetch p99 incl. the long-poll wait (fetch.max.wait.ms defaults to 500)
+MIN_REQUEST_RATE = 1.0          # req/s: below this a p99 rests on too few requests to page anyone
+HANDLER_IDLE_MIN = 0.2          # request handler idle fraction (Kafka's RequestHandlerAvgIdlePercent)
+DISK_FREE_MIN_BYTES = 5 * 1024 ** 3
+PURGATORY_MIN_SIZE = 500        # and growing (deriv over 10m > 0.5/s) for 10m
+ISR_SHRINKS_PER_10M = 3         # ISR shrinks per broker over 10 minutes
+
+# Burn-rate windows (Google SRE Workbook's table, with Sloth's 3x ticket) for a 14-day period.
+SLI_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
+PERIOD = "14d"
+BURN_ALERTS = (  # (alert, severity, factor, long window, short window, for)
+    ("KafkaSLOErrorBudgetBurnFast", "page", 14.4, "1h", "5m", "2m"),
+    ("KafkaSLOErrorBudgetBurnFast", "page", 6.0, "6h", "30m", "15m"),
+    ("KafkaSLOErrorBudgetBurnSlow", "ticket", 3.0, "1d", "2h", "1h"),
+    ("KafkaSLOErrorBudgetBurnSlow", "ticket", 1.0, "3d", "6h", "3h"),
+)
+
+
+# ------------------------------------------------------------------------------------------------ SLOs
+
+
+@dataclass(frozen=True)
+class SLO:
+    name: str
+    display: str
+    target: float
+    kind: str   # "ratio" (errors / total from counters) or "timeslice" (a 0..1 bad-fraction gauge averaged)
+    errors: str = ""  # PromQL with $W for the window, summed by cluster
+    total: str = ""
+    bad_now: str = ""  # timeslice: fraction of things bad right now, by cluster
+
+
+def _or_zero(expr: str, like: str) -> str:
+    """`expr` by cluster, or 0 for every cluster `like` has (counters that appear only with their first event)."""
+    return f"({expr} or ({like} * 0))"
+
+
+def slos() -> list[SLO]:
+    from slo.specs import load_specs
+
+    targets = {s.name: (s.objective.target, s.display_name) for s in load_specs()}
+    consumed = f"sum by (cluster) (rate({M.x_consumed}[$W]))"
+    lost = _or_zero(f"sum by (cluster) (rate({M.x_lost}[$W]))", consumed)
+    late = _or_zero(f"sum by (cluster) (rate({M.x_late}[$W]))", consumed)
+    attempts = f"sum by (cluster) (rate({M.x_attempts}[$W]))"
+    successes = f"sum by (cluster) (rate({M.x_successes}[$W]))"
+    e2e_total = f"sum by (cluster) (rate({M.x_e2e_count}[$W]))"
+    e2e_good = f'sum by (cluster) (rate({M.x_e2e_bucket}{{le="0.5"}}[$W]))'
+    defs = {
+        "write-availability": dict(kind="ratio", errors=f"clamp_min({attempts} - {successes}, 0)", total=attempts),
+        "read-availability": dict(kind="ratio", errors=f"({late} + {lost})", total=f"({consumed} + {lost})"),
+        "e2e-latency": dict(kind="ratio", errors=f"clamp_min({e2e_total} - {e2e_good}, 0)", total=e2e_total),
+        "no-loss": dict(kind="ratio", errors=lost, total=f"({consumed} + {lost})"),
+        "consumer-lag": dict(kind="timeslice",
+                             bad_now=f"avg by (cluster) ({M.burrow_status} >= bool 2)"),
+    }
+    out = []
+    for name, d in defs.items():
+        target, display = targets.get(name, (0.99, name))
+        out.append(SLO(name, display, target, **d))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ rules
+
+
+def _window_seconds(w: str) -> int:
+    return int(w[:-1]) * {"m": 60, "h": 3600, "d": 86400}[w[-1]]
+
+
+def recording_rules() -> dict:
+    groups = []
+    for s in slos():
+        lbl = {"slo": s.name}
+        rules: list[dict] = []
+        if s.kind == "timeslice":
+            rules.append({"record": "slo:sli_error:ratio", "expr": s.bad_now, "labels": lbl})
+        for w in (*SLI_WINDOWS, PERIOD):
+            if s.kind == "ratio":
+                expr = f"({s.errors}) / ({s.total})".replace("$W", w)
+            else:
+                expr = f'avg_over_time(slo:sli_error:ratio{{slo="{s.name}"}}[{w}])'
+            rules.append({"record": f"slo:sli_error:ratio_rate{w}", "expr": expr, "labels": lbl})
+        sel = f'{{slo="{s.name}"}}'
+        rules += [
+            {"record": "slo:objective:ratio", "expr": f"vector({s.target})", "labels": lbl},
+            {"record": "slo:error_budget:ratio", "expr": f"vector({1 - s.target:.6g})", "labels": lbl},
+            {"record": "slo:time_period:days", "expr": "vector(14)", "labels": lbl},
+            {"record": "slo:current_burn_rate:ratio",
+             "expr": f"slo:sli_error:ratio_rate5m{sel} / on(slo) group_left slo:error_budget:ratio{sel}",
+             "labels": lbl},
+            {"record": "slo:period_burn_rate:ratio",
+             "expr": f"slo:sli_error:ratio_rate{PERIOD}{sel} / on(slo) group_left slo:error_budget:ratio{sel}",
+             "labels": lbl},
+            {"record": "slo:period_error_budget_remaining:ratio",
+             "expr": f"1 - slo:period_burn_rate:ratio{sel}", "labels": lbl},
+        ]
+        groups.append({"name": f"kafkascope-slo-{s.name}", "rules": rules})
+    groups.append({"name": "kafkascope-sli", "rules": [
+        {"record": "kafkascope:write_availability:ratio_rate5m",
+         "expr": f"sum by (cluster, leader) (rate({M.x_successes}[5m])) / "
+                 f"sum by (cluster, leader) (rate({M.x_attempts}[5m]))"},
+        {"record": "kafkascope:read_availability:ratio_rate5m",
+         "expr": "1 - slo:sli_error:ratio_rate5m{slo=\"read-availability\"}"},
+        {"record": "kafkascope:e2e_latency_seconds:p99_5m",
+         "expr": f"histogram_quantile(0.99, sum by (cluster, le) (rate({M.x_e2e_bucket}[5m])))"},
+    ]})
+    return {"groups": groups}
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    expr: str
+    severity: str
+    summary: str
+    description: str
+    for_: str = "0s"
+    labels: tuple = ()
+
+
+def _alerts() -> list[Alert]:
+    b = f'job="{JOB_BROKER}"'
+    a = [
+        Alert("KafkaUnderReplicatedPartitions", f"sum by (job, instance) ({M.under_replicated}) > 0", "ticket",
+              "{{ $labels.instance }} leads {{ $value }} under-replicated partitions",
+              "Partitions led by {{ $labels.instance }} have fewer in-sync replicas than replicas: a follower is "
+              "down, paused or falling behind. Durability is reduced until it catches up.", "1m"),
+        Alert("KafkaUnderMinIsrPartitions", f"sum by (job, instance) ({M.under_min_isr}) > 0", "page",
+              "{{ $labels.instance }} has {{ $value }} partitions under min.insync.replicas",
+              "Producers with acks=all get NOT_ENOUGH_REPLICAS on these partitions: writes are failing.", "1m"),
+        Alert("KafkaOfflinePartitions", f"sum({M.offline_partitions}) > 0", "page",
+              "{{ $value }} partitions have no leader",
+              "Offline partitions cannot be read or written. The controller found no live in-sync replica "
+              "to lead them.", "1m"),
+        Alert("KafkaActiveControllerCountNotOne", f"sum({M.active_controller}) != 1", "page",
+              "{{ $value }} active controllers (expected exactly 1)",
+              "Zero means no broker is handling leader elections and metadata changes; more than one means "
+              "a split brain (a stale controller that lost its ZooKeeper session).", "1m"),
+        Alert("KafkaIsrShrinkRateHigh",
+              f"sum by (job, instance) (increase({M.isr_shrinks}[10m])) > {ISR_SHRINKS_PER_10M}", "ticket",
+              "ISR shrinking often on {{ $labels.instance }} ({{ $value | humanize }} in 10m)",
+              "Followers keep dropping out of the ISR of partitions this broker leads (flapping replicas: "
+              "network, GC/CPU pauses, disk, or replica.lag.time.max.ms too tight).", "5m"),
+        Alert("KafkaBrokerDown", f"up{{{b}}} == 0", "page",
+              "Kafka broker {{ $labels.instance }} is not answering scrapes",
+              "Prometheus cannot scrape {{ $labels.instance }}: the broker process is down, hung or "
+              "unreachable. Its partitions are led elsewhere (or offline) and under-replicated.", "1m"),
+        Alert("ZooKeeperLeaderCountNotOne",
+              f"((sum({M.zk_leader}) or vector(0)) + (sum({M.zk_state}{{state=\"standalone\"}}) or vector(0)) "
+              f"!= 1) and on() (count({M.zk_up}) > 0)", "page",
+              "ZooKeeper ensemble has {{ $value }} leaders (expected exactly 1)",
+              "Without exactly one ZooKeeper leader (or one standalone server) the ensemble has no quorum: "
+              "Kafka cannot elect a controller, change ISRs or register brokers.", "1m"),
+        Alert("KafkaProduceLatencyHigh",
+              f'max by (job, instance) ({M.total_time_ms}{{request="Produce",quantile="0.99"}}) > {PRODUCE_P99_MS}'
+              f' and on(job, instance) sum by (job, instance) (rate({M.requests}{{request="Produce"}}[5m]))'
+              f" > {MIN_REQUEST_RATE}", "ticket",
+              "Produce p99 on {{ $labels.instance }} is {{ $value | humanize }} ms",
+              f"The produce request p99 (HDR, last 60 s) is above {PRODUCE_P99_MS} ms while the broker serves "
+              f"more than {MIN_REQUEST_RATE:g} produce req/s.", "5m"),
+        Alert("KafkaFetchLatencyHigh",
+              f'max by (job, instance) ({M.total_time_ms}{{request="FetchConsumer",quantile="0.99"}}) > '
+              f'{FETCH_P99_MS} and on(job, instance) sum by (job, instance) '
+              f'(rate({M.requests}{{request="Fetch"}}[5m])) > {MIN_REQUEST_RATE}', "ticket",
+              "Consumer fetch p99 on {{ $labels.instance }} is {{ $value | humanize }} ms",
+              f"The consumer fetch p99 (HDR, last 60 s, long-poll wait included) is above {FETCH_P99_MS} ms "
+              f"while the broker serves more than {MIN_REQUEST_RATE:g} fetch req/s.", "5m"),
+        Alert("KafkaPurgatoryGrowing",
+              f"{M.purgatory_size} > {PURGATORY_MIN_SIZE} and deriv({M.purgatory_size}[10m]) > 0.5", "ticket",
+              "{{ $labels.delayedOperation }} purgatory on {{ $labels.instance }} keeps growing "
+              "({{ $value }} entries)",
+              "Delayed produce/fetch operations accumulate faster than they complete or expire: followers not "
+              "acknowledging acks=all writes, or a flood of long-poll fetches.", "10m"),
+        Alert("KafkaRequestHandlerIdleLow",
+              f"rate({M.handler_idle_ns}[5m]) / 1e9 < {HANDLER_IDLE_MIN}", "ticket",
+              "Request handlers on {{ $labels.instance }} only {{ $value | humanizePercentage }} idle",
+              "The broker's request handling (its event loop) is nearly saturated: latency rises and requests "
+              "queue.", "10m"),
+        Alert("KafkaLogDirFreeSpaceLow", f"{M.free_bytes} < {DISK_FREE_MIN_BYTES}", "page",
+              "Log dir {{ $labels.logDir }} on {{ $labels.instance }} has {{ $value | humanize1024 }}B free",
+              "When the log directory fills the broker takes it offline and its replicas fail.", "5m"),
+        Alert("KafkaConsumerGroupError", f"{M.burrow_status} >= 3", "ticket",
+              "Consumer group {{ $labels.consumer_group }} is ERR (Burrow)",
+              "Burrow's rules say the group has stopped or stalled on at least one partition: it is not "
+              "committing while lag grows, or keeps committing the same offset.", "5m"),
+        Alert("KafkaConsumerGroupWarning", f"{M.burrow_status} == 2", "ticket",
+              "Consumer group {{ $labels.consumer_group }} is WARN (Burrow)",
+              "Lag has grown over every offset in Burrow's window on some partition: the group consumes more "
+              "slowly than producers write.", "15m"),
+        Alert("XMonitorRecordsLost", f"sum by (cluster, topic) (increase({M.x_lost}[5m])) > 0", "page",
+              "xmonitor lost {{ $value | humanize }} acknowledged records on {{ $labels.cluster }}",
+              "Records the cluster acknowledged (acks=all) were never consumed: data loss (unclean leader "
+              "election, truncation) or a broken consumer path.", "0s"),
+        Alert("XMonitorDown",
+              f'up{{job="{JOB_XMONITOR}"}} == 0 or min by (job, cluster, service) ({M.x_service_up}) == 0 '
+              f'or absent(up{{job="{JOB_XMONITOR}"}})', "ticket",
+              "xmonitor is down or one of its services is not running",
+              "Without xmonitor there are no write/read SLIs: the SLO alerts are blind.", "2m"),
+    ]
+    for s in slos():
+        budget = 1 - s.target
+        for name, sev, factor, long_w, short_w, for_ in BURN_ALERTS:
+            thr = f"{factor * budget:.6g}"
+            a.append(Alert(
+                name,
+                f'slo:sli_error:ratio_rate{long_w}{{slo="{s.name}"}} > {thr} and on(cluster, slo) '
+                f'slo:sli_error:ratio_rate{short_w}{{slo="{s.name}"}} > {thr}', sev,
+                f"{s.name} SLO burning its 14-day error budget at over {factor:g}x",
+                f"{s.display} ({s.target:.4g} over 14 days): the error ratio over {long_w} and over {short_w} are "
+                f"both above {factor:g}x the budget ({thr}); at this rate the budget lasts "
+                f"{14 / factor:.3g} days. Current {long_w} error ratio: {{{{ $value | humanizePercentage }}}}.",
+                for_, (("slo", s.name), ("long_window", long_w), ("short_window", short_w))))
+    return a
+
+
+def alert_names() -> list[str]:
+    return sorted({a.name for a in _alerts()})
+
+
+def alerting_rules() -> dict:
+    groups: dict[str, list] = {}
+    for a in _alerts():
+        group = "kafkascope-slo-burn" if a.name.startswith("KafkaSLO") else "kafkascope-alerts"
+        rule = {"alert": a.name, "expr": a.expr}
+        if a.for_ != "0s":
+            rule["for"] = a.for_
+        rule["labels"] = {"severity": a.severity, **dict(a.labels)}
+        rule["annotations"] = {"summary": a.summary, "description": a.description,
+                               "runbook_url": f"{RUNBOOK_DIR}/{a.name}.md"}
+        groups.setdefault(group, []).append(rule)
+    return {"groups": [{"name": g, "rules": r} for g, r in groups.items()]}
+
+
+def scrape_config(targets: dict[str, list[str]], rule_files: list[str] | None = None,
+                  scrape_interval: str = "15s", evaluation_interval: str | None = None) -> str:
+    """prometheus.yml for job → targets (job names as JOB_* above)."""
+    cfg = {"global": {"scrape_interval": scrape_interval,
+                      "evaluation_interval": evaluation_interval or scrape_interval},
+           "rule_files": list(rule_files or RULE_FILES),
+           "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(t)}]}
+                              for job, t in targets.items()]}
+    return _yaml(cfg)
+
+
+EXAMPLE_TARGETS = {JOB_BROKER: ["127.0.0.1:9404", "127.0.0.1:9405", "127.0.0.1:9406"],
+                   JOB_XMONITOR: ["127.0.0.1:9412"], JOB_LAG: ["127.0.0.1:8000"], JOB_ZK: ["127.0.0.1:9141"]}
+
+
+# ------------------------------------------------------------------------------------------------ output
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data) -> bool:  # noqa: ANN001 - no &id001 anchors in generated files
+        return True
+
+
+def _str(dumper, s: str):  # noqa: ANN001, ANN202
+    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _yaml(data) -> str:  # noqa: ANN001
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=200, allow_unicode=True)
+
+
+HEADER = "# GENERATED by `python -m dashboards.build` from dashboards/build.py: do not edit by hand.\n"
+
+
+def generated() -> dict[Path, str]:
+    """Every generated file (path → content)."""
+    out = {
+        PROMETHEUS_DIR / RECORDING_FILE: HEADER + _yaml(recording_rules()),
+        PROMETHEUS_DIR / ALERTS_FILE: HEADER + _yaml(alerting_rules()),
+        PROMETHEUS_DIR / "prometheus.example.yml": HEADER + scrape_config(EXAMPLE_TARGETS),
+    }
+    try:
+        from dashboards import grafana
+    except ImportError:
+        return out
+    for name, board in grafana.dashboards().items():
+        out[GRAFANA_DIR / "dashboards" / f"{name}.json"] = json.dumps(board, indent=2, sort_keys=True) + "\n"
+    for rel, text in grafana.provisioning().items():
+        out[GRAFANA_DIR / rel] = text
+    return out
+
+
+def write(check: bool = False) -> list[Path]:
+    """Write the generated files (or, with check, return those that differ)."""
+    stale = []
+    for path, text in generated().items():
+        old = path.read_text() if path.exists() else None
+        if old != text:
+            stale.append(path)
+            if not check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dashboards.build", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="only report stale files (exit 1)")
+    args = p.parse_args(argv)
+    stale = write(check=args.check)
+    for path in stale:
+        print(f"{'stale' if args.check else 'wrote'}: {path.relative_to(HERE.parent)}")
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
