@@ -81,10 +81,13 @@ def main() -> None:
         else:
             st.write("No alert would have fired.")
         left, right = st.columns(2)
-        left.subheader("Brokers that burnt budget")
-        left.dataframe(pd.DataFrame(s["brokers"]), hide_index=True) if s["brokers"] else left.write("none")
-        right.subheader("Partitions that burnt budget")
-        right.dataframe(pd.DataFrame(s["partitions"]), hide_index=True) if s["partitions"] else right.write("none")
+        for col, key, title in ((left, "brokers", "Leader brokers that burnt budget"),
+                                (right, "partitions", "Partitions that burnt budget")):
+            col.subheader(title)
+            if s[key]:
+                col.dataframe(pd.DataFrame(s[key]).drop(columns=["slo"]), hide_index=True)
+            else:
+                col.write("none")
         ts = s["timeslices"]
         st.caption(f"Occurrences SLI {_pct(occ['sli'])} · Timeslices SLI {_pct(ts['sli'])} "
                    f"({ts['bad']} bad of {ts['present']} {ts['slice_seconds']}s slices, {ts['missing']} missing) · "

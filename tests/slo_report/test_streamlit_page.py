@@ -34,6 +34,7 @@ def test_page_renders_every_section(report_dir, monkeypatch):
     monkeypatch.setenv("KAFKASCOPE_REPORT", str(report_dir))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception, at.exception
+    assert not at.get("help_info")  # no stray Streamlit "magic" output
     report = json.loads((report_dir / "report.json").read_text())
     headers = [h.value for h in at.header]
     for s in report["slos"]:
