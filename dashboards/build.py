@@ -121,7 +121,7 @@ class M:
     zk_znodes = "zk_znode_count"
     zk_watches = "zk_watch_count"
     zk_fsync = "zk_avg_fsynctime"
-    zk_followers = "zk_synced_followers"
+    zk_ephemerals = "zk_ephemerals_count"
     zk_packets_received = "zk_packets_received"
 
 

@@ -1,0 +1,368 @@
+"""Grafana dashboards as code (JSON model, schemaVersion 39) and provisioning files; written by dashboards/build.py.
+
+Every query names its metrics through build.M, so a renamed metric breaks the build and the live-scrape test,
+not a dashboard at 3 a.m. ``QUERIES_NEEDING_FAULT`` lists the queries that only have data while something is wrong
+(the end-to-end test produces those faults).
+"""
+
+from __future__ import annotations
+
+from dashboards.build import JOB_BROKER, JOB_LAG, JOB_XMONITOR, JOB_ZK, M, slos
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+DATASOURCE_UID = "kafkascope-prometheus"
+FOLDER = "kafkascope"
+TAGS = ["kafka", "kafkascope"]
+
+# Query expressions with no data in a healthy cluster (listed for the end-to-end test).
+QUERIES_NEEDING_FAULT: set[str] = set()
+
+
+class Board:
+    def __init__(self, uid: str, title: str, description: str) -> None:
+        self.uid, self.title, self.description = uid, title, description
+        self.panels: list[dict] = []
+        self._y = 0
+        self._x = 0
+        self._row_h = 0
+        self._id = 0
+
+    def row(self, title: str) -> Board:
+        self._newline()
+        self._id += 1
+        self.panels.append({"type": "row", "title": title, "id": self._id, "collapsed": False,
+                            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self._y}, "panels": []})
+        self._y += 1
+        return self
+
+    def _newline(self) -> None:
+        if self._x:
+            self._y += self._row_h
+            self._x, self._row_h = 0, 0
+
+    def panel(self, title: str, targets: list[tuple[str, str]], kind: str = "timeseries", unit: str = "short",
+              w: int = 8, h: int = 8, description: str = "", fault: bool = False, thresholds=None,
+              **options) -> Board:  # noqa: ANN001
+        if self._x + w > 24:
+            self._newline()
+        self._id += 1
+        p = {"type": kind, "title": title, "id": self._id, "datasource": DS, "description": description,
+             "gridPos": {"h": h, "w": w, "x": self._x, "y": self._y},
+             "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+             "targets": [{"refId": chr(65 + i), "datasource": DS, "expr": expr, "legendFormat": legend,
+                          **({"instant": True, "format": "table"} if kind == "table" else {})}
+                         for i, (expr, legend) in enumerate(targets)],
+             "options": options}
+        if thresholds:
+            p["fieldConfig"]["defaults"]["thresholds"] = {"mode": "absolute", "steps": [
+                {"color": c, "value": v} for v, c in thresholds]}
+        if fault:
+            QUERIES_NEEDING_FAULT.update(e for e, _ in targets)
+        self.panels.append(p)
+        self._x += w
+        self._row_h = max(self._row_h, h)
+        return self
+
+    def stat(self, title: str, expr: str, unit: str = "short", thresholds=None, w: int = 4, **kw) -> Board:  # noqa: ANN001
+        return self.panel(title, [(expr, "")], kind="stat", unit=unit, w=w, h=4,
+                          thresholds=thresholds or [(None, "green")], **kw)
+
+    def json(self) -> dict:
+        return {
+            "uid": self.uid, "title": self.title, "description": self.description, "tags": TAGS,
+            "schemaVersion": 39, "version": 1, "editable": True, "graphTooltip": 1, "timezone": "browser",
+            "time": {"from": "now-1h", "to": "now"}, "refresh": "30s",
+            "templating": {"list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus",
+                 "current": {"text": "Prometheus", "value": DATASOURCE_UID}},
+            ]},
+            "annotations": {"list": []}, "links": [{"type": "dashboards", "tags": ["kafkascope"], "asDropdown": True,
+                                                     "title": "kafkascope"}],
+            "panels": self.panels,
+        }
+
+
+RED = [(None, "green"), (1, "red")]
+B = f'job="{JOB_BROKER}"'
+
+
+def cluster_overview() -> Board:
+    d = Board("kafkascope-cluster", "Kafka cluster overview",
+              "Availability, speed, load and traffic of the brokers (Strimzi/jmx_exporter metric names).")
+    d.row("Availability")
+    d.stat("Brokers up", f"sum(up{{{B}}})", thresholds=[(None, "red"), (3, "green")])
+    d.stat("Active controllers", f"sum({M.active_controller})", thresholds=[(None, "red"), (1, "green"), (2, "red")])
+    d.stat("Offline partitions", f"sum({M.offline_partitions})", thresholds=RED)
+    d.stat("Under-replicated partitions", f"sum({M.under_replicated})", thresholds=RED)
+    d.stat("Under min ISR", f"sum({M.under_min_isr})", thresholds=RED)
+    d.stat("ZooKeeper sessions connected",
+           f'sum({M.zk_session_state}{{state="CONNECTED"}})', thresholds=[(None, "red"), (3, "green")])
+    d.panel("Under-replicated partitions by broker", [(f"sum by (instance) ({M.under_replicated})", "{{instance}}")])
+    d.panel("ISR shrinks / expands per second",
+            [(f"sum by (instance) (rate({M.isr_shrinks}[5m]))", "shrinks {{instance}}"),
+             (f"sum by (instance) (rate({M.isr_expands}[5m]))", "expands {{instance}}")])
+    d.panel("Partitions and leaders per broker",
+            [(f"sum by (instance) ({M.partition_count})", "partitions {{instance}}"),
+             (f"sum by (instance) ({M.leader_count})", "leaders {{instance}}")])
+    d.panel("Leader elections and unclean elections per second",
+            [(f"sum(rate({M.leader_elections}[5m]))", "elections"),
+             (f"sum(rate({M.unclean_elections}[5m]))", "unclean")])
+    d.panel("Max follower lag (messages)", [(f"max by (instance) ({M.max_lag})", "{{instance}}")])
+    d.panel("Offline log directories", [(f"sum by (instance) ({M.offline_log_dirs})", "{{instance}}")])
+    d.row("Speed")
+    d.panel("Produce p99 (HDR, ms)",
+            [(f'max by (instance) ({M.total_time_ms}{{request="Produce",quantile="0.99"}})', "{{instance}}")],
+            unit="ms")
+    d.panel("Consumer fetch p99 (HDR, ms)",
+            [(f'max by (instance) ({M.total_time_ms}{{request="FetchConsumer",quantile="0.99"}})', "{{instance}}")],
+            unit="ms")
+    d.panel("Follower fetch p99 (HDR, ms)",
+            [(f'max by (instance) ({M.total_time_ms}{{request="FetchFollower",quantile="0.99"}})', "{{instance}}")],
+            unit="ms")
+    d.row("Load")
+    d.panel("Request handler idle", [(f"rate({M.handler_idle_ns}[5m]) / 1e9", "{{instance}}")], unit="percentunit")
+    d.panel("Network processor idle", [(M.network_idle, "{{instance}}")], unit="percentunit")
+    d.panel("Request / response queue", [(f"sum by (instance) ({M.request_queue})", "requests {{instance}}"),
+                                         (f"sum by (instance) ({M.response_queue})", "responses {{instance}}")])
+    d.panel("Purgatory size", [(f"sum by (instance, delayedOperation) ({M.purgatory_size})",
+                                "{{delayedOperation}} {{instance}}")])
+    d.panel("CPU (cores)", [(f"rate({M.cpu}{{{B}}}[5m])", "{{instance}}")])
+    d.panel("Resident memory", [(f"{M.rss}{{{B}}}", "{{instance}}")], unit="bytes")
+    d.panel("GC pause seconds per second", [(f"sum by (instance) (rate({M.gc_pause}[5m]))", "{{instance}}")],
+            unit="s")
+    d.panel("Log dir free space", [(M.free_bytes, "{{instance}} {{logDir}}")], unit="bytes")
+    d.panel("Connections", [(f"sum by (instance) ({M.connections})", "{{instance}}")])
+    d.row("Traffic")
+    d.panel("Bytes in / out per second (all topics)",
+            [(f"sum by (instance) (rate({M.bytes_in}{{topic=\"\"}}[5m]))", "in {{instance}}"),
+             (f"sum by (instance) (rate({M.bytes_out}{{topic=\"\"}}[5m]))", "out {{instance}}")], unit="Bps")
+    d.panel("Messages in per second", [(f'sum by (instance) (rate({M.messages_in}{{topic=""}}[5m]))', "{{instance}}")])
+    d.panel("Replication bytes in / out per second",
+            [(f"sum by (instance) (rate({M.replication_bytes_in}[5m]))", "in {{instance}}"),
+             (f"sum by (instance) (rate({M.replication_bytes_out}[5m]))", "out {{instance}}")], unit="Bps")
+    d.panel("Requests per second by type", [(f"sum by (request) (rate({M.requests}[5m]))", "{{request}}")])
+    d.panel("Errors per second (not NONE)",
+            [(f'sum by (request, error) (rate({M.errors}{{error!="NONE"}}[5m]))', "{{request}} {{error}}")],
+            fault=True)
+    d.panel("Failed produce / fetch requests per second",
+            [(f'sum(rate({M.failed_produce}{{topic=""}}[5m]))', "produce"),
+             (f'sum(rate({M.failed_fetch}{{topic=""}}[5m]))', "fetch")])
+    return d
+
+
+REQUESTS = ("Produce", "FetchConsumer", "FetchFollower", "Metadata", "OffsetCommit")
+
+
+def request_latency() -> Board:
+    d = Board("kafkascope-latency", "Kafka request latency",
+              "HDR quantiles (exact over the last 60 s) and histogram_quantile over classic buckets, per request "
+              "type and broker; the time split shows where a slow request spends its time.")
+    for req in REQUESTS:
+        d.row(req)
+        d.panel(f"{req} p50 / p99 / p99.9 (HDR, ms)",
+                [(f'max by (instance) ({M.total_time_ms}{{request="{req}",quantile="{q}"}})', f"p{q[2:]} " +
+                  "{{instance}}") for q in ("0.50", "0.99", "0.999")], unit="ms")
+        d.panel(f"{req} p99 (histogram_quantile over 5m)",
+                [(f'histogram_quantile(0.99, sum by (instance, le) (rate({M.total_time_bucket}{{request="{req}"}}'
+                  f'[5m])))', "{{instance}}")], unit="s")
+        d.panel(f"{req} p99 time split (HDR, ms)",
+                [(f'max({M.request_time_ms.format(part=part)}{{request="{req}",quantile="0.99"}})', part)
+                 for part in ("requestqueuetime", "localtime", "remotetime", "responsequeuetime",
+                              "responsesendtime")], unit="ms")
+    d.row("Rates")
+    d.panel("Requests per second by type and broker",
+            [(f"sum by (request, instance) (rate({M.requests}[5m]))", "{{request}} {{instance}}")], w=24)
+    return d
+
+
+def topics() -> Board:
+    d = Board("kafkascope-topics", "Kafka topics and partitions", "Per-topic traffic and per-partition state.")
+    d.row("Topics")
+    d.panel("Bytes in per topic", [(f'sum by (topic) (rate({M.bytes_in}{{topic!=""}}[5m]))', "{{topic}}")],
+            unit="Bps")
+    d.panel("Bytes out per topic", [(f'sum by (topic) (rate({M.bytes_out}{{topic!=""}}[5m]))', "{{topic}}")],
+            unit="Bps")
+    d.panel("Messages in per topic", [(f'sum by (topic) (rate({M.messages_in}{{topic!=""}}[5m]))', "{{topic}}")])
+    d.panel("Log size per topic (leaders and replicas)", [(f"sum by (topic) ({M.log_size})", "{{topic}}")],
+            unit="bytes")
+    d.stat("Topics", f"max({M.global_topics})", w=4)
+    d.stat("Partitions", f"max({M.global_partitions})", w=4)
+    d.stat("Preferred leader imbalance", f"sum({M.preferred_imbalance})", w=4)
+    d.row("Partitions")
+    d.panel("Partitions with ISR < replicas",
+            [(f"sum by (topic, partition) ({M.partition_under_replicated}) > 0", "{{topic}}-{{partition}}")],
+            kind="table", w=12, fault=True)
+    d.panel("In-sync replicas per partition",
+            [(f"max by (topic, partition) ({M.partition_isr})", "{{topic}}-{{partition}}")], kind="table", w=12)
+    d.panel("Log end offset per partition",
+            [(f"max by (topic, partition) ({M.log_end_offset})", "{{topic}}-{{partition}}")], w=12)
+    d.panel("Segments per partition", [(f"max by (topic, partition) ({M.log_segments})", "{{topic}}-{{partition}}")],
+            w=12)
+    return d
+
+
+def xmonitor() -> Board:
+    d = Board("kafkascope-xmonitor", "xmonitor SLIs",
+              "Write and read availability, end-to-end latency, loss and duplicates measured by the xmonitor "
+              "probe, per cluster and per leader broker.")
+    x = f'job="{JOB_XMONITOR}"'
+    d.row("Availability")
+    d.panel("Write availability by leader (5m)",
+            [("kafkascope:write_availability:ratio_rate5m", "leader {{leader}}")], unit="percentunit")
+    d.panel("Read availability (5m)", [("kafkascope:read_availability:ratio_rate5m", "{{cluster}}")],
+            unit="percentunit")
+    d.panel("Produce / consume availability (Xinfra kmf gauges)",
+            [(M.kmf_produce_availability, "produce"), (M.kmf_consume_availability, "consume")], unit="percentunit")
+    d.panel("Produce errors by error and leader",
+            [(f"sum by (error, leader) (rate({M.x_produce_errors}[5m]))", "{{error}} leader {{leader}}")],
+            fault=True)
+    d.panel("Probe sends per second by leader",
+            [(f"sum by (leader) (rate({M.x_attempts}[5m]))", "leader {{leader}}")])
+    d.panel("xmonitor services up", [(f"{M.x_service_up}{{{x}}}", "{{service}}")])
+    d.row("Latency")
+    d.panel("End-to-end p99 / p50",
+            [("kafkascope:e2e_latency_seconds:p99_5m", "p99"),
+             (f"histogram_quantile(0.5, sum by (le) (rate({M.x_e2e_bucket}[5m])))", "p50")], unit="s")
+    d.panel("End-to-end p99 by leader",
+            [(f"histogram_quantile(0.99, sum by (leader, le) (rate({M.x_e2e_bucket}[5m])))", "leader {{leader}}")],
+            unit="s")
+    d.panel("Produce p99 by leader",
+            [(f"histogram_quantile(0.99, sum by (leader, le) (rate({M.x_produce_bucket}[5m])))", "leader {{leader}}")],
+            unit="s")
+    d.panel("Record delay p99 (kmf, ms)", [(M.kmf_delay_99th, "{{cluster}}")], unit="ms")
+    d.row("Loss and duplicates")
+    d.panel("Records lost (kmf total)", [(M.kmf_lost_total, "{{cluster}}")])
+    d.panel("Records duplicated (kmf total)", [(M.kmf_duplicated_total, "{{cluster}}")])
+    d.panel("Lost records per second by leader",
+            [(f"sum by (leader) (rate({M.x_lost}[5m]))", "leader {{leader}}")], fault=True)
+    return d
+
+
+def consumer_lag() -> Board:
+    d = Board("kafkascope-lag", "Consumer lag", "Burrow statuses, lag and lag in seconds per group and partition.")
+    lag = f'job="{JOB_LAG}"'
+    d.row("Groups")
+    d.panel("Group status (0 NOTFOUND, 1 OK, 2 WARN, 3 ERR)",
+            [(f"max by (consumer_group) ({M.burrow_status}{{{lag}}})", "{{consumer_group}}")], kind="table", w=8)
+    d.panel("Total lag per group", [(f"sum by (consumer_group) ({M.burrow_lag_total})", "{{consumer_group}}")])
+    d.panel("Lag seconds per group", [(f"max by (consumer_group) ({M.lag_seconds})", "{{consumer_group}}")],
+            unit="s")
+    d.row("Partitions")
+    d.panel("Lag per partition",
+            [(f"sum by (consumer_group, topic, partition) ({M.burrow_partition_lag})",
+              "{{consumer_group}} {{topic}}-{{partition}}")], w=12)
+    d.panel("Lag seconds per partition",
+            [(f"max by (consumer_group, topic, partition) ({M.partition_lag_seconds})",
+              "{{consumer_group}} {{topic}}-{{partition}}")], unit="s", w=12)
+    d.panel("Partition status (Burrow)",
+            [(f"max by (consumer_group, topic, partition) ({M.burrow_partition_status})",
+              "{{consumer_group}} {{topic}}-{{partition}}")], kind="table", w=12)
+    d.panel("kafka_exporter lag (compatibility)",
+            [(f"sum by (consumergroup) ({M.consumergroup_lag})", "{{consumergroup}}")], w=12)
+    return d
+
+
+def slo_budget() -> Board:
+    d = Board("kafkascope-slo", "SLOs and error budget",
+              "The five 14-day SLOs: error ratios per window, burn rates and budget left (recording rules from "
+              "dashboards/build.py; objectives from slo/specs/default.yaml).")
+    for s in slos():
+        sel = f'{{slo="{s.name}"}}'
+        d.row(f"{s.name}: {s.display} (target {s.target:g})")
+        d.stat("Budget remaining (14d)", f"slo:period_error_budget_remaining:ratio{sel}", unit="percentunit",
+               thresholds=[(None, "red"), (0.25, "orange"), (0.5, "green")])
+        d.stat("Burn rate now (5m)", f"slo:current_burn_rate:ratio{sel}", unit="x",
+               thresholds=[(None, "green"), (1, "orange"), (6, "red")])
+        d.stat("Period burn rate (14d)", f"slo:period_burn_rate:ratio{sel}", unit="x",
+               thresholds=[(None, "green"), (1, "red")])
+        d.panel("Error ratio by window",
+                [(f"slo:sli_error:ratio_rate{w}{sel}", w) for w in ("5m", "1h", "6h", "1d", "3d")],
+                unit="percentunit", w=12)
+    return d
+
+
+def zookeeper() -> Board:
+    d = Board("kafkascope-zookeeper", "ZooKeeper ensemble", "The ensemble Kafka depends on (mntr via the exporter).")
+    z = f'job="{JOB_ZK}"'
+    d.row("Health")
+    d.stat("Servers answering", f"sum({M.zk_up}{{{z}}})", thresholds=[(None, "red"), (1, "green")])
+    d.stat("Leader or standalone",
+           f'sum({M.zk_leader}) + sum({M.zk_state}{{state="standalone"}})', thresholds=[(None, "red"), (1, "green"),
+                                                                                        (2, "red")])
+    d.panel("Server state", [(f"max by (zk_host, state) ({M.zk_state}) == 1", "{{zk_host}} {{state}}")],
+            kind="table", w=8)
+    d.panel("Ephemeral znodes (broker registrations, controller)",
+            [(f"max by (zk_host) ({M.zk_ephemerals})", "{{zk_host}}")], w=8)
+    d.row("Performance")
+    d.panel("Request latency (ms)", [(f"max by (zk_host) ({M.zk_avg_latency})", "avg {{zk_host}}"),
+                                     (f"max by (zk_host) ({M.zk_max_latency})", "max {{zk_host}}")], unit="ms")
+    d.panel("Outstanding requests", [(f"max by (zk_host) ({M.zk_outstanding})", "{{zk_host}}")])
+    d.panel("fsync time (ms, avg)", [(f"max by (zk_host) ({M.zk_fsync})", "{{zk_host}}")], unit="ms")
+    d.panel("Packets received per second", [(f"sum by (zk_host) (rate({M.zk_packets_received}[5m]))",
+                                             "{{zk_host}}")])
+    d.row("Load")
+    d.panel("Alive connections", [(f"max by (zk_host) ({M.zk_alive_connections})", "{{zk_host}}")])
+    d.panel("znodes / watches", [(f"max by (zk_host) ({M.zk_znodes})", "znodes {{zk_host}}"),
+                                 (f"max by (zk_host) ({M.zk_watches})", "watches {{zk_host}}")])
+    d.panel("Kafka's ZooKeeper request latency p99 (s)",
+            [(f"histogram_quantile(0.99, sum by (instance, le) (rate({M.zk_request_latency_bucket}[5m])))",
+              "{{instance}}")], unit="s")
+    d.panel("Broker ZooKeeper session expiries / disconnects",
+            [(f"sum by (instance) (increase({M.zk_expires}[1h]))", "expires {{instance}}"),
+             (f"sum by (instance) (increase({M.zk_disconnects}[1h]))", "disconnects {{instance}}")])
+    return d
+
+
+BOARDS = {"cluster-overview": cluster_overview, "request-latency": request_latency, "topics": topics,
+          "xmonitor": xmonitor, "consumer-lag": consumer_lag, "slo": slo_budget, "zookeeper": zookeeper}
+
+
+def dashboards() -> dict[str, dict]:
+    QUERIES_NEEDING_FAULT.clear()
+    return {name: f().json() for name, f in BOARDS.items()}
+
+
+def queries() -> list[tuple[str, str, str]]:
+    """(dashboard, panel title, expr) for every query of every dashboard."""
+    out = []
+    for name, board in dashboards().items():
+        for p in board["panels"]:
+            for t in p.get("targets", []):
+                out.append((name, p["title"], t["expr"]))
+    return out
+
+
+def provisioning() -> dict[str, str]:
+    return {
+        "provisioning/datasources/kafkascope.yml":
+            "# GENERATED by dashboards/build.py\napiVersion: 1\ndatasources:\n"
+            f"  - name: Prometheus\n    uid: {DATASOURCE_UID}\n    type: prometheus\n    access: proxy\n"
+            "    url: ${PROMETHEUS_URL:-http://127.0.0.1:9090}\n    isDefault: true\n",
+        "provisioning/dashboards/kafkascope.yml":
+            "# GENERATED by dashboards/build.py\napiVersion: 1\nproviders:\n"
+            f"  - name: kafkascope\n    folder: {FOLDER}\n    type: file\n    disableDeletion: false\n"
+            "    allowUiUpdates: false\n    updateIntervalSeconds: 30\n    options:\n"
+            "      path: ${KAFKASCOPE_DASHBOARDS:-/var/lib/grafana/dashboards/kafkascope}\n"
+            "      foldersFromFilesStructure: false\n",
+    }
+
+
+def push(url: str, token: str, folder: str = FOLDER, timeout: float = 10.0) -> list[str]:
+    """Create/overwrite every dashboard in `folder` through Grafana's HTTP API (grafana-client). Returns uids."""
+    from grafana_client import GrafanaApi
+    from grafana_client.client import GrafanaClientError
+
+    api = GrafanaApi.from_url(url, credential=token, timeout=timeout)
+    uid = "kafkascope"
+    try:
+        api.folder.get_folder(uid)
+    except GrafanaClientError as e:
+        if getattr(e, "status_code", None) != 404:
+            raise
+        api.folder.create_folder(folder, uid=uid)
+    done = []
+    for board in dashboards().values():
+        api.dashboard.update_dashboard({"dashboard": {**board, "id": None}, "folderUid": uid, "overwrite": True,
+                                        "message": "kafkascope dashboards push"})
+        done.append(board["uid"])
+    return done
