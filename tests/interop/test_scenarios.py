@@ -113,21 +113,6 @@ def test_log_append_time(backend, topic_name, client):
 
 # ---------------------------------------------------------------- retention, compaction
 
-def test_retention_by_time(backend, topic_name):
-    """The e2e body minus its last step, which assumes the active segment outlives retention.ms (ours)."""
-    port = backend.port
-    create_topic(port, topic_name, segment_bytes="1024", retention_ms="1500")
-    durability._produce_batches(backend.bootstrap, topic_name, durability._values(80))
-    start = wait_until(lambda: list_offset(port, topic_name, 0, EARLIEST) or None, 30, what="log start moving")
-    assert 0 < start <= 80
-    wait_until(lambda: len(list(durability._partition_dir(backend, topic_name).glob("*.log"))) == 1, 30,
-               what="only the active segment left")
-    assert list_offset(port, topic_name, 0, LATEST) == 80
-    start = list_offset(port, topic_name, 0, EARLIEST)
-    got = clients.consume("confluent", backend.bootstrap, topic_name, 80 - start, timeout_s=10)
-    assert [r[1] for r in got] == list(range(start, 80))
-
-
 def test_retention_deletes_expired_active_segment(backend, topic_name):
     """Kafka rolls an active segment whose records are all past retention.ms and deletes it (UnifiedLog
     deleteRetentionMsBreachedSegments: when every segment is breached it rolls first), so an idle topic empties."""
