@@ -236,7 +236,7 @@ class Stack:
         log.parent.mkdir(exist_ok=True)
         with open(log, "ab") as f:
             for cmd in ([py, "-m", "kafkascope", "slo", "generate", "--out", str(sli), "--days", "14"],
-                        [py, "-m", "kafkascope", "slo", "report", "--input", str(sli), "--out", str(out)]):
+                        [py, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli), "--out", str(out)]):
                 r = subprocess.run(cmd, cwd=REPO_ROOT, env=self._env(), stdout=f, stderr=subprocess.STDOUT,
                                    start_new_session=True, timeout=600)
                 if r.returncode != 0:
