@@ -35,7 +35,7 @@ def _pct(x, digits=3):
 
 
 def _hours(x):
-    return "never (no burn in the last 24 h)" if x is None else f"{x:.1f} h"
+    return "never" if x is None else f"{x:.1f} h"
 
 
 def main() -> None:
@@ -64,7 +64,8 @@ def main() -> None:
         cols[1].metric("Budget remaining", _pct(occ["remaining_ratio"], 1),
                        help=f"{occ['remaining_events']:.0f} events / {occ['remaining_minutes']:.1f} min")
         cols[2].metric("Burn rate (last 24 h)", f"{s['burn']['trailing_24h']:.2f}×")
-        cols[3].metric("Budget exhausted in", _hours(s["exhaustion_hours_at_24h_burn"]))
+        cols[3].metric("Budget exhausted in", _hours(s["exhaustion_hours_at_24h_burn"]),
+                       help="at the last 24 h's burn rate; never = no burn in the last 24 h")
         bd = burn_down[burn_down["slo"] == s["name"]] if not burn_down.empty else burn_down
         if not bd.empty:
             bd = bd.assign(time=pd.to_datetime(bd["time"])).set_index("time")
