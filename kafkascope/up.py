@@ -109,6 +109,8 @@ class Stack:
             self.launcher.zk_exporter_port = 0
         self.xmonitor_config = xmonitor_config or {}
         self.children: dict[str, Child] = {}
+        self._stopping = threading.Event()
+        self._report_thread: threading.Thread | None = None
         self.ports: dict[str, int] = {}
         self._started = False
 
@@ -198,8 +200,11 @@ class Stack:
         if "prometheus" in self.parts:
             self._start_prometheus(step, timeout_s)
         if "slo-report" in self.parts and _has_slo_commands():
-            self._slo_report(step)
-        if "streamlit" in self.parts and (self.data_dir / "slo-report" / "report.json").exists():
+            # Spark takes a while: the report (then the Streamlit page) comes up in the background.
+            self._report_thread = threading.Thread(target=self._slo_report_then_page, args=(step, timeout_s),
+                                                   name="slo-report", daemon=True)
+            self._report_thread.start()
+        elif "streamlit" in self.parts and (self.data_dir / "slo-report" / "report.json").exists():
             self._start_streamlit(step, timeout_s)
         step("ready")
 
@@ -224,25 +229,39 @@ class Stack:
         proc.wait_until(lambda: _ready(f"http://127.0.0.1:{port}/-/ready"), timeout_s, 0.2, "Prometheus ready")
         step(f"Prometheus with the kafkascope rules on :{port}")
 
-    def _slo_report(self, step: Callable[[str], None]) -> None:
+    def _slo_report_then_page(self, step: Callable[[str], None], timeout_s: float) -> None:
+        try:
+            ok = self._slo_report(step)
+            if ok and "streamlit" in self.parts and not self._stopping.is_set():
+                self._start_streamlit(step, timeout_s)
+        except Exception as e:  # noqa: BLE001 - the rest of the stack keeps running
+            if not self._stopping.is_set():
+                step(f"SLO report/page failed: {e}")
+
+    def _slo_report(self, step: Callable[[str], None]) -> bool:
         out = self.data_dir / "slo-report"
         if (out / "report.json").exists():
             step(f"SLO report kept from an earlier run: {out}")
-            return
+            return True
         sli = self.data_dir / "slo-synthetic"
-        step("generating 14 days of synthetic SLI intervals and the SLO report (Spark, ~30 s)")
+        step("generating 14 days of synthetic SLI intervals and the SLO report in the background (Spark)")
         py = sys.executable
-        log = self.data_dir / "logs" / "slo-report.log"
-        log.parent.mkdir(exist_ok=True)
-        with open(log, "ab") as f:
-            for cmd in ([py, "-m", "kafkascope", "slo", "generate", "--out", str(sli), "--days", "14"],
-                        [py, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli), "--out", str(out)]):
-                r = subprocess.run(cmd, cwd=REPO_ROOT, env=self._env(), stdout=f, stderr=subprocess.STDOUT,
-                                   start_new_session=True, timeout=600)
-                if r.returncode != 0:
-                    step(f"SLO report failed (see {log})")
-                    return
+        for name, cmd in (("slo-generate", [py, "-m", "kafkascope", "slo", "generate", "--out", str(sli), "--days",
+                                            "14", "--clusters", "1", "--partitions", "3", "--interval", "1m",
+                                            "--incident", "broker-down@9d+40m"]),
+                          ("slo-report", [py, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli), "--out",
+                                          str(out)])):
+            if self._stopping.is_set():
+                return False
+            child = self._spawn(name, cmd)
+            code = child.popen.wait()
+            self.children.pop(name, None)
+            if code != 0:
+                if not self._stopping.is_set():
+                    step(f"{name} failed (exit {code}; see {child.log})")
+                return False
         step(f"SLO report: {out / 'report.html'}")
+        return True
 
     def _start_streamlit(self, step: Callable[[str], None], timeout_s: float) -> None:
         port = self.ports["streamlit"] = proc.free_port()
@@ -252,7 +271,7 @@ class Stack:
                                   "--server.headless", "true", "--browser.gatherUsageStats", "false", "--",
                                   "--report", str(self.data_dir / "slo-report")],
                     port, f"http://127.0.0.1:{port}", timeout_s)
-        step(f"Streamlit SLO page on :{port}")
+        step(f"Streamlit SLO page: http://127.0.0.1:{port}")
 
     # ------------------------------------------------------------------ status / stop
     def urls(self) -> list[tuple[str, str]]:
@@ -283,16 +302,25 @@ class Stack:
         return "\n".join(f"  {k.ljust(w)}  {v}" for k, v in rows)
 
     def dead_children(self) -> list[str]:
-        return [n for n, c in self.children.items() if c.popen.poll() is not None]
+        return [n for n, c in list(self.children.items())
+                if c.popen.poll() is not None and not n.startswith("slo-")]
 
     def stop(self) -> None:
+        self._stopping.set()
         for name in reversed(list(self.children)):
-            c = self.children.pop(name)
+            c = self.children.pop(name, None)
+            if c is None:
+                continue
             proc.terminate(c.popen.pid, c.started, 10.0)
             with contextlib.suppress(Exception):
                 c.popen.wait(5)
             with contextlib.suppress(OSError):
                 (self.data_dir / "pids" / f"{name}.pid").unlink()
+        if self._report_thread is not None:
+            self._report_thread.join(15)
+            for name in list(self.children):  # a child the report thread started meanwhile
+                c = self.children.pop(name)
+                proc.terminate(c.popen.pid, c.started, 10.0)
         if self._started:
             self.launcher.shutdown()
             self._started = False
