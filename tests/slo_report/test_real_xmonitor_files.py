@@ -1,0 +1,39 @@
+"""The SLO report on SLI files that a real xmonitor wrote against a real broker (not the generator)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from tests.support.broker_process import ROOT
+
+
+def test_report_reads_what_xmonitor_wrote(broker, tmp_path):
+    broker.start()
+    cfg = tmp_path / "xmonitor.yaml"
+    cfg.write_text("produce.record.delay.ms: 50\nsli.interval.ms: 1000\n")
+    sli = tmp_path / "sli"
+    probe = subprocess.Popen([sys.executable, "-m", "xmonitor", "--bootstrap-servers", broker.bootstrap,
+                              "--config", str(cfg), "--sli-dir", str(sli)], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(sli.rglob("*.parquet"))) < 4:
+            time.sleep(0.2)
+    finally:
+        probe.send_signal(signal.SIGTERM)
+        probe.wait(30)
+    assert len(list(sli.rglob("*.parquet"))) >= 4, "xmonitor wrote no SLI intervals"
+    out = tmp_path / "report"
+    run = subprocess.run([sys.executable, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli),
+                          "--out", str(out), "--window", "1h"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    write = next(s for s in report["slos"] if s["name"] == "write-availability")
+    assert write["occurrences"]["total"] > 0
+    assert write["occurrences"]["bad"] == 0 and write["sli"] == 1.0   # a healthy broker
+    assert (out / "report.html").stat().st_size > 0
