@@ -22,12 +22,14 @@ $(STAMP): pyproject.toml requirements.lock
 	@touch $(STAMP)
 
 demo: install
-	$(PY) -m kafkascope demo
+	$(PY) -m kafkascope up
 
 test: install
 	$(PY) -m pytest -q
 
 test-slow: install
+	@dpkg -s chromium >/dev/null 2>&1 || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 	$(PY) -m pytest -q -m slow
 
 bench: install
