@@ -125,6 +125,7 @@ class Recorder:
         self.topic_partitions_at_start: int | None = None
         # SLI intervals
         self._interval_start = clock.wall()
+        self._children: dict[object, dict[tuple[int, int], object]] = {}
         self._intervals: dict[int, IntervalStats] = {}
         self.registry.register(_KmfCollector(self))
 
@@ -148,6 +149,18 @@ class Recorder:
     def _labels(self, partition: int) -> tuple[str, str, str, str]:
         return self.cfg.cluster_name, self.cfg.topic, str(partition), str(self.leaders.get(partition, -1))
 
+    def _child(self, metric, partition: int):
+        """`metric.labels(*self._labels(partition))`, cached per (partition, leader): the label lookup is the
+        costliest part of recording an event. Children are still created lazily, on first use, as before."""
+        key = (partition, self.leaders.get(partition, -1))
+        cache = self._children.get(metric)
+        if cache is None:
+            cache = self._children[metric] = {}
+        child = cache.get(key)
+        if child is None:
+            child = cache[key] = metric.labels(self.cfg.cluster_name, self.cfg.topic, str(key[0]), str(key[1]))
+        return child
+
     def _interval(self, partition: int) -> IntervalStats:
         s = self._intervals.get(partition)
         if s is None:
@@ -157,29 +170,34 @@ class Recorder:
     # ---- produce -----------------------------------------------------------------------------------------
     def record_produce_attempt(self, partition: int) -> None:
         with self._lock:
-            self.c_attempts.labels(*self._labels(partition)).inc()
+            self._child(self.c_attempts, partition).inc()
             self._interval(partition).attempts += 1
 
     def record_produce_result(self, partition: int, error: str | None, latency_s: float) -> None:
         now_ms = self.clock.wall_ms()
         with self._lock:
-            labels = self._labels(partition)
             iv = self._interval(partition)
             if error is None:
-                self.c_successes.labels(*labels).inc()
-                self.h_produce.labels(*labels).observe(latency_s)
+                self._child(self.c_successes, partition).inc()
+                self._child(self.h_produce, partition).observe(latency_s)
                 iv.successes += 1
                 iv.produce_hdr.record_value(_hdr_us(latency_s))
                 self.w_produced.record(now_ms)
-                self.w_produced_p.setdefault(partition, Rate()).record(now_ms)
+                r = self.w_produced_p.get(partition)
+                if r is None:
+                    r = self.w_produced_p[partition] = Rate()
+                r.record(now_ms)
                 self.w_produce_delay.record(now_ms, latency_s * 1000)
                 self.totals["records-produced"] += 1
                 self.last_send_failed[partition] = False
             else:
-                self.c_errors.labels(*labels, error).inc()
+                self.c_errors.labels(*self._labels(partition), error).inc()
                 iv.errors[error] += 1
                 self.w_produce_err.record(now_ms)
-                self.w_error_p.setdefault(partition, Rate()).record(now_ms)
+                r = self.w_error_p.get(partition)
+                if r is None:
+                    r = self.w_error_p[partition] = Rate()
+                r.record(now_ms)
                 self.totals["produce-error"] += 1
                 self.last_send_failed[partition] = True
 
@@ -188,10 +206,9 @@ class Recorder:
         now_ms = self.clock.wall_ms()
         late = delay_s * 1000 > self.cfg.consume_latency_sla_ms
         with self._lock:
-            labels = self._labels(partition)
             iv = self._interval(partition)
-            self.c_consumed.labels(*labels).inc()
-            self.h_e2e.labels(*labels).observe(max(delay_s, 0.0))
+            self._child(self.c_consumed, partition).inc()
+            self._child(self.h_e2e, partition).observe(max(delay_s, 0.0))
             iv.consumed += 1
             iv.e2e_hdr.record_value(_hdr_us(delay_s))
             self.w_consumed.record(now_ms)
@@ -199,24 +216,24 @@ class Recorder:
             self.w_delay.record(now_ms, delay_s * 1000)
             self.totals["records-consumed"] += 1
             if late:
-                self.c_late.labels(*labels).inc()
+                self._child(self.c_late, partition).inc()
                 iv.late += 1
                 self.w_delayed.record(now_ms)
                 self.totals["records-delayed"] += 1
             if outcome.kind is Kind.DUPLICATE:
-                self.c_duplicated.labels(*labels).inc()
+                self._child(self.c_duplicated, partition).inc()
                 iv.duplicated += 1
                 self.w_dup.record(now_ms)
                 self.totals["records-duplicated"] += 1
             elif outcome.kind is Kind.OUT_OF_ORDER:
-                self.c_out_of_order.labels(*labels).inc()
+                self._child(self.c_out_of_order, partition).inc()
                 iv.out_of_order += 1
                 self.totals["records-out-of-order"] += 1
 
     def record_lost(self, partition: int, n: int) -> None:
         now_ms = self.clock.wall_ms()
         with self._lock:
-            self.c_lost.labels(*self._labels(partition)).inc(n)
+            self._child(self.c_lost, partition).inc(n)
             self._interval(partition).lost += n
             self.w_lost.record(now_ms, n)
             self.totals["records-lost"] += n

@@ -103,9 +103,19 @@ class ProduceService(Service):
                                              daemon=True)
         self._meta_thread.start()
         last_ok = 0.0
+        seen_parts: list[int] | None = None
+        wake = 0.0
         while not self.stopping:
             now = self.clock.mono()
             parts = self.partitions
+            if parts is seen_parts and now < wake:
+                # woken early (a delivery report): nothing is due yet, so skip the per-partition scan
+                if now - last_ok >= 1.0:
+                    self.rec.cycle_ok(self.name)
+                    last_ok = now
+                self.producer.poll(min(max(wake - self.clock.mono(), 0.0), 0.1))
+                continue
+            seen_parts = parts
             for p in parts:
                 if p not in self.next_due:     # all partitions on one tick: one wake-up and one request per
                     self.next_due[p] = now     # broker per interval (each partition still has its own send)

@@ -10,6 +10,11 @@ class SliSinkService(Service):
     name = "sli-sink"
 
     def run(self) -> None:
+        if self.cfg.sli_dir:
+            try:
+                sink.warm_up()
+            except Exception as e:  # noqa: BLE001 - only a warm-up: the real writes report their own errors
+                log.warning("sli-sink: warm-up failed: %s", e)
         while not self.wait(self.cfg.sli_interval_ms / 1000.0):
             self.flush()
 
