@@ -38,7 +38,7 @@ from pathlib import Path
 from hdrh.histogram import HdrHistogram
 
 from benchmarks._common import emit_json, fmt, produce, ratio
-from benchmarks.e2e_latency import _TS, MAX_US, _paced, _summary
+from benchmarks.e2e_latency import _TS, MAX_US, _paced, _summary, latency_line
 from tests.support.cluster import Cluster
 
 LINGER_MS = 5
@@ -162,11 +162,6 @@ def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float
     return r
 
 
-def _lat_line(name: str, r: dict) -> str:
-    return (f"  {name:>14}: p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms  p99.9 {r['p99_9_ms']:.3f} ms  "
-            f"max {r['max_ms']:.3f} ms  (n={r['count']:,}, received {r['received']:,}/{r['expected']:,})")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchmarks.cluster_throughput", description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=10.0, help="time bound per throughput case (default 10)")
@@ -207,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict:
                 r = e2e_latency(boot, f"lat-{name}", spec["acks"], args.rate, args.latency_seconds, args.warmup,
                                 args.value_size)
                 result["latency"][name] = r
-                print(_lat_line(name, r), flush=True)
+                print(latency_line(name, r, width=14), flush=True)
             runs: dict[str, list[dict]] = {n: [] for n in cases}
             for i in range(args.repeat):
                 for name, spec in cases.items():

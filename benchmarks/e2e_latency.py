@@ -157,9 +157,11 @@ def echo_latency(args: argparse.Namespace) -> dict:
     return _summary(hist)
 
 
-def _line(name: str, r: dict) -> str:
-    return (f"  {name:>10}: p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms  p99.9 {r['p99_9_ms']:.3f} ms  "
-            f"max {r['max_ms']:.3f} ms  (n={r['count']:,})")
+def latency_line(name: str, r: dict, width: int = 10) -> str:
+    """One printed row of HDR latency figures (with received/expected when the run counted them)."""
+    received = f", received {r['received']:,}/{r['expected']:,}" if "received" in r else ""
+    return (f"  {name:>{width}}: p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms  p99.9 {r['p99_9_ms']:.3f} ms  "
+            f"max {r['max_ms']:.3f} ms  (n={r['count']:,}{received})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> dict:
     result: dict = {"rate": args.rate, "seconds": args.seconds}
     with our_broker() as b:
         result["ours"] = kafka_latency(b.bootstrap, args)
-    print(_line("ours", result["ours"]), flush=True)
+    print(latency_line("ours", result["ours"]), flush=True)
     if args.with_apache:
         base_name = "apache"
         with apache_kafka() as k:
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
         base_name = "tcp_echo"
         result["tcp_echo"] = echo_latency(args)
     base = result[base_name]
-    print(_line(base_name, base), flush=True)
+    print(latency_line(base_name, base), flush=True)
     result["baseline"] = base_name
     result["ratio_p99"] = ratio(result["ours"]["p99_ms"], base["p99_ms"])
     result["ratio_p50"] = ratio(result["ours"]["p50_ms"], base["p50_ms"])

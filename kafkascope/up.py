@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkascope.cluster import process as proc
-from kafkascope.cluster.launcher import ClusterLauncher
+from kafkascope.cluster.launcher import ClusterLauncher, port_free
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("xmonitor", "lag", "workload", "prometheus", "zk-exporter", "slo-report", "streamlit")
@@ -54,7 +54,7 @@ class MetricsClusterLauncher(ClusterLauncher):
     def _broker_config(self, broker_id: int, port: int, rack, zk_connect) -> dict:  # noqa: ANN001
         props = super()._broker_config(broker_id, port, rack, zk_connect)
         mport = self.metrics_ports.get(broker_id)
-        if not mport or not _port_free(mport):
+        if not mport or not port_free(mport):
             mport = self.metrics_ports[broker_id] = proc.free_port()
         props["prometheus.listener"] = f"127.0.0.1:{mport}"
         return props
@@ -66,18 +66,6 @@ class MetricsClusterLauncher(ClusterLauncher):
 
     def broker_metrics_targets(self) -> list[str]:
         return [f"127.0.0.1:{self.metrics_ports[b]}" for b in self.broker_ids]
-
-
-def _port_free(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
 
 
 @dataclass

@@ -111,7 +111,8 @@ class _State:
                    impl=d.get("impl", "kafkascope"), launcher_pid=d.get("launcher_pid"), launcher_started=d.get("launcher_started"), members=members)
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
+    """Whether 127.0.0.1:`port` can be bound now (to keep a previous run's ports)."""
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -289,7 +290,7 @@ class ClusterLauncher:
                                        f"in {self.data_dir}; `kafkascope cluster down --data-dir {self.data_dir}`")
 
             def port_for(key: str) -> int:
-                if key in old and _port_free(old[key].port):
+                if key in old and port_free(old[key].port):
                     return old[key].port
                 return proc.free_port()
 
@@ -316,7 +317,7 @@ class ClusterLauncher:
                                                  rack=rack)
                 if self.impl == "apache-kafka":
                     mport = old[str(bid)].metrics_port if str(bid) in old else None
-                    state.members[str(bid)].metrics_port = (mport if mport and _port_free(mport)
+                    state.members[str(bid)].metrics_port = (mport if mport and port_free(mport)
                                                             else proc.free_port())
         return self
 
