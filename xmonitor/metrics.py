@@ -142,6 +142,9 @@ class Recorder:
                 self.topic_partitions_at_start = len(leaders)
             for p in leaders:
                 self._interval(p)
+                # exported at 0 before the first loss: a series born at n hides that first increase from rate()
+                # and increase(), so XMonitorRecordsLost would miss a one-off loss
+                self._child(self.c_lost, p)
 
     def leader(self, partition: int) -> int:
         return self.leaders.get(partition, -1)

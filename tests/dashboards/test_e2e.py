@@ -3,9 +3,12 @@ sample group and a real Prometheus with the generated scrape config and rules (k
 
 * every metric name used by the dashboards and rules is one our components export (live scrape; counters that
   only appear with their first labelled event are taken from xmonitor's own registry);
-* every dashboard query returns data through Prometheus's HTTP API (grafana.QUERIES_NEEDING_FAULT only under a
-  fault; the under-replication fault is produced here);
-* pausing a follower makes KafkaUnderReplicatedPartitions go pending.
+* every dashboard query returns data through Prometheus's HTTP API;
+* every fault-only query (grafana.QUERIES_NEEDING_FAULT) returns non-zero data once its fault is caused for real:
+  a paused broker (under-replication; probe sends to the monitor partition it leads time out), acks=all produce to
+  a partition below min.insync.replicas (NOT_ENOUGH_REPLICAS request errors) and a crafted sequence gap in the
+  monitor topic (records lost); KafkaUnderReplicatedPartitions and KafkaUnderMinIsrPartitions go pending and
+  XMonitorRecordsLost fires.
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ import time
 import urllib.request
 
 import pytest
+from confluent_kafka import KafkaError, Producer, TopicCollection
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from dashboards import build, grafana
-from kafkascope.up import Stack, prometheus_query
+from kafkascope.up import XMONITOR_TOPIC, Stack, prometheus_query
+from tests.support.cluster import wait_for
+from xmonitor import payload
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="Debian package `prometheus` missing")
 
@@ -26,13 +33,6 @@ NAME = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b")
 PROMQL_WORDS = {"sum", "by", "rate", "max", "min", "avg", "or", "and", "on", "vector", "bool", "histogram_quantile",
                 "clamp_min", "increase", "deriv", "absent", "count", "group_left", "avg_over_time", "without", "e9",
                 "unless", "ignoring", "offset", "humanize"}
-
-
-def not_exercised() -> set[str]:
-    """Fault-only queries this test does not cause: data loss, failed probe sends and request errors other than
-    NONE (they need a leader to fail under load; their alerts are unit-tested with promtool)."""
-    grafana.dashboards()
-    return {e for e in grafana.QUERIES_NEEDING_FAULT if "xmonitor_" in e or "errors_total" in e}
 
 
 def metric_names(expr: str) -> set[str]:
@@ -89,36 +89,60 @@ def test_metric_name_extraction():
     assert metric_names('sum by (instance) (rate(foo_total{a="b"}[5m])) / 1e9 > 0.5') == {"foo_total"}
 
 
+MIN_ISR_TOPIC = "fault-min-isr"
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
+    # probe sends to a paused broker time out after 2.5 s (xmonitor's default: 20 s): twice before its ZooKeeper
+    # session (6 s) expires, so the error counters increase after they appear and rate() sees it
     s = Stack(tmp_path_factory.mktemp("stack"), parts=["xmonitor", "lag", "workload", "prometheus", "zk-exporter"],
-              scrape_interval="1s")
+              scrape_interval="1s", xmonitor_config={"produce.request.timeout.ms": 2500})
     s.start(progress=print)
     yield s
     s.stop()
 
 
-def _wait(pred, timeout: float, what: str):
+def _poll(pred, timeout: float, what: str):  # noqa: ANN001, ANN202
+    """Prometheus is polled once a second (its scrape and rule-evaluation interval here)."""
+    return wait_for(pred, timeout, 1.0, what)
+
+
+def _all_up(prom: str) -> None:
+    _poll(lambda: (r := prometheus_query(prom, "up")) and len(r) == 6 and all(x["value"][1] == "1" for x in r), 60,
+          "all targets up")
+
+
+def _alert(prom: str, name: str, *states: str) -> list[dict]:
+    return [a for a in prometheus_query(prom, f'ALERTS{{alertname="{name}"}}') if a["metric"]["alertstate"] in states]
+
+
+def _nonzero(prom: str, expr: str, **labels: str) -> bool:
+    """Some series of `expr` with these labels has a value other than 0."""
+    return any(float(r["value"][1]) != 0 and all(r["metric"].get(k) == v for k, v in labels.items())
+               for r in prometheus_query(prom, expr))
+
+
+def _await_data(prom: str, queries: list[tuple[str, str, str]], timeout: float, nonzero: bool = False) -> None:
+    """Poll until every (dashboard, panel, expr) returns data (with `nonzero`, a sample other than 0)."""
+    def without_data() -> list[tuple[str, str, str]]:
+        return [q for q in queries if not (_nonzero(prom, q[2]) if nonzero else prometheus_query(prom, q[2]))]
+
     deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
+    while (left := without_data()) and time.monotonic() < deadline:
         time.sleep(1)
-    raise AssertionError(f"{what} not true after {timeout}s (last: {last})")
+    assert not left, "queries without data:\n" + "\n".join(f"{d} / {t}: {e}" for d, t, e in left)
 
 
-def test_stack_dashboards_rules_and_fault(stack):
+def test_stack_dashboards_rules_and_queries(stack):
     prom = stack.children["prometheus"].url
-    # 2. every dashboard query has data (the 5m windows need a few scrapes; rates need two)
-    _wait(lambda: all(r["value"][1] == "1" for r in prometheus_query(prom, "up")) and
-          len(prometheus_query(prom, "up")) == 6, 60, "all targets up")
-    _wait(lambda: prometheus_query(prom, 'burrow_kafka_consumer_status{consumer_group="demo-consumer"}'), 60,
+    # data first (the 5m windows need a few scrapes; rates need two)
+    _all_up(prom)
+    _poll(lambda: prometheus_query(prom, 'burrow_kafka_consumer_status{consumer_group="demo-consumer"}'), 60,
           "the sample group in the lag monitor")
-    _wait(lambda: prometheus_query(prom, "burrow_kafka_topic_partition_status"), 90,
+    _poll(lambda: prometheus_query(prom, "burrow_kafka_topic_partition_status"), 90,
           "a complete Burrow window (partition statuses)")
-    # 1. names: live scrapes of every broker, xmonitor, the lag monitor and the zk-exporter
+    # names: live scrapes of every broker, xmonitor, the lag monitor and the zk-exporter
     exported = set()
     for targets in stack.targets().values():
         for t in targets:
@@ -126,29 +150,65 @@ def test_stack_dashboards_rules_and_fault(stack):
     exported |= xmonitor_defined_names()
     missing = {n: sorted(w)[:2] for n, w in used_names().items() if n not in exported}
     assert not missing, f"metric names used but not exported: {missing}"
+    # every query not listed as fault-only has data
+    _await_data(prom, [q for q in grafana.queries() if q[2] not in grafana.QUERIES_NEEDING_FAULT], 60)
 
-    healthy = [(d, t, e) for d, t, e in grafana.queries() if e not in grafana.QUERIES_NEEDING_FAULT]
 
-    def empty() -> list:
-        return [(d, t, e) for d, t, e in healthy if not prometheus_query(prom, e)]
+def _victims(admin: AdminClient) -> list[int]:
+    """Brokers that lead a monitor partition and are not the controller (pausing one fails probe sends without
+    moving the controller)."""
+    controller = admin.describe_cluster().result(10).controller.id
+    d = admin.describe_topics(TopicCollection([XMONITOR_TOPIC]))[XMONITOR_TOPIC].result(10)
+    return sorted({p.leader.id for p in d.partitions if p.leader is not None} - {controller})
 
-    deadline = time.monotonic() + 60
-    while (left := empty()) and time.monotonic() < deadline:
-        time.sleep(2)
-    assert not left, "queries without data:\n" + "\n".join(f"{d} / {t}: {e}" for d, t, e in left)
 
-    # 3. fault: pause a follower of the sample topic; under-replication shows and the alert goes pending
-    leader_of = prometheus_query(prom, 'kafka_cluster_partition_underreplicated{topic="demo-orders"}')
-    leaders = {r["metric"]["instance"] for r in leader_of}
-    victim = next(b for b, t in zip(stack.launcher.broker_ids, stack.launcher.broker_metrics_targets(), strict=True)
-                  if t not in leaders) if len(leaders) < 3 else stack.launcher.broker_ids[-1]
-    stack.launcher.pause(victim)
+def _inject_gap(bootstrap: str, partition: int, indices: list[int]) -> None:
+    """Crafted probe records of a foreign run on the monitor topic: missing indices are counted lost."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in indices:
+        probe = payload.Probe(XMONITOR_TOPIC, "e2e-crafted", "crafted", partition, i, int(time.time() * 1_000_000))
+        p.produce(XMONITOR_TOPIC, payload.encode(probe, 10), partition=partition)
+    assert p.flush(10) == 0, "crafted probe records not delivered"
+
+
+def _produce_error(p: Producer, topic: str) -> int:
+    """One record to partition 0: the error code of its delivery report (0 for none)."""
+    errors = []
+    p.produce(topic, b"x", partition=0, on_delivery=lambda err, _msg: errors.append(err))
+    assert p.flush(15) == 0, "no delivery report"
+    return errors[0].code() if errors[0] is not None else 0
+
+
+def test_fault_queries_have_data_and_alerts_fire(stack):
+    prom = stack.children["prometheus"].url
+    faults = [q for q in grafana.queries() if q[2] in grafana.QUERIES_NEEDING_FAULT]
+    assert faults
+    request_errors = next(e for _, _, e in faults if build.M.errors in e)
+    _all_up(prom)
+    launcher = stack.launcher
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap})
+    victim = _poll(lambda: _victims(admin), 30, "a non-controller broker leading a monitor partition")[0]
+    others = [b for b in launcher.broker_ids if b != victim]
+    live = ",".join(f"127.0.0.1:{launcher.broker_port(b)}" for b in others)
+    # a partition led by a live broker whose ISR drops below its min.insync.replicas when the victim stops
+    admin.create_topics([NewTopic(MIN_ISR_TOPIC, num_partitions=1, replica_assignment=[[*others, victim]],
+                                  config={"min.insync.replicas": "3"})])[MIN_ISR_TOPIC].result(30)
+    producer = Producer({"bootstrap.servers": live, "acks": "all", "retries": 0, "message.timeout.ms": 10000})
+    _poll(lambda: _produce_error(producer, MIN_ISR_TOPIC) == 0, 30, f"acks=all produce to {MIN_ISR_TOPIC}")
+    # data loss: indices 2, 3, 4 of a crafted run never arrive
+    _inject_gap(live, 0, [0, 1, 5])
+    launcher.pause(victim)
     try:
-        _wait(lambda: [a for a in prometheus_query(prom, 'ALERTS{alertname="KafkaUnderReplicatedPartitions"}')
-                       if a["metric"]["alertstate"] in ("pending", "firing")], 60, "KafkaUnderReplicatedPartitions pending")
-        skip = not_exercised()
-        fault_queries = [e for e in grafana.QUERIES_NEEDING_FAULT if e not in skip]
-        assert fault_queries
-        _wait(lambda: all(prometheus_query(prom, e) for e in fault_queries), 30, f"fault queries {fault_queries}")
+        _poll(lambda: _alert(prom, "KafkaUnderMinIsrPartitions", "pending", "firing"), 60,
+              "KafkaUnderMinIsrPartitions pending")
+        # rejected acks=all sends, one a second (the scrape interval): the error series appears, then increases
+        _poll(lambda: _produce_error(producer, MIN_ISR_TOPIC) == KafkaError.NOT_ENOUGH_REPLICAS and
+              _nonzero(prom, request_errors, request="Produce", error="NOT_ENOUGH_REPLICAS"), 30,
+              "NOT_ENOUGH_REPLICAS answers in the request error panel")
+        _poll(lambda: _alert(prom, "KafkaUnderReplicatedPartitions", "pending", "firing"), 60,
+              "KafkaUnderReplicatedPartitions pending")
+        _poll(lambda: _alert(prom, "XMonitorRecordsLost", "firing"), 30, "XMonitorRecordsLost firing")
+        _await_data(prom, faults, 60, nonzero=True)
+        assert float(prometheus_query(prom, 'sum(xmonitor_records_lost_total{partition="0"})')[0]["value"][1]) >= 3
     finally:
-        stack.launcher.resume(victim)
+        launcher.resume(victim)
