@@ -68,6 +68,16 @@ def test_payload_roundtrip_and_xinfra_fields():
         payload.decode(b"not json", 0)
 
 
+def test_payload_template_is_json_dumps_of_the_fields():
+    """The per-producer template must write exactly what json.dumps writes, escaping included."""
+    import json
+    p = payload.Probe('to"p\\ic', "r\u00e9n", "pr\nod", 12, 7, 1_700_000_000_999_001)
+    fields = {"topic": p.topic, "time": p.time_ms, "index": p.index, "producerId": p.producer_id,
+              "content": "x" * 5, "runId": p.run_id, "partition": p.partition, "timeUs": p.time_us}
+    assert payload.encode(p, 5) == json.dumps(fields, separators=(",", ":")).encode()
+    assert payload.decode(payload.encode(p, 5), 0) == p
+
+
 def test_murmur2_matches_kafka_and_keys_hash_to_their_partition():
     assert payload.murmur2(b"21") - (1 << 32) == -973932308          # Kafka's UtilsTest vector
     for n in (1, 3, 30):

@@ -40,6 +40,7 @@ class ProduceService(Service):
         self.next_due: dict[int, float] = {}
         self.partitions: list[int] = []
         self._keys: dict[tuple[int, int], bytes] = {}
+        self._encoder = payload.ProbeEncoder(cfg.topic, run_id, cfg.produce_producer_id, cfg.produce_record_size_byte)
         self._meta_thread: threading.Thread | None = None
         self.interval = cfg.produce_record_delay_ms / 1000.0
 
@@ -75,9 +76,7 @@ class ProduceService(Service):
 
     def send(self, partition: int) -> None:
         idx = self.index.setdefault(partition, 0)
-        probe = payload.Probe(self.cfg.topic, self.run_id, self.cfg.produce_producer_id, partition, idx,
-                              self.clock.wall_us())
-        value = payload.encode(probe, self.cfg.produce_record_size_byte)
+        value = self._encoder.encode(partition, idx, self.clock.wall_us())
         t0 = self.clock.mono()
         self.rec.record_produce_attempt(partition)
 
