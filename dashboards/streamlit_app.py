@@ -16,6 +16,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import streamlit as st
 
+from slo.report_html import window_text
+
 
 def _report_dir() -> Path | None:
     ap = argparse.ArgumentParser(add_help=False)
@@ -48,10 +50,11 @@ def main() -> None:
     burn_down = _table(root, "burn_down")
     w, c = report["window"], report["completeness"]
     st.title("Kafka SLOs")
-    st.caption(f"Window {w['start']} → {w['end']} ({w['seconds'] / 86400:g} days). "
+    st.caption(f"{window_text(w)}. "
                f"{report['overall']['met']} of {report['overall']['slos']} SLOs met. "
                f"Data: {c['rows']:,} intervals from {c['series']} partitions, coverage {_pct(c['coverage'], 2)}, "
-               f"{int(c['missing_rows']):,} intervals missing.")
+               f"{int(c['missing_rows']):,} intervals missing; history for the rolling burn-down "
+               f"{_pct(c['rolling_history']['coverage'], 1)} covered.")
     st.info("Error budget = the share of events allowed to fail (1 − target). Budget remaining below 0 means the SLO "
             "is blown. Burn rate 1 spends exactly the budget over the window; 14.4 over 1 h pages.")
 
@@ -71,8 +74,10 @@ def main() -> None:
             bd = bd.assign(time=pd.to_datetime(bd["time"])).set_index("time")
             left, right = st.columns(2)
             left.subheader("Budget burn-down")
-            left.line_chart(bd[["remaining_fixed", "remaining_to_date"]].rename(
-                columns={"remaining_fixed": "fixed window", "remaining_to_date": "events to date"}))
+            left.line_chart(bd[["remaining_fixed", "remaining_rolling"]].rename(
+                columns={"remaining_fixed": "fixed", "remaining_rolling": "rolling"}))
+            left.caption("fixed: budget left of this window, from its start; rolling: budget left of the trailing "
+                         "window ending at each hour (recovers as old errors age out)")
             right.subheader("Burn rate by window")
             right.line_chart(bd[["burn_1h", "burn_6h", "burn_1d", "burn_3d"]])
         st.subheader("Alert timeline (multi-window burn-rate rules)")

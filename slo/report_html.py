@@ -79,23 +79,36 @@ def _table(rows: list[dict], cols: list[str], pct: tuple[str, ...] = ()) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def window_text(w: dict) -> str:
+    """One line saying which period the report covers (shared with the Streamlit page)."""
+    days = f"{w['seconds'] / 86400:g} days"
+    if w["kind"] == "calendar":
+        c = w["calendar"]
+        return (f"Calendar window {w['start']} – {w['end']} ({c['duration']} periods from {c['startTime']} "
+                f"{c['timeZone']}, {days}); budget consumed so far, up to {w['as_of']}")
+    return f"Rolling window {w['start']} – {w['end']} ({days})"
+
+
 def render(report: dict, burn_down: list[dict]) -> str:
     w = report["window"]
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>SLO report {w['start']} – {w['end']}</title>"
            f"<style>{CSS}</style></head><body>",
-           f"<h1>Kafka SLO report</h1><p>Window {w['start']} – {w['end']} ({w['seconds'] / 86400:g} days). "
+           f"<h1>Kafka SLO report</h1><p>{html.escape(window_text(w))}. "
            f"{report['overall']['met']} of {report['overall']['slos']} SLOs met.</p>"]
-    c = report["completeness"]
+    c, h = report["completeness"], report["completeness"]["rolling_history"]
     out.append(f"<p>Data completeness: {c['rows']} interval rows from {c['series']} partitions, "
                f"coverage {_f(c['coverage'], 6, True)}, {int(c['missing_rows'])} missing intervals, "
                f"{c['steps_missing']} minutes without data. <span class='note'>{html.escape(c['rule'])}</span></p>")
+    out.append(f"<p>Rolling burn-down history {h['start']} – {h['end']}: {h['rows']} interval rows, coverage "
+               f"{_f(h['coverage'], 6, True)}, {h['steps_missing']} minutes without data. "
+               f"<span class='note'>{html.escape(h['rule'])}</span></p>")
     out.append(_table([{"SLO": s["display_name"], "method": s["budgeting_method"], "target": s["target"],
                         "SLI": s["sli"], "met": s["met"], "budget remaining": s["occurrences"]["remaining_ratio"],
                         "burn (period)": s["burn"]["period"], "burn (24h)": s["burn"]["trailing_24h"],
                         "exhaustion (h)": s["exhaustion_hours_at_24h_burn"]} for s in report["slos"]],
                       ["SLO", "method", "target", "SLI", "met", "budget remaining", "burn (period)", "burn (24h)",
                        "exhaustion (h)"], pct=("target", "SLI", "budget remaining")))
-    steps = w["seconds"] // w["step_seconds"]
+    steps = c["steps"]
     for s in report["slos"]:
         occ, ts = s["occurrences"], s["timeslices"]
         bd = [r for r in burn_down if r["slo"] == s["name"]]
@@ -111,9 +124,10 @@ def render(report: dict, burn_down: list[dict]) -> str:
              "remaining ratio": ts["remaining_ratio"]},
             {"method": "RatioTimeslices", "SLI": ts["ratio_timeslices_sli"]}],
             ["method", "SLI", "allowed", "consumed", "remaining", "remaining min", "remaining ratio"], pct=("SLI",)))
-        out.append(line_chart({"remaining (fixed window)": [r["remaining_fixed"] for r in bd],
-                               "remaining (events to date)": [r["remaining_to_date"] for r in bd]},
-                              hline=0.0, title="error budget burn-down (hourly)"))
+        out.append(line_chart({"fixed (from the window start)": [r["remaining_fixed"] for r in bd],
+                               "rolling (trailing window)": [r["remaining_rolling"] for r in bd],
+                               "fixed, events to date": [r["remaining_to_date"] for r in bd]},
+                              hline=0.0, title="error budget remaining, fixed and rolling (hourly)"))
         out.append(line_chart({k: [r[f"burn_{k}"] for r in bd] for k in ("1h", "6h", "1d", "3d")}, hline=1.0,
                               title="burn rate by window"))
         out.append(timeline(s["alerts"], steps, title="multi-window burn-rate alerts"))

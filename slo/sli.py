@@ -45,16 +45,19 @@ def burn_rate(bad: float, total: float, target: float) -> float | None:
     return None if total <= 0 else (bad / total) / (1.0 - target)
 
 
-def error_budget(total: float, bad: float, target: float, window_s: float) -> dict:
-    """Occurrences budget over a window, in events and minutes; remaining can go negative."""
+def error_budget(total: float, bad: float, target: float, window_s: float, elapsed_s: float | None = None) -> dict:
+    """Occurrences budget over a window, in events and minutes; remaining can go negative. A calendar window seen
+    `elapsed_s` into its period: the events budget is the events' so far, and the minutes consumed are those of
+    the elapsed part (bad share x elapsed time) out of the whole period's allowed minutes."""
     b = 1.0 - target
     allowed = b * total
     allowed_min = b * window_s / 60.0
+    elapsed_min = b * (window_s if elapsed_s is None else elapsed_s) / 60.0
     consumed_ratio = (bad / allowed) if allowed > 0 else (0.0 if bad == 0 else float("inf"))
     return {
         "allowed_events": allowed, "consumed_events": bad, "remaining_events": allowed - bad,
-        "allowed_minutes": allowed_min, "consumed_minutes": consumed_ratio * allowed_min,
-        "remaining_minutes": (1.0 - consumed_ratio) * allowed_min,
+        "allowed_minutes": allowed_min, "consumed_minutes": consumed_ratio * elapsed_min,
+        "remaining_minutes": allowed_min - consumed_ratio * elapsed_min,
         "consumed_ratio": consumed_ratio, "remaining_ratio": 1.0 - consumed_ratio,
     }
 
@@ -131,16 +134,17 @@ def bad_periods(bad: Sequence[float], allowed_events: float, top: int = 10) -> l
 
 
 def timeslices(good: Sequence[float], total: Sequence[float], present: Sequence[bool], slice_target: float,
-               target: float, slice_s: int) -> dict:
+               target: float, slice_s: int, period_slices: int | None = None) -> dict:
     """Timeslices and RatioTimeslices over slices. A slice is good when its ratio >= slice_target or it had no
     events (traffic-free but observed). Slices without any data (`present` false) are left out of the SLI and
-    reported as missing; `sli_missing_as_bad` counts them as bad instead."""
+    reported as missing; `sli_missing_as_bad` counts them as bad instead. The budget is (1 - T) x the slices
+    observed, or x `period_slices` for a calendar period still under way (its whole time budget)."""
     n_present = sum(1 for p in present if p)
     bad_slices = sum(1 for g, t, p in zip(good, total, present, strict=True) if p and t > 0 and g / t < slice_target)
     missing = len(present) - n_present
     ratios = [g / t for g, t, p in zip(good, total, present, strict=True) if p and t > 0]
     b = 1.0 - target
-    allowed_slices = b * n_present
+    allowed_slices = b * (n_present if period_slices is None else period_slices)
     return {
         "slices": len(present), "present": n_present, "missing": missing, "bad": bad_slices,
         "good": n_present - bad_slices,

@@ -1,19 +1,23 @@
 """SLO specs: an OpenSLO v1 subset in YAML, read into typed dataclasses; errors name the bad field.
 
 Read: `apiVersion: openslo/v1`, `kind: SLO`, `metadata.name`/`displayName`, `spec.budgetingMethod`
-(Occurrences | Timeslices | RatioTimeslices), `spec.timeWindow: [{duration, isRolling}]`, and
+(Occurrences | Timeslices | RatioTimeslices), `spec.timeWindow` (one item: rolling `{duration, isRolling: true}` or
+calendar-aligned `{duration: 1w|1M|1Q|..., isRolling: false, calendar: {startTime, timeZone}}`), and
 `spec.objectives[0]` (`target`, optional `timeSliceTarget`, `timeSliceWindow`; for latency `op: lte` and `value`).
 The indicator is one of
   - `ratioMetric: {good: FIELD, total: FIELD}` over the SLI fields below (xmonitor's columns or derived ones);
   - `latency: {histogram: e2e_latency_hdr | produce_latency_hdr, threshold: 500ms}`: good = samples <= threshold;
   - `lagStatus: {source: lag-history}`: share of evaluated time each consumer group was OK (the lag-history job).
-Several documents may share one file (`---`). Everything else in a document is ignored.
+Several documents may share one file (`---`), all with the same timeWindow (one report has one window).
+Everything else in a document is ignored.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
+import zoneinfo
 from pathlib import Path
 
 import yaml
@@ -51,6 +55,54 @@ class Objective:
 
 
 @dataclasses.dataclass(frozen=True)
+class Calendar:
+    """A calendar-aligned window (OpenSLO `isRolling: false`): periods of `count` x `unit` (m h d w M Q Y) from
+    `start`, a wall-clock time in `time_zone`. Day units and longer keep that wall-clock time across DST changes
+    (a day can be 23 or 25 h); a month anchored on the 29th-31st starts on the last day of shorter months."""
+    start: dt.datetime  # naive, wall-clock in time_zone
+    time_zone: str
+    count: int
+    unit: str
+
+    def _at(self, n: int) -> dt.datetime:
+        """Start of the n-th period from the anchor (aware)."""
+        zone = zoneinfo.ZoneInfo(self.time_zone)
+        a = self.start
+        if self.unit in _CAL_FIXED:  # minutes and hours: absolute time
+            return a.replace(tzinfo=zone) + dt.timedelta(seconds=n * self.count * _CAL_FIXED[self.unit])
+        if self.unit in _CAL_DAYS:
+            return (a + dt.timedelta(days=n * self.count * _CAL_DAYS[self.unit])).replace(tzinfo=zone)
+        months = a.year * 12 + a.month - 1 + n * self.count * _CAL_MONTHS[self.unit]
+        y, m = divmod(months, 12)
+        last = (dt.date(y + (m + 1) // 12, (m + 1) % 12 + 1, 1) - dt.timedelta(days=1)).day
+        return a.replace(year=y, month=m + 1, day=min(a.day, last), tzinfo=zone)
+
+    def period(self, at_ms: int) -> tuple[int, int]:
+        """[start_ms, end_ms) of the period that contains the instant at_ms."""
+        at = dt.datetime.fromtimestamp(at_ms / 1000, zoneinfo.ZoneInfo(self.time_zone))
+        a = self.start
+        if self.unit in _CAL_FIXED:
+            elapsed = at - a.replace(tzinfo=at.tzinfo)
+            n = int(elapsed.total_seconds() // (self.count * _CAL_FIXED[self.unit]))
+        elif self.unit in _CAL_DAYS:
+            n = (at.date() - a.date()).days // (self.count * _CAL_DAYS[self.unit])
+        else:
+            n = ((at.year - a.year) * 12 + at.month - a.month) // (self.count * _CAL_MONTHS[self.unit])
+        if _ms(self._at(n)) > at_ms:  # same date/month as the period start but before its wall-clock time
+            n -= 1
+        return _ms(self._at(n)), _ms(self._at(n + 1))
+
+
+_CAL_FIXED = {"m": 60, "h": 3600}
+_CAL_DAYS = {"d": 1, "w": 7}
+_CAL_MONTHS = {"M": 1, "Q": 3, "Y": 12}
+
+
+def _ms(t: dt.datetime) -> int:
+    return int(t.timestamp() * 1000)
+
+
+@dataclasses.dataclass(frozen=True)
 class SLOSpec:
     name: str
     display_name: str
@@ -59,6 +111,7 @@ class SLOSpec:
     rolling: bool
     objective: Objective
     kind: str                     # "ratio" | "latency" | "lag"
+    calendar: Calendar | None = None  # set for calendar-aligned windows (rolling is False)
     good: str | None = None       # ratio: SLI field names
     total: str | None = None
     histogram: str | None = None  # latency
@@ -110,6 +163,56 @@ def _fraction(value, field: str, where: str, *, open_low: bool = True) -> float:
     return float(value)
 
 
+def _calendar(window: dict, duration, where: str) -> Calendar:
+    f = "spec.timeWindow[0]"
+    cal = window.get("calendar")
+    if not isinstance(cal, dict):
+        raise SpecError(f"{where}: {f}.calendar: required (a mapping with startTime and timeZone) when isRolling "
+                        f"is false")
+    m = re.fullmatch(r"([1-9]\d*)([mhdwMQY])", str(duration).strip())
+    if not m:
+        raise SpecError(f"{where}: {f}.duration: a calendar window needs a whole number of m, h, d, w, M, Q or Y, "
+                        f"got {duration!r}")
+    for key in ("startTime", "timeZone"):
+        if key not in cal:
+            raise SpecError(f"{where}: {f}.calendar.{key}: missing")
+    start = cal["startTime"]
+    if isinstance(start, dt.date) and not isinstance(start, dt.datetime):
+        start = dt.datetime.combine(start, dt.time())
+    if not isinstance(start, dt.datetime):  # YAML reads an unquoted 2022-01-01 12:00:00 as a datetime already
+        try:
+            start = dt.datetime.strptime(str(start).strip(), "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            raise SpecError(f"{where}: {f}.calendar.startTime: must be a date with time, without time zone "
+                            f"(e.g. 2026-01-01 00:00:00), got {start!r}") from None
+    if start.tzinfo is not None:
+        raise SpecError(f"{where}: {f}.calendar.startTime: must not carry a time zone (use calendar.timeZone)")
+    zone = cal["timeZone"]
+    try:
+        zoneinfo.ZoneInfo(str(zone))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise SpecError(f"{where}: {f}.calendar.timeZone: not an IANA time zone name: {zone!r}") from None
+    return Calendar(start, str(zone), int(m.group(1)), m.group(2))
+
+
+def _time_window(windows, where: str) -> tuple[float, bool, Calendar | None]:
+    """(seconds, rolling, calendar); a calendar window's seconds are those of its period containing the anchor."""
+    if not isinstance(windows, list) or len(windows) != 1 or not isinstance(windows[0], dict):
+        raise SpecError(f"{where}: spec.timeWindow: must be a list of one {{duration, isRolling[, calendar]}}")
+    w = windows[0]
+    duration = _get(w, "duration", f"{where}: spec.timeWindow[0]")
+    rolling = w.get("isRolling", "calendar" not in w)  # OpenSLO: omitted means false when calendar is present
+    if not isinstance(rolling, bool):
+        raise SpecError(f"{where}: spec.timeWindow[0].isRolling: must be true or false")
+    if rolling:
+        if "calendar" in w:
+            raise SpecError(f"{where}: spec.timeWindow[0].calendar: only for isRolling: false")
+        return _duration(duration, "spec.timeWindow[0].duration", where), True, None
+    cal = _calendar(w, duration, where)
+    lo, hi = cal.period(_ms(cal.start.replace(tzinfo=zoneinfo.ZoneInfo(cal.time_zone))))
+    return (hi - lo) / 1000, False, cal
+
+
 def parse_spec(doc: dict, where: str = "spec") -> SLOSpec:
     if not isinstance(doc, dict):
         raise SpecError(f"{where}: a document must be a mapping")
@@ -124,14 +227,7 @@ def parse_spec(doc: dict, where: str = "spec") -> SLOSpec:
     method = _get(doc, "spec.budgetingMethod", where)
     if method not in METHODS:
         raise SpecError(f"{where}: spec.budgetingMethod: must be one of {', '.join(METHODS)}, got {method!r}")
-    windows = _get(doc, "spec.timeWindow", where)
-    if not isinstance(windows, list) or len(windows) != 1 or not isinstance(windows[0], dict):
-        raise SpecError(f"{where}: spec.timeWindow: must be a list of one {{duration, isRolling}}")
-    window_s = _duration(_get(windows[0], "duration", f"{where}: spec.timeWindow[0]"), "spec.timeWindow[0].duration",
-                         where)
-    rolling = windows[0].get("isRolling", True)
-    if not isinstance(rolling, bool):
-        raise SpecError(f"{where}: spec.timeWindow[0].isRolling: must be true or false")
+    window_s, rolling, calendar = _time_window(_get(doc, "spec.timeWindow", where), where)
     objectives = _get(doc, "spec.objectives", where)
     if not isinstance(objectives, list) or len(objectives) != 1 or not isinstance(objectives[0], dict):
         raise SpecError(f"{where}: spec.objectives: must be a list of exactly one objective")
@@ -149,7 +245,8 @@ def parse_spec(doc: dict, where: str = "spec") -> SLOSpec:
     if not isinstance(indicator, dict) or len(indicator) != 1:
         raise SpecError(f"{where}: spec.indicator.spec: must hold exactly one of ratioMetric, latency, lagStatus")
     common = dict(name=name, display_name=str(doc.get("metadata", {}).get("displayName", name)),
-                  budgeting_method=method, window_s=int(window_s), rolling=rolling, objective=objective)
+                  budgeting_method=method, window_s=int(window_s), rolling=rolling, objective=objective,
+                  calendar=calendar)
     if "ratioMetric" in indicator:
         rm = indicator["ratioMetric"]
         for key in ("good", "total"):
@@ -191,4 +288,8 @@ def load_specs(path: str | Path | None = None) -> list[SLOSpec]:
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise SpecError(f"{path}: metadata.name: duplicate {sorted(dup)}")
+    for s in specs[1:]:
+        if (s.window_s, s.rolling, s.calendar) != (specs[0].window_s, specs[0].rolling, specs[0].calendar):
+            raise SpecError(f"{path} ({s.name}): spec.timeWindow: differs from {specs[0].name}'s; the SLOs of one "
+                            f"report share one time window")
     return specs

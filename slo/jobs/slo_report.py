@@ -9,14 +9,22 @@ executors from payload x multiplicity, so percentiles are exact merges of HDR hi
 Everything after that is small: the minute series and the grouped sums go to the driver, where the pure maths in
 slo.sli computes SLI, budget, burn, alerts, timeslices. Outputs: Parquet tables, report.json, report.html.
 
-Counting rules: an interval belongs to the window when interval_start is in [end - window, end). Occurrences
-count events; steps (minutes) without any row are "missing": they carry no events for Occurrences, and are
-left out of Timeslices' denominator (reported, with the SLI also given counting them as bad).
+Counting rules: an interval belongs to the window when interval_start is in [start, end): start = end - window
+for a rolling window; for a calendar-aligned one (OpenSLO isRolling: false) start is the start of the calendar
+period holding the last reported instant, and the budget is the period's, consumed so far. Occurrences count
+events; steps (minutes) without any row are "missing": they carry no events for Occurrences, and are left out of
+Timeslices' denominator (reported, with the SLI also given counting them as bad).
+
+Burn-down, fixed and rolling: the fixed view accumulates from the window start; the rolling view at each step t is
+the budget remaining of the trailing window (same length) ending at t, so it also needs [start - window, start).
+Those earlier rows only feed per-minute counts (no per-partition grain, no merged histograms): one scan, and the
+latency SLOs' counts come from the same distinct-payload statistics as the window's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 from pathlib import Path
@@ -89,24 +97,40 @@ def _clean(obj):
     return obj
 
 
-def _occurrences(spec: SLOSpec, good: float, total: float, window_s: int) -> dict:
+def _occurrences(spec: SLOSpec, good: float, total: float, window_s: int, elapsed_s: int) -> dict:
     bad = total - good
     out = {"total": total, "good": good, "bad": bad, "sli": sli.sli(good, total),
            "burn_rate": sli.burn_rate(bad, total, spec.objective.target)}
-    out.update(sli.error_budget(total, bad, spec.objective.target, window_s))
+    out.update(sli.error_budget(total, bad, spec.objective.target, window_s, elapsed_s))
     out["met"] = None if total == 0 else out["sli"] >= spec.objective.target
     return out
 
 
-def _scope_rows(spec: SLOSpec, i: int, rows, keys: tuple[str, ...], window_s: int, allowed: float) -> list[dict]:
+def _scope_rows(spec: SLOSpec, i: int, rows, keys: tuple[str, ...], window_s: int, elapsed_s: int,
+                allowed: float) -> list[dict]:
     out = []
     for r in rows:
         good, total = r[f"g{i}"] or 0, r[f"t{i}"] or 0
-        occ = _occurrences(spec, good, total, window_s)
+        occ = _occurrences(spec, good, total, window_s, elapsed_s)
         out.append({"slo": spec.name, **{k: r[k] for k in keys}, "total": total, "bad": total - good,
                     "sli": occ["sli"], "burn_rate": occ["burn_rate"], "remaining_ratio": occ["remaining_ratio"],
                     "share_of_window_budget": (total - good) / allowed if allowed > 0 else None})
     return out
+
+
+def report_window(specs: list[SLOSpec], end_ms: int, window_s: int | None = None) -> dict:
+    """The reported period: rolling [end - window, end), or, for a calendar-aligned spec (and no window_s
+    override), the calendar period holding the last reported instant end_ms - 1, reported up to end_ms."""
+    cal = specs[0].calendar if specs and window_s is None else None
+    if cal is None:
+        window_s = int(window_s or (specs[0].window_s if specs else 14 * 86400))
+        return {"kind": "rolling", "start_ms": end_ms - window_s * 1000, "end_ms": end_ms, "as_of_ms": end_ms,
+                "seconds": window_s, "elapsed_seconds": window_s}
+    lo, hi = cal.period(end_ms - 1)
+    return {"kind": "calendar", "start_ms": lo, "end_ms": hi, "as_of_ms": end_ms, "seconds": (hi - lo) // 1000,
+            "elapsed_seconds": (end_ms - lo) // 1000,
+            "calendar": {"startTime": cal.start.strftime("%Y-%m-%d %H:%M:%S"), "timeZone": cal.time_zone,
+                         "duration": f"{cal.count}{cal.unit}"}}
 
 
 def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], out_dir: str | Path,
@@ -117,43 +141,58 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
     out.mkdir(parents=True, exist_ok=True)
     event_specs = [s for s in specs if s.kind != "lag"]
     lag_specs = [s for s in specs if s.kind == "lag"]
-    window_s = int(window_s or (specs[0].window_s if specs else 14 * 86400))
     df = _read(spark, sli_dir)
     if end_ms is None:
         last = df.agg(F.max("interval_end")).first()[0] if df is not None else None
         end_ms = int(last.timestamp() * 1000) if last is not None else int(dt.datetime.now(dt.UTC).timestamp()) * 1000
-    start_ms = end_ms - window_s * 1000
-    n_steps = -(-window_s // STEP_S)
+    period = report_window(specs, end_ms, window_s)
+    start_ms, window_s, elapsed_s = period["start_ms"], period["seconds"], period["elapsed_seconds"]
+    n_steps = -(-elapsed_s // STEP_S)
+    n_pre = -(-window_s // STEP_S)  # the rolling view's history: one window before the start
+    pre_ms = start_ms - n_pre * STEP_S * 1000
     thresholds: dict[str, list[tuple[int, int]]] = {h: [] for h in HISTS}
     for i, s in enumerate(event_specs):
         if s.kind == "latency":
             thresholds[s.histogram].append((i, s.threshold_us))
 
+    lat_hists = [h for h in HISTS if thresholds[h]]
     step_rows: list = []
+    pre_rows: list = []
     groups: dict[str, list] = {"cluster": [], "topic": [], "leader": [], "partition": []}
     merged: dict[str, dict] = {h: {} for h in HISTS}
     input_rows, covered_ms, series = 0, 0, 0
     if df is not None:
-        rows = (df.where((F.col("date") >= _day(start_ms)) & (F.col("date") <= _day(end_ms)))
-                .where((F.unix_millis("interval_start") >= start_ms) & (F.unix_millis("interval_start") < end_ms))
-                .withColumn("day", F.date_format("interval_start", "yyyy-MM-dd")))
+        t_ms = F.unix_millis("interval_start")
+        read = (df.where((F.col("date") >= _day(pre_ms)) & (F.col("date") <= _day(end_ms)))
+                .where((t_ms >= pre_ms) & (t_ms < end_ms)))
+        rows = read.where(t_ms >= start_ms).withColumn("day", F.date_format("interval_start", "yyyy-MM-dd"))
+        pre = read.where(t_ms < start_ms)
         # pass 1: every SLO's ratio good/total summed per (cluster, topic, partition, leader, minute) and per
         # HDR payload hash: identical histograms collapse into one row with a multiplicity
-        step = F.floor((F.unix_millis("interval_start") - F.lit(start_ms)) / (STEP_S * 1000)).cast("long")
+        step = F.floor((t_ms - F.lit(start_ms)) / (STEP_S * 1000)).cast("long")
         ratio = []
         for i, s in enumerate(event_specs):
             if s.kind == "ratio":
                 ratio += [F.sum(F.expr(FIELDS[s.good])).alias(f"g{i}"), F.sum(F.expr(FIELDS[s.total])).alias(f"t{i}")]
         dur = F.unix_millis("interval_end") - F.unix_millis("interval_start")
+        counts = [*ratio, F.count(F.lit(1)).alias("rows"), F.sum(dur).alias("covered_ms")]
         hashed = (rows.withColumn("step", step)
                   .groupBy("cluster", "topic", "partition", "leader", "step", "day",
                            *[F.xxhash64(h).alias(f"hash_{h}") for h in HISTS])
-                  .agg(*ratio, F.count(F.lit(1)).alias("rows"), F.sum(dur).alias("covered_ms")).cache())
+                  .agg(*counts).cache())
+        # the window before the start (rolling view): per-minute counts only, payload hashes only where a
+        # latency SLO needs samples under its threshold
+        pre_hashed = (pre.withColumn("step", step)
+                      .groupBy("step", *[F.xxhash64(h).alias(f"hash_{h}") for h in lat_hists]).agg(*counts))
+
+        def payloads(frame: DataFrame, hists) -> DataFrame:
+            return (frame.select(F.explode(F.array(*[F.struct(F.xxhash64(h).alias("h"), F.col(h).alias("payload"))
+                                                     for h in hists])).alias("p")).select("p.h", "p.payload"))
+
         # pass 2: one copy of each distinct payload, its sample count and samples under each latency threshold
         ths_all = tuple(sorted({t for h in HISTS for _, t in thresholds[h]}))
-        distinct = (rows.select(F.explode(F.array(*[F.struct(F.xxhash64(h).alias("h"), F.col(h).alias("payload"))
-                                                    for h in HISTS])).alias("p"))
-                    .select("p.h", "p.payload").groupBy("h").agg(F.first("payload").alias("payload")))
+        every = payloads(rows, HISTS).unionByName(payloads(pre, lat_hists)) if lat_hists else payloads(rows, HISTS)
+        distinct = every.groupBy("h").agg(F.first("payload").alias("payload"))
         payload_stats = spark.createDataFrame(
             distinct.rdd.map(lambda r: (r["h"], bytearray(r["payload"]), *_payload_stats(bytes(r["payload"]), ths_all))),
             ", ".join(["h long", "payload binary", "n long", *[f"le{t} long" for t in ths_all]])).cache()
@@ -163,12 +202,14 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
                    .join(payload_stats.select("h", "payload"), "h"))
             merged[h] = dict(per.rdd.map(lambda r: ((r["day"], r["cluster"], r["topic"]), (bytes(r["payload"]), r["k"])))
                              .groupByKey().mapValues(_merge_group).collect())
-        base = hashed
-        for h in HISTS:
-            if thresholds[h]:
-                st = small.select(F.col("h").alias(f"hash_{h}"), F.col("n").alias(f"n_{h}"),
-                                  *[F.col(f"le{t}").alias(f"le{t}_{h}") for _, t in thresholds[h]])
-                base = base.join(F.broadcast(st), f"hash_{h}", "left")
+        stats = {h: small.select(F.col("h").alias(f"hash_{h}"), F.col("n").alias(f"n_{h}"),
+                                 *[F.col(f"le{t}").alias(f"le{t}_{h}") for _, t in thresholds[h]]) for h in lat_hists}
+
+        def with_stats(frame: DataFrame) -> DataFrame:
+            for h in lat_hists:
+                frame = frame.join(F.broadcast(stats[h]), f"hash_{h}", "left")
+            return frame
+
         sums = []
         for i, s in enumerate(event_specs):
             if s.kind == "ratio":
@@ -177,11 +218,13 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
                 n = F.coalesce(F.col(f"n_{s.histogram}"), F.lit(0)) * F.col("rows")
                 le = F.coalesce(F.col(f"le{s.threshold_us}_{s.histogram}"), F.lit(0)) * F.col("rows")
                 sums += [F.sum(le).alias(f"g{i}"), F.sum(n).alias(f"t{i}")]
-        grain = (base.groupBy("cluster", "topic", "partition", "leader", "step")
+        grain = (with_stats(hashed).groupBy("cluster", "topic", "partition", "leader", "step")
                  .agg(*sums, F.sum("rows").alias("rows"), F.sum("covered_ms").alias("covered_ms")).cache())
         gcols = [c for c in grain.columns if c[0] in "gt" and c[1:].isdigit()]
         agg_exprs = [F.sum(c).alias(c) for c in gcols]
         step_rows = grain.groupBy("step").agg(*agg_exprs, F.sum("rows").alias("rows")).collect()
+        pre_rows = (with_stats(pre_hashed).groupBy("step")
+                    .agg(*sums, F.sum("rows").alias("rows"), F.sum("covered_ms").alias("covered_ms")).collect())
         totals = grain.agg(F.sum("rows"), F.sum("covered_ms"),
                            F.countDistinct("cluster", "topic", "partition")).first()
         input_rows, covered_ms, series = (int(totals[0] or 0), int(totals[1] or 0), int(totals[2] or 0))
@@ -194,21 +237,28 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         payload_stats.unpersist()
 
     # ---- driver: the series and the maths
-    good = {i: [0.0] * n_steps for i in range(len(event_specs))}
-    total = {i: [0.0] * n_steps for i in range(len(event_specs))}
-    present = [False] * n_steps
-    for r in step_rows:
-        k = int(r["step"])
-        if 0 <= k < n_steps:
-            present[k] = r["rows"] > 0
+    # per-minute series over [pre_ms, end): the first n_pre steps are the rolling view's history
+    good = {i: [0.0] * (n_pre + n_steps) for i in range(len(event_specs))}
+    total = {i: [0.0] * (n_pre + n_steps) for i in range(len(event_specs))}
+    seen = [False] * (n_pre + n_steps)
+    for r in [*step_rows, *pre_rows]:
+        k = int(r["step"]) + n_pre
+        if 0 <= k < n_pre + n_steps:
+            seen[k] = r["rows"] > 0
             for i in range(len(event_specs)):
                 good[i][k] = float(r[f"g{i}"] or 0)
                 total[i][k] = float(r[f"t{i}"] or 0)
+    present = seen[n_pre:]
+    seen_cum = list(itertools.accumulate(seen, initial=0))
+    pre_count = sum(int(r["rows"] or 0) for r in pre_rows)
+    pre_covered = sum(int(r["covered_ms"] or 0) for r in pre_rows)
     step_ms = [start_ms + k * STEP_S * 1000 for k in range(n_steps)]
     step_day = [_day(ms) for ms in step_ms]
     days = sorted(set(step_day))
     interval_ms = covered_ms / input_rows if input_rows else None
-    expected_rows = series * window_s * 1000 / interval_ms if interval_ms else 0
+    expected_rows = series * elapsed_s * 1000 / interval_ms if interval_ms else 0
+    pre_interval = interval_ms or (pre_covered / pre_count if pre_count else None)
+    pre_expected = series * n_pre * STEP_S * 1000 / pre_interval if pre_interval else 0
     completeness = {
         "series": series, "rows": input_rows, "interval_seconds": interval_ms / 1000 if interval_ms else None,
         "expected_rows": expected_rows, "missing_rows": max(0.0, expected_rows - input_rows),
@@ -216,6 +266,13 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         "steps": n_steps, "steps_missing": n_steps - sum(present),
         "rule": "expected rows = series seen in the window x window / mean interval length; missing intervals carry "
                 "no events (Occurrences) and are excluded from Timeslices (sli_missing_as_bad counts them as bad)",
+        "rolling_history": {
+            "start": _iso(pre_ms), "end": _iso(start_ms), "rows": pre_count, "expected_rows": pre_expected,
+            "coverage": min(1.0, pre_count / pre_expected) if pre_expected else 0.0,
+            "steps": n_pre, "steps_missing": n_pre - sum(seen[:n_pre]),
+            "rule": "the rolling burn-down reads one window before the start; a trailing window reaching into "
+                    "minutes without data counts only the data present (burn_down.rolling_coverage = its share of "
+                    "minutes with data)"},
     }
 
     tables: dict[str, list[dict]] = {k: [] for k in ("slo_summary", "daily", "scopes", "brokers", "partitions",
@@ -223,10 +280,10 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
     report_slos = []
     for i, s in enumerate(event_specs):
         T = s.objective.target
-        g, t = good[i], total[i]
-        bad = [tt - gg for gg, tt in zip(g, t, strict=True)]
+        bad_all = [tt - gg for gg, tt in zip(good[i], total[i], strict=True)]
+        g, t, bad = good[i][n_pre:], total[i][n_pre:], bad_all[n_pre:]
         G, TT = sum(g), sum(t)
-        occ = _occurrences(s, G, TT, window_s)
+        occ = _occurrences(s, G, TT, window_s, elapsed_s)
         allowed = occ["allowed_events"]
         per_day_steps = 86400 // STEP_S
         burn_24h = sli.rolling_burn(bad, t, per_day_steps, T)[-1] if n_steps else 0.0
@@ -236,7 +293,8 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         per_slice = max(1, s.objective.time_slice_window_s // STEP_S)
         sg, st_ = sli.slice_sums(g, per_slice), sli.slice_sums(t, per_slice)
         sp = [any(present[j:j + per_slice]) for j in range(0, n_steps, per_slice)]
-        ts = sli.timeslices(sg, st_, sp, s.objective.time_slice_target, T, per_slice * STEP_S)
+        ts = sli.timeslices(sg, st_, sp, s.objective.time_slice_target, T, per_slice * STEP_S,
+                            period_slices=None if period["kind"] == "rolling" else window_s // (per_slice * STEP_S))
         alerts = sli.alert_periods(bad, t, STEP_S, T)
         for a in alerts:
             a.update(slo=s.name, start=_iso(step_ms[a["start_step"]]),
@@ -259,6 +317,8 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         r6h = sli.rolling_burn(bad, t, 6 * hourly, T)
         r1d = sli.rolling_burn(bad, t, 24 * hourly, T)
         r3d = sli.rolling_burn(bad, t, 72 * hourly, T)
+        # rolling view: the budget left in the trailing window (same length as the report's) ending at each step
+        r_win = sli.rolling_burn(bad_all, total[i], n_pre, T)[n_pre:]
         for k in range(n_steps):
             cb += bad[k]
             ct += t[k]
@@ -266,13 +326,16 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
                 burn_down.append({"slo": s.name, "time": _iso(start_ms + (k + 1) * STEP_S * 1000),
                                   "remaining_fixed": 1 - cb / allowed if allowed > 0 else 1.0,
                                   "remaining_to_date": 1 - cb / ((1 - T) * ct) if ct > 0 else 1.0,
+                                  "remaining_rolling": 1 - r_win[k],
+                                  "rolling_coverage": (seen_cum[n_pre + k + 1] - seen_cum[k + 1]) / n_pre,
                                   "burn_1h": r1h[k], "burn_6h": r6h[k], "burn_1d": r1d[k], "burn_3d": r3d[k]})
-        scopes = (_scope_rows(s, i, groups["cluster"], ("cluster",), window_s, allowed)
-                  + _scope_rows(s, i, groups["topic"], ("cluster", "topic"), window_s, allowed))
-        brokers = sorted((r for r in _scope_rows(s, i, groups["leader"], ("cluster", "leader"), window_s, allowed)
+        span = (window_s, elapsed_s, allowed)
+        scopes = (_scope_rows(s, i, groups["cluster"], ("cluster",), *span)
+                  + _scope_rows(s, i, groups["topic"], ("cluster", "topic"), *span))
+        brokers = sorted((r for r in _scope_rows(s, i, groups["leader"], ("cluster", "leader"), *span)
                           if r["bad"] > 0), key=lambda r: -r["bad"])
         parts = sorted((r for r in _scope_rows(s, i, groups["partition"], ("cluster", "topic", "partition", "leader"),
-                                                window_s, allowed) if r["bad"] > 0), key=lambda r: -r["bad"])[:top]
+                                                *span) if r["bad"] > 0), key=lambda r: -r["bad"])[:top]
         summary = {"slo": s.name, "display_name": s.display_name, "kind": s.kind, "target": T,
                    "budgeting_method": s.budgeting_method, **{f"occ_{k}": v for k, v in occ.items()},
                    "burn_24h": burn_24h, "exhaustion_hours": exhaustion,
@@ -346,8 +409,8 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
     met = [r["met"] for r in report_slos if r["met"] is not None]
     report = {
         "generated_at": _iso(int(dt.datetime.now(dt.UTC).timestamp() * 1000)),
-        "window": {"start": _iso(start_ms), "end": _iso(end_ms), "seconds": window_s, "start_ms": start_ms,
-                   "end_ms": end_ms, "step_seconds": STEP_S},
+        "window": {**period, "start": _iso(start_ms), "end": _iso(period["end_ms"]), "as_of": _iso(end_ms),
+                   "step_seconds": STEP_S},
         "overall": {"slos": len(report_slos), "met": sum(met), "violated": len(met) - sum(met),
                     "worst_budget_remaining": min((r["occurrences"]["remaining_ratio"] for r in report_slos),
                                                   default=None)},

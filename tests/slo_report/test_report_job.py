@@ -1,14 +1,16 @@
 """The PySpark SLO report on generated data: every number in report.json against the closed form."""
 
+import datetime as dt
 import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from slo.generate import DAY_S, GenConfig, Incident, expected, generate, profile_samples
 from slo.jobs.slo_report import slo_report
-from slo.specs import load_specs
+from slo.specs import DEFAULT_SPEC, load_specs, parse_spec
 
 INCIDENTS = ("broker-down@2h+4h:cluster=c0,broker=1", "latency-spike@10h+1h:cluster=c1", "loss@14h+30m:lost=2",
              "gap@20h+20m", "no-traffic@1d+1d", "loss@2d12h+1h:cluster=c0,lost=1")
@@ -165,3 +167,106 @@ def test_window_with_files_but_no_rows(spark, tmp_path):
                    window_s=DAY_S)
     assert all(s["occurrences"]["total"] == 0 for s in r["slos"])
     assert r["latency"]["window"]["e2e_latency_hdr"]["count"] == 0
+
+
+def _remaining(e, name):
+    good_f, total_f = FIELDS[name]
+    target = next(s for s in SPECS if s.name == name).objective.target
+    return 1.0 if e[total_f] == 0 else 1 - (e[total_f] - e[good_f]) / e[total_f] / (1 - target)
+
+
+def test_rolling_without_history(report):
+    r, out = report
+    h = r["completeness"]["rolling_history"]
+    assert (h["rows"], h["coverage"], h["steps_missing"]) == (0, 0.0, WINDOW // 60)
+    bd = pq.read_table(out / "burn_down.parquet").to_pylist()
+    for row in bd:  # no data before the start: the trailing window holds exactly the events to date
+        assert row["remaining_rolling"] == pytest.approx(row["remaining_to_date"])
+    last = [row for row in bd if row["slo"] == "write-availability"][-1]
+    assert last["rolling_coverage"] == pytest.approx((4320 - 20) / 4320)
+
+
+ROLL = GenConfig(days=4, clusters=1, partitions=3, interval_s=60, incidents=tuple(map(Incident.parse, (
+    "gap@0+6h", "broker-down@1d+4h:broker=1", "latency-spike@1d12h+2h", "loss@2d12h+1h:lost=3"))))
+
+
+@pytest.fixture(scope="module")
+def rolling(spark, tmp_path_factory):
+    data, out = tmp_path_factory.mktemp("sli-roll"), tmp_path_factory.mktemp("report-roll")
+    generate(ROLL, data)
+    return slo_report(spark, data, SPECS, out, window_s=2 * DAY_S), out
+
+
+def test_rolling_burn_down_vs_closed_form(rolling):
+    """Incidents before the window start: the rolling line burns budget until they leave the trailing 2 days,
+    the fixed one never sees them; both against the generator's closed form at every hour."""
+    r, out = rolling
+    assert r["window"]["kind"] == "rolling" and r["window"]["start_ms"] == ROLL.start_ms + 2 * DAY_S * 1000
+    bd = pq.read_table(out / "burn_down.parquet").to_pylist()
+    for name in FIELDS:
+        rows = [row for row in bd if row["slo"] == name]
+        assert len(rows) == 48
+        allowed = _slo(r, name)["occurrences"]["allowed_events"]
+        good_f, total_f = FIELDS[name]
+        for h, row in enumerate(rows, start=1):
+            t = 2 * DAY_S + h * 3600
+            assert row["remaining_rolling"] == pytest.approx(_remaining(expected(ROLL, t - 2 * DAY_S, t), name)), \
+                (name, h)
+            fixed = expected(ROLL, 2 * DAY_S, t)
+            assert row["remaining_fixed"] == pytest.approx(1 - (fixed[total_f] - fixed[good_f]) / allowed)
+            gap = max(0, 6 * 3600 - (t - 2 * DAY_S))  # the part of the 6 h gap at 0 in the trailing window
+            assert row["rolling_coverage"] == pytest.approx(1 - gap / (2 * DAY_S))
+        assert rows[-1]["remaining_rolling"] == pytest.approx(_slo(r, name)["occurrences"]["remaining_ratio"])
+    write = [row for row in bd if row["slo"] == "write-availability"]
+    assert write[0]["remaining_fixed"] == 1.0 and write[0]["remaining_rolling"] < 0  # the outage at 1d, seen
+    assert write[23]["remaining_rolling"] < 0 and write[28]["remaining_rolling"] == 1.0  # gone after 3d4h
+    h = r["completeness"]["rolling_history"]
+    assert (h["rows"], h["steps_missing"]) == (expected(ROLL, 0, 2 * DAY_S)["rows"], 6 * 60)
+    assert h["coverage"] == pytest.approx(1 - 6 / 48)
+
+
+CAL = GenConfig(days=3, clusters=1, partitions=3, interval_s=60, incidents=tuple(map(Incident.parse, (
+    "broker-down@1d+3h:broker=1", "broker-down@2d10h+2h:broker=2"))))
+
+
+def _calendar_specs(window: dict) -> list:
+    docs = list(yaml.safe_load_all(DEFAULT_SPEC.read_text()))
+    for d in docs:
+        d["spec"]["timeWindow"] = [window]
+    return [parse_spec(d) for d in docs]
+
+
+def test_calendar_window_report(spark, tmp_path):
+    """A daily calendar window anchored at 06:00 Paris (05:00 UTC in January): the data ends 2026-01-04T00:00Z,
+    so the period is 2026-01-03T05:00Z - 2026-01-04T05:00Z, 19 h of it elapsed; the budget is consumed so far."""
+    generate(CAL, tmp_path / "sli")
+    specs = _calendar_specs({"duration": "1d", "isRolling": False,
+                             "calendar": {"startTime": "2025-12-01 06:00:00", "timeZone": "Europe/Paris"}})
+    r = slo_report(spark, tmp_path / "sli", specs, tmp_path / "out")
+    w = r["window"]
+    assert (w["kind"], w["start"], w["end"], w["as_of"]) == (
+        "calendar", "2026-01-03T05:00:00Z", "2026-01-04T05:00:00Z", "2026-01-04T00:00:00Z")
+    assert (w["seconds"], w["elapsed_seconds"]) == (DAY_S, 19 * 3600)
+    assert w["calendar"] == {"startTime": "2025-12-01 06:00:00", "timeZone": "Europe/Paris", "duration": "1d"}
+    lo = 2 * DAY_S + 5 * 3600
+    e = expected(CAL, lo, 3 * DAY_S)
+    s = _slo(r, "write-availability")
+    occ, T = s["occurrences"], s["target"]
+    bad = e["produce_attempts"] - e["produce_successes"]
+    assert (occ["total"], occ["bad"]) == (e["produce_attempts"], bad) and bad == 2 * 60 * 10
+    assert occ["remaining_ratio"] == pytest.approx(1 - bad / e["produce_attempts"] / (1 - T))
+    assert occ["allowed_minutes"] == pytest.approx((1 - T) * 1440)
+    assert occ["consumed_minutes"] == pytest.approx(bad / e["produce_attempts"] * 19 * 60)
+    ts = s["timeslices"]  # whole-period time budget: (1 - T) x 1440 one-minute slices
+    assert (ts["slices"], ts["bad"]) == (19 * 60, 120)
+    assert ts["remaining_ratio"] == pytest.approx(1 - 120 / ((1 - T) * 1440))
+    assert r["completeness"]["steps"] == 19 * 60 and r["completeness"]["steps_missing"] == 0
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Calendar window 2026-01-03T05:00:00Z" in html and "Europe/Paris" in html
+    bd = [row for row in pq.read_table(tmp_path / "out" / "burn_down.parquet").to_pylist()
+          if row["slo"] == "write-availability"]
+    for row in bd:  # rolling: the trailing day (the period's length) ending at each hour
+        t = (dt.datetime.fromisoformat(row["time"]).timestamp() * 1000 - CAL.start_ms) / 1000
+        assert row["remaining_rolling"] == pytest.approx(_remaining(expected(CAL, t - DAY_S, t),
+                                                                    "write-availability"))
+    assert bd[0]["remaining_fixed"] == 1.0

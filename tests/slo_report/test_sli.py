@@ -16,6 +16,10 @@ def test_budget_and_burn_closed_form():
     assert sli.burn_rate(500, 100_000, 0.99) == pytest.approx(0.5)
     neg = sli.error_budget(total=1000, bad=30, target=0.99, window_s=14 * 86400)
     assert neg["remaining_ratio"] == pytest.approx(-2.0) and neg["remaining_events"] == pytest.approx(-20)
+    # a week's calendar period 1 day in: 500 bad of 100,000 = 0.5% of 1 day's minutes, out of 1% of the week's
+    part = sli.error_budget(total=100_000, bad=500, target=0.99, window_s=7 * 86400, elapsed_s=86400)
+    assert part["allowed_minutes"] == pytest.approx(100.8) and part["consumed_minutes"] == pytest.approx(7.2)
+    assert part["remaining_minutes"] == pytest.approx(93.6) and part["remaining_ratio"] == pytest.approx(0.5)
     assert sli.exhaustion_hours(-2.0, 5, 14 * 86400) == 0.0
     assert sli.exhaustion_hours(0.5, 2.0, 14 * 86400) == pytest.approx(0.5 * 336 / 2)
     assert sli.exhaustion_hours(0.5, 0.0, 14 * 86400) is None
@@ -59,6 +63,9 @@ def test_timeslices_and_bad_periods():
     assert ts["sli_missing_as_bad"] == 0.6
     assert ts["ratio_timeslices_sli"] == pytest.approx((1 + 0.9 + 1) / 3)
     assert ts["allowed_minutes"] == 2 and ts["remaining_minutes"] == 1
+    # a calendar period under way: the whole period's time budget (10 slices x 0.5), 1 bad slice so far
+    cal = sli.timeslices(good, total, present, slice_target=0.95, target=0.5, slice_s=60, period_slices=10)
+    assert (cal["sli"], cal["allowed_minutes"], cal["remaining_ratio"]) == (0.75, 5, 0.8)
     bp = sli.bad_periods([0, 1, 2, 0, 5, 0, 1], allowed_events=10)
     assert bp[0] == {"start_step": 4, "end_step": 5, "bad_events": 5, "budget_share": 0.5}
     assert bp[1]["bad_events"] == 3 and len(bp) == 3

@@ -47,7 +47,11 @@ def test_page_renders_every_section(report_dir, monkeypatch):
     assert f"{write['occurrences']['remaining_ratio'] * 100:.1f}%" in values
     subheaders = [h.value for h in at.subheader]
     assert "Budget burn-down" in subheaders and "Burn rate by window" in subheaders
-    assert len(at.get("vega_lite_chart")) >= 2 * len(report["slos"]) + 1
+    charts = at.get("vega_lite_chart")
+    assert len(charts) >= 2 * len(report["slos"]) + 1
+    burn_down = [c for c in charts if "fixed" in str(c.proto) and "rolling" in str(c.proto)]
+    assert len(burn_down) == len(report["slos"])  # one burn-down per SLO, with its fixed and rolling lines
+    assert any(c.value.startswith("Rolling window") and "rolling burn-down" in c.value for c in at.caption)
     assert any("page-fast" in str(d.value) for d in at.dataframe)
 
 
