@@ -14,23 +14,26 @@ from slo.lag.evaluator import evaluate_views
 from slo.lag.rules import GroupStatus, Status
 from slo.lag.storage import LagStorage
 
+DAY_MS = 86_400_000
+# The columns replay_group reads, in this order (the `commits` and `broker` tables' union, minus seq and group).
+EVENT_COLUMNS = ("time_ms", "kind", "topic", "partition", "offset", "order", "timestamp", "partition_count")
 
-def apply_event(storage: LagStorage, e: dict) -> None:
-    """Apply one recorded row (a `commits` or `broker` table row as a dict) as the live monitor did."""
-    kind = e["kind"]
-    if kind == history.COMMIT:
-        storage.add_commit(e["group"], e["topic"], e["partition"], e["offset"], e["timestamp"], e["order"],
-                           e["time_ms"])
-    elif kind == history.BROKER_OFFSET:
-        storage.set_broker_offset(e["topic"], e["partition"], e["offset"], e["time_ms"], e["partition_count"])
+
+def apply_event(storage: LagStorage, group: str, time_ms: int, kind: str, topic: str | None, partition: int | None,
+                offset: int | None, order: int | None, timestamp: int | None, partition_count: int | None) -> None:
+    """Apply one recorded row (EVENT_COLUMNS) of `group`'s history as the live monitor did."""
+    if kind == history.BROKER_OFFSET:
+        storage.set_broker_offset(topic, partition, offset, time_ms, partition_count)
+    elif kind == history.COMMIT:
+        storage.add_commit(group, topic, partition, offset, timestamp, order, time_ms)
     elif kind == history.OFFSET_DELETE:
-        storage.delete_offset(e["group"], e["topic"], e["partition"])
+        storage.delete_offset(group, topic, partition)
     elif kind == history.GROUP_DELETE:
-        storage.delete_group(e["group"])
+        storage.delete_group(group)
     elif kind == history.GROUP_TOPIC_DELETE:
-        storage.delete_group_topic(e["group"], e["topic"])
+        storage.delete_group_topic(group, topic)
     elif kind == history.TOPIC_DELETE:
-        storage.delete_topic(e["topic"])
+        storage.delete_topic(topic)
 
 
 @dataclass
@@ -87,23 +90,32 @@ def instants(from_ms: int, to_ms: int, step_ms: int) -> range:
     return range(-(-from_ms // step_ms) * step_ms, to_ms + 1, step_ms)
 
 
-def replay_group(group: str, events: Iterable[dict], from_ms: int, to_ms: int, step_ms: int,
+def replay_group(group: str, events: Iterable[tuple], from_ms: int, to_ms: int, step_ms: int,
                  config: LagConfig) -> GroupHistory:
-    """Apply `events` (sorted by time_ms, seq) and evaluate `group` at each instant, like the live evaluator."""
+    """Apply `group`'s history (rows of EVENT_COLUMNS, sorted by time_ms then seq) and evaluate it at each instant,
+    like the live evaluator."""
     storage = LagStorage(config.storage)
-    it = iter(events)
-    pending = next(it, None)
+    set_broker_offset = storage.set_broker_offset
+    rows = iter(events)
+    pending = next(rows, None)
     group_runs, part_runs = Intervals(step_ms), Intervals(step_ms)
-    daily: dict[str, Daily] = {}
+    daily: dict[int, Daily] = {}   # by UTC day number: date_of per instant would cost more than the evaluation
     for t in instants(from_ms, to_ms, step_ms):
-        while pending is not None and pending["time_ms"] <= t:
-            apply_event(storage, pending)
-            pending = next(it, None)
+        while pending is not None and pending[0] <= t:
+            if pending[1] == history.BROKER_OFFSET:   # most rows; inlined: ~15% of the replay
+                set_broker_offset(pending[2], pending[3], pending[4], pending[0], pending[7])
+            else:
+                apply_event(storage, group, *pending)
+            pending = next(rows, None)
         g = evaluate_views(config.cluster, group, storage.fetch_group(group, t), t, config.evaluator)
         if g.status is Status.NOTFOUND:
             continue
         group_runs.add((group,), g.status.name, t)
         for p in g.partitions:
             part_runs.add((group, p.topic, p.partition), p.status.name, t)
-        daily.setdefault(history.date_of(t), Daily()).add(g)
-    return GroupHistory(group_runs.finish(), part_runs.finish(), daily)
+        day = daily.get(t // DAY_MS)
+        if day is None:
+            day = daily[t // DAY_MS] = Daily()
+        day.add(g)
+    return GroupHistory(group_runs.finish(), part_runs.finish(),
+                        {history.date_of(d * DAY_MS): v for d, v in sorted(daily.items())})

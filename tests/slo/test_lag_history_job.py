@@ -26,7 +26,8 @@ def simulate(history_dir, minutes: int = 90):
     m = LagMonitor(config)
     rng = random.Random(7)
     log_end = {("orders", 0): 0, ("orders", 1): 0, ("clicks", 0): 0}
-    committed = {"steady": {("orders", 0): 0, ("orders", 1): 0}, "flaky": {("clicks", 0): 0}}
+    committed = {"steady": {("orders", 0): 0, ("orders", 1): 0}, "flaky": {("clicks", 0): 0},
+                 "partial": {("orders", 0): 0}}
     order = 0
     group_runs, part_runs, daily = Intervals(STEP_S * 1000), Intervals(STEP_S * 1000), {}
     for second in range(0, minutes * 60 + 1, 5):
@@ -51,12 +52,16 @@ def simulate(history_dir, minutes: int = 90):
                 committed["flaky"][tp] += 10
             order += 1
             m.commit("flaky", "clicks", 0, committed["flaky"][tp], now - rng.randint(0, 20), order, now)
+        if second % 40 == 0 and second >= 10 * 60:           # partial: shares orders, commits one partition only
+            committed["partial"][("orders", 0)] = log_end[("orders", 0)] - 200
+            order += 1
+            m.commit("partial", "orders", 0, committed["partial"][("orders", 0)], now, order, now)
         if second == 70 * 60:
             m.delete_group("steady", now)
         if second % 600 == 0:
             m.save()
         if now % (STEP_S * 1000) == 0:
-            for name in ("steady", "flaky"):
+            for name in committed:
                 g = m.evaluator.group(name, now)
                 if g.status is Status.NOTFOUND:
                     continue
@@ -92,7 +97,8 @@ def test_spark_job_equals_live_evaluator(tmp_path, spark):
 
     config, live_groups, live_parts, live_daily = simulate(tmp_path / "hist")
     statuses = {s for *_, s, _f, _t in live_parts}
-    assert {"OK", "STOP", "REWIND"} <= statuses, statuses   # the scenario exercises the rules
+    assert {"OK", "WARN", "STOP", "STALL", "REWIND"} <= statuses, statuses   # the scenario exercises the rules
+    assert {(g, t, p) for g, t, p, *_ in live_parts} >= {("steady", "orders", 1), ("partial", "orders", 1)}
     counts = lag_history(spark, tmp_path / "hist", tmp_path / "out", step_s=STEP_S, config=config)
     got = pq.read_table(tmp_path / "out" / "status_intervals").to_pylist()
     groups = sorted((r["group"], r["status"], r["from_ms"], r["to_ms"]) for r in got if r["level"] == "group")
