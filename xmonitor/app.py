@@ -69,8 +69,10 @@ class XMonitor:
                 s.stop()
                 s.join(30)
         deadline = self.clock.mono() + drain_s
-        while (self.consume.running and self.clock.mono() < deadline
-               and self.rec.totals["records-consumed"] < self.rec.totals["records-produced"]):
+        while self.consume.running and self.clock.mono() < deadline:
+            consumed, produced = self.rec.consumed_and_produced()
+            if consumed >= produced:
+                break
             time.sleep(0.05)
         for s in (self.consume, self.sli_sink):
             s.stop()

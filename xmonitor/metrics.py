@@ -6,6 +6,11 @@ Services call the `record_*` methods (thread-safe). Three views are kept from th
 * Xinfra-compatible gauges computed on scrape exactly as Xinfra defines them (60 × 1 s Kafka windows), under the
   names jmx_exporter gives the `kmf.services` MBeans: `kmf_services_<type>_<name>_<attribute>`, `-` → `_`;
 * per-partition interval accumulators, rolled into SLI_SCHEMA rows every `sli.interval.ms` (see sink.py).
+
+The two per-record events (a send acknowledged, a record consumed) are only queued by the service threads and
+folded into all three views in one batch by whoever reads next (a scrape, the SLI sink, the gauges): done per
+record, under a lock shared by the produce and consume threads, this bookkeeping cost more CPU than the Kafka
+clients themselves (benchmarks/xmonitor_overhead.py). Each queued event keeps its own time and leader.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from xmonitor.accounting import Kind, Outcome
 from xmonitor.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.sli_schema import encode_hdr, new_histogram
-from xmonitor.windowed import Avg, Max, Percentiles, Rate
+from xmonitor.windowed import Latency, Rate
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120,
                      300, 600, 1800, 3600)
 HDR_MAX_US = 3_600_000_000
+_FOLD_AT = 50_000          # queued events that force a fold even when nobody reads (a bound on memory)
 SERVICES = ("topic-management", "produce", "consume", "offset-commit", "sli-sink")
 
 
@@ -50,28 +56,30 @@ def _hdr_us(seconds: float) -> int:
     return min(max(int(seconds * 1_000_000), 1), HDR_MAX_US)
 
 
-class _Latency:
-    """Xinfra's Avg + Max + Percentiles triple for one latency (ms)."""
+def _latency_gauges(stat: Latency, prefix: str, now_ms: int) -> dict[str, float]:
+    """Xinfra's Avg + Max + Percentiles attributes of one latency (ms)."""
+    return {f"{prefix}-avg": stat.avg(now_ms), f"{prefix}-max": stat.max(now_ms),
+            f"{prefix}-99th": stat.measure(now_ms, 99), f"{prefix}-999th": stat.measure(now_ms, 99.9),
+            f"{prefix}-9999th": stat.measure(now_ms, 99.99)}
 
-    def __init__(self, max_ms: float, granularity_ms: float) -> None:
-        self.avg, self.max, self.pct = Avg(), Max(), Percentiles(max_ms, granularity_ms)
 
-    def record(self, now_ms: int, value_ms: float) -> None:
-        self.avg.record(now_ms, value_ms)
-        self.max.record(now_ms, value_ms)
-        self.pct.record(now_ms, value_ms)
+class _FoldingRegistry(CollectorRegistry):
+    """A registry that folds the queued events in before every collection (scrapes, get_sample_value)."""
 
-    def gauges(self, prefix: str, now_ms: int) -> dict[str, float]:
-        return {f"{prefix}-avg": self.avg.measure(now_ms), f"{prefix}-max": self.max.measure(now_ms),
-                f"{prefix}-99th": self.pct.measure(now_ms, 99), f"{prefix}-999th": self.pct.measure(now_ms, 99.9),
-                f"{prefix}-9999th": self.pct.measure(now_ms, 99.99)}
+    def __init__(self, fold) -> None:
+        super().__init__()
+        self._fold = fold
+
+    def collect(self):
+        self._fold()
+        yield from super().collect()
 
 
 class Recorder:
     def __init__(self, cfg: MonitorConfig, run_id: str, clock: Clock = SYSTEM,
-                 registry: CollectorRegistry | None = None) -> None:
+                 ) -> None:
         self.cfg, self.run_id, self.clock = cfg, run_id, clock
-        self.registry = registry or CollectorRegistry()
+        self.registry = _FoldingRegistry(self.fold)
         self._lock = threading.RLock()
         self.leaders: dict[int, int] = {}
         self.partitions: list[int] = []
@@ -114,11 +122,11 @@ class Recorder:
         self.w_produced_p: dict[int, Rate] = {}
         self.w_error_p: dict[int, Rate] = {}
         self.last_send_failed: dict[int, bool] = {}
-        self.w_produce_delay = _Latency(pmax, pgran)
+        self.w_produce_delay = Latency(pmax, pgran)
         self.w_consumed, self.w_bytes, self.w_consume_err = Rate(), Rate(), Rate()
         self.w_lost, self.w_dup, self.w_delayed = Rate(), Rate(), Rate()
-        self.w_delay = _Latency(pmax, pgran)
-        self.w_commit_latency = _Latency(pmax, pgran)
+        self.w_delay = Latency(pmax, pgran)
+        self.w_commit_latency = Latency(pmax, pgran)
         self.w_commit_fail = Rate()
         self.w_ocs_ok, self.w_ocs_fail = Rate(), Rate()
         self.totals: CountMap = CountMap()
@@ -127,6 +135,8 @@ class Recorder:
         self._interval_start = clock.wall()
         self._children: dict[object, dict[tuple[int, int], object]] = {}
         self._intervals: dict[int, IntervalStats] = {}
+        self._produced: list[tuple] = []        # queued acknowledgements and failures (see the module docstring)
+        self._consumed: list[tuple] = []        # queued consumed records
         self.registry.register(_KmfCollector(self))
 
     # ---- topology ----------------------------------------------------------------------------------------
@@ -152,10 +162,10 @@ class Recorder:
     def _labels(self, partition: int) -> tuple[str, str, str, str]:
         return self.cfg.cluster_name, self.cfg.topic, str(partition), str(self.leaders.get(partition, -1))
 
-    def _child(self, metric, partition: int):
-        """`metric.labels(*self._labels(partition))`, cached per (partition, leader): the label lookup is the
-        costliest part of recording an event. Children are still created lazily, on first use, as before."""
-        key = (partition, self.leaders.get(partition, -1))
+    def _child(self, metric, partition: int, leader: int | None = None):
+        """`metric.labels(cluster, topic, partition, leader)` (leader: the current one unless given), cached: the
+        label lookup is the costliest part of recording an event. Children are created on first use."""
+        key = (partition, self.leaders.get(partition, -1) if leader is None else leader)
         cache = self._children.get(metric)
         if cache is None:
             cache = self._children[metric] = {}
@@ -177,61 +187,79 @@ class Recorder:
             self._interval(partition).attempts += 1
 
     def record_produce_result(self, partition: int, error: str | None, latency_s: float) -> None:
-        now_ms = self.clock.wall_ms()
-        with self._lock:
-            iv = self._interval(partition)
-            if error is None:
-                self._child(self.c_successes, partition).inc()
-                self._child(self.h_produce, partition).observe(latency_s)
-                iv.successes += 1
-                iv.produce_hdr.record_value(_hdr_us(latency_s))
-                self.w_produced.record(now_ms)
-                r = self.w_produced_p.get(partition)
-                if r is None:
-                    r = self.w_produced_p[partition] = Rate()
-                r.record(now_ms)
-                self.w_produce_delay.record(now_ms, latency_s * 1000)
-                self.totals["records-produced"] += 1
-                self.last_send_failed[partition] = False
-            else:
-                self.c_errors.labels(*self._labels(partition), error).inc()
-                iv.errors[error] += 1
-                self.w_produce_err.record(now_ms)
-                r = self.w_error_p.get(partition)
-                if r is None:
-                    r = self.w_error_p[partition] = Rate()
-                r.record(now_ms)
-                self.totals["produce-error"] += 1
-                self.last_send_failed[partition] = True
+        self._produced.append((partition, self.leaders.get(partition, -1), error, latency_s, self.clock.wall_ms()))
+        if len(self._produced) > _FOLD_AT:
+            self.fold()
 
-    # ---- consume -----------------------------------------------------------------------------------------
     def record_consumed(self, partition: int, outcome: Outcome, delay_s: float, nbytes: int) -> None:
-        now_ms = self.clock.wall_ms()
-        late = delay_s * 1000 > self.cfg.consume_latency_sla_ms
+        self._consumed.append((partition, self.leaders.get(partition, -1), outcome.kind, delay_s, nbytes,
+                               self.clock.wall_ms()))
+        if len(self._consumed) > _FOLD_AT:
+            self.fold()
+
+    def fold(self) -> None:
+        """Apply the queued per-record events to every view (called before each read)."""
         with self._lock:
-            iv = self._interval(partition)
-            self._child(self.c_consumed, partition).inc()
-            self._child(self.h_e2e, partition).observe(max(delay_s, 0.0))
-            iv.consumed += 1
-            iv.e2e_hdr.record_value(_hdr_us(delay_s))
-            self.w_consumed.record(now_ms)
-            self.w_bytes.record(now_ms, nbytes)
-            self.w_delay.record(now_ms, delay_s * 1000)
-            self.totals["records-consumed"] += 1
-            if late:
-                self._child(self.c_late, partition).inc()
-                iv.late += 1
-                self.w_delayed.record(now_ms)
-                self.totals["records-delayed"] += 1
-            if outcome.kind is Kind.DUPLICATE:
-                self._child(self.c_duplicated, partition).inc()
-                iv.duplicated += 1
-                self.w_dup.record(now_ms)
-                self.totals["records-duplicated"] += 1
-            elif outcome.kind is Kind.OUT_OF_ORDER:
-                self._child(self.c_out_of_order, partition).inc()
-                iv.out_of_order += 1
-                self.totals["records-out-of-order"] += 1
+            produced, self._produced = self._produced, []
+            consumed, self._consumed = self._consumed, []
+            counts: CountMap = CountMap()          # (counter, partition, leader) -> increments, applied once
+            for p, leader, error, latency_s, now_ms in produced:
+                iv = self._interval(p)
+                if error is None:
+                    counts[(self.c_successes, p, leader)] += 1
+                    self._child(self.h_produce, p, leader).observe(latency_s)
+                    iv.successes += 1
+                    iv.produce_hdr.record_value(_hdr_us(latency_s))
+                    self.w_produced.record(now_ms)
+                    r = self.w_produced_p.get(p)
+                    if r is None:
+                        r = self.w_produced_p[p] = Rate()
+                    r.record(now_ms)
+                    self.w_produce_delay.record(now_ms, latency_s * 1000)
+                    self.totals["records-produced"] += 1
+                    self.last_send_failed[p] = False
+                else:
+                    self.c_errors.labels(self.cfg.cluster_name, self.cfg.topic, str(p), str(leader), error).inc()
+                    iv.errors[error] += 1
+                    self.w_produce_err.record(now_ms)
+                    r = self.w_error_p.get(p)
+                    if r is None:
+                        r = self.w_error_p[p] = Rate()
+                    r.record(now_ms)
+                    self.totals["produce-error"] += 1
+                    self.last_send_failed[p] = True
+            sla_s = self.cfg.consume_latency_sla_ms / 1000.0
+            for p, leader, kind, delay_s, nbytes, now_ms in consumed:
+                iv = self._interval(p)
+                counts[(self.c_consumed, p, leader)] += 1
+                self._child(self.h_e2e, p, leader).observe(max(delay_s, 0.0))
+                iv.consumed += 1
+                iv.e2e_hdr.record_value(_hdr_us(delay_s))
+                self.w_consumed.record(now_ms)
+                self.w_bytes.record(now_ms, nbytes)
+                self.w_delay.record(now_ms, delay_s * 1000)
+                self.totals["records-consumed"] += 1
+                if delay_s > sla_s:
+                    counts[(self.c_late, p, leader)] += 1
+                    iv.late += 1
+                    self.w_delayed.record(now_ms)
+                    self.totals["records-delayed"] += 1
+                if kind is Kind.DUPLICATE:
+                    counts[(self.c_duplicated, p, leader)] += 1
+                    iv.duplicated += 1
+                    self.w_dup.record(now_ms)
+                    self.totals["records-duplicated"] += 1
+                elif kind is Kind.OUT_OF_ORDER:
+                    counts[(self.c_out_of_order, p, leader)] += 1
+                    iv.out_of_order += 1
+                    self.totals["records-out-of-order"] += 1
+            for (metric, p, leader), n in counts.items():
+                self._child(metric, p, leader).inc(n)
+
+    def consumed_and_produced(self) -> tuple[int, int]:
+        """(records consumed, records acknowledged) so far."""
+        self.fold()
+        return self.totals["records-consumed"], self.totals["records-produced"]
 
     def record_lost(self, partition: int, n: int) -> None:
         now_ms = self.clock.wall_ms()
@@ -287,6 +315,7 @@ class Recorder:
         """Close the current interval: one SLI_SCHEMA row per known partition, and start the next."""
         end = self.clock.wall()
         with self._lock:
+            self.fold()
             start, self._interval_start = self._interval_start, end
             stats, self._intervals = self._intervals, {p: IntervalStats() for p in self.partitions}
             leaders = dict(self.leaders)
@@ -310,6 +339,7 @@ class Recorder:
     def produce_availability(self, now_ms: int | None = None) -> float:
         now_ms = self.clock.wall_ms() if now_ms is None else now_ms
         with self._lock:
+            self.fold()
             per = [(self.w_produced_p[p].measure(now_ms) if p in self.w_produced_p else 0.0,
                     self.w_error_p[p].measure(now_ms) if p in self.w_error_p else 0.0,
                     self.last_send_failed.get(p, False)) for p in self.partitions]
@@ -318,6 +348,7 @@ class Recorder:
     def consume_availability(self, now_ms: int | None = None) -> float:
         now_ms = self.clock.wall_ms() if now_ms is None else now_ms
         with self._lock:
+            self.fold()
             return formulas.consume_availability(self.w_consumed.measure(now_ms), self.w_delayed.measure(now_ms),
                                                  self.w_lost.measure(now_ms))
 
@@ -326,12 +357,13 @@ class Recorder:
         now_ms = self.clock.wall_ms() if now_ms is None else now_ms
         t = self.totals
         with self._lock:
+            self.fold()
             g: dict[tuple[str, str], float] = {}
             ps = {"records-produced-rate": self.w_produced.measure(now_ms),
                   "records-produced-total": t["records-produced"],
                   "produce-error-rate": self.w_produce_err.measure(now_ms), "produce-error-total": t["produce-error"],
                   "produce-availability-avg": self.produce_availability(now_ms),
-                  **self.w_produce_delay.gauges("produce-delay-ms", now_ms)}
+                  **_latency_gauges(self.w_produce_delay, "produce-delay-ms", now_ms)}
             for p in self.partitions:
                 ps[f"records-produced-rate-partition-{p}"] = (self.w_produced_p[p].measure(now_ms)
                                                               if p in self.w_produced_p else 0.0)
@@ -346,7 +378,7 @@ class Recorder:
                   "records-delayed-rate": self.w_delayed.measure(now_ms), "records-delayed-total": t["records-delayed"],
                   "topic-partitions-count": float(self.topic_partitions_at_start or 0),
                   "consume-availability-avg": self.consume_availability(now_ms),
-                  **self.w_delay.gauges("records-delay-ms", now_ms)}
+                  **_latency_gauges(self.w_delay, "records-delay-ms", now_ms)}
             ca = {"offsets-committed-total": t["offsets-committed"],
                   "failed-commit-offsets-total": t["failed-commit-offsets"],
                   "failed-commit-offsets-avg": self.w_commit_fail.measure(now_ms),
@@ -358,8 +390,8 @@ class Recorder:
                    "offset-commit-service-failure-total": t["ocs-failure"],
                    "offset-commit-availability-avg": formulas.ratio_availability(ok_rate, fail_rate)}
             for typ, attrs in (("produce-service", ps), ("consume-service", cs), ("commit-availability-service", ca),
-                               ("commit-latency-service", self.w_commit_latency.gauges("commit-offset-latency-ms",
-                                                                                       now_ms)),
+                               ("commit-latency-service", _latency_gauges(self.w_commit_latency,
+                                                                               "commit-offset-latency-ms", now_ms)),
                                ("offset-commit-service", ocs)):
                 for attr, v in attrs.items():
                     g[(typ, attr)] = float(v)

@@ -72,34 +72,6 @@ class Rate(_Sampled):
         return total / (elapsed / 1000.0) if elapsed > 0 else 0.0
 
 
-class Avg(_Sampled):
-    def _new(self) -> list[float]:
-        return [0.0, 0]
-
-    def record(self, now_ms: int, value: float) -> None:
-        s = self._current_sample(now_ms)[1]
-        s[0] += value
-        s[1] += 1
-
-    def measure(self, now_ms: int) -> float:
-        live = self._live(now_ms)
-        n = sum(s[1] for s in live)
-        return sum(s[0] for s in live) / n if n else math.nan
-
-
-class Max(_Sampled):
-    def _new(self) -> float:
-        return -math.inf
-
-    def record(self, now_ms: int, value: float) -> None:
-        s = self._current_sample(now_ms)
-        s[1] = max(s[1], value)
-
-    def measure(self, now_ms: int) -> float:
-        m = max(self._live(now_ms), default=-math.inf)
-        return m if m != -math.inf else math.nan
-
-
 class Percentiles(_Sampled):
     """Kafka `Percentiles` with BucketSizing.CONSTANT on [0, max_ms]; samples kept sparse (bucket -> count)."""
 
@@ -125,10 +97,13 @@ class Percentiles(_Sampled):
         b = self.bucket(value_ms)
         s[b] = s.get(b, 0) + 1
 
+    def _buckets(self, sample: Any) -> dict[int, int]:
+        return sample
+
     def measure(self, now_ms: int, percentile: float) -> float:
         merged: dict[int, int] = {}
         for s in self._live(now_ms):
-            for b, c in s.items():
+            for b, c in self._buckets(s).items():
                 merged[b] = merged.get(b, 0) + c
         total = sum(merged.values())
         if not total:
@@ -140,3 +115,33 @@ class Percentiles(_Sampled):
             if acc / total > q:
                 return b * self.width
         return (self.buckets - 1) * self.width
+
+
+class Latency(Percentiles):
+    """Xinfra's Avg + Max + Percentiles of one latency in one stat: the three share their samples' boundaries (they
+    are recorded together), so one sample rotation per record serves all three; each reads as its own stat."""
+
+    def _new(self) -> list[Any]:
+        return [0.0, 0, -math.inf, {}]          # sum, count, max, percentile buckets
+
+    def _buckets(self, sample: Any) -> dict[int, int]:
+        return sample[3]
+
+    def record(self, now_ms: int, value_ms: float) -> None:
+        s = self._current_sample(now_ms)[1]
+        s[0] += value_ms
+        s[1] += 1
+        if value_ms > s[2]:
+            s[2] = value_ms
+        b = self.bucket(value_ms)
+        h = s[3]
+        h[b] = h.get(b, 0) + 1
+
+    def avg(self, now_ms: int) -> float:
+        live = self._live(now_ms)
+        n = sum(s[1] for s in live)
+        return sum(s[0] for s in live) / n if n else math.nan
+
+    def max(self, now_ms: int) -> float:
+        m = max((s[2] for s in self._live(now_ms)), default=-math.inf)
+        return m if m != -math.inf else math.nan

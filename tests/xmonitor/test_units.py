@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from xmonitor import config, formulas, payload, sink, topic_logic
-from xmonitor.accounting import ConsumeAccounting, Kind, SequenceTracker
+from xmonitor.accounting import ConsumeAccounting, Kind, Outcome, SequenceTracker
 from xmonitor.clock import FakeClock
 from xmonitor.metrics import Recorder, kmf_name
 from xmonitor.sli_schema import SLI_SCHEMA, decode_hdr
-from xmonitor.windowed import Percentiles, Rate
+from xmonitor.windowed import Latency, Percentiles, Rate
 
 # ---- config -------------------------------------------------------------------------------------------------
 
@@ -142,6 +142,22 @@ def test_percentiles_constant_buckets_report_lower_edge_and_saturate():
     assert math.isnan(Percentiles().measure(0, 99))
 
 
+def test_latency_reads_as_kafkas_avg_max_and_percentiles_over_the_same_samples():
+    lat, pct = Latency(max_ms=5000, granularity_ms=1), Percentiles(max_ms=5000, granularity_ms=1)
+    assert math.isnan(lat.avg(0)) and math.isnan(lat.max(0))
+    values = [(0, 4.0), (500, 8.0), (1500, 30.0), (2500, 2.0)]      # three 1 s samples
+    for t, v in values:
+        lat.record(t, v)
+        pct.record(t, v)
+    assert lat.avg(3000) == pytest.approx(sum(v for _, v in values) / 4)
+    assert lat.max(3000) == 30.0
+    for q in (50, 99, 99.9):
+        assert lat.measure(3000, q) == pct.measure(3000, q)
+    # samples older than 60 windows are reset on read, as Kafka's SampledStat.purgeObsoleteSamples
+    assert lat.max(1500 + 60_000) == 2.0 and lat.avg(1500 + 60_000) == 2.0
+    assert math.isnan(lat.max(2500 + 60_000))
+
+
 def test_produce_availability_is_a_mean_over_partitions():
     # 3 partitions, one broker of 3 down: its partition has only errors
     assert formulas.produce_availability([(10, 0, False), (10, 0, False), (0, 2, True)]) == pytest.approx(2 / 3)
@@ -245,3 +261,23 @@ def test_recorder_views_agree_and_sli_file_roundtrip(tmp_path):
     assert decode_hdr(r[0]["e2e_latency_hdr"]).get_total_count() == 11
     assert decode_hdr(r[1]["produce_latency_hdr"]).get_total_count() == 0
     assert rec.roll_interval()[0]["produce_attempts"] == 0         # next interval starts empty
+
+
+def test_queued_events_keep_the_leader_and_time_of_when_they_happened():
+    """Per-record events are folded in at the next read; a leader change in between must not move them."""
+    clock = FakeClock()
+    rec = Recorder(config.MonitorConfig(bootstrap_servers="x", cluster_name="c1", topic="t"), "run", clock)
+    rec.set_topology({0: 5})
+    rec.record_produce_result(0, None, 0.002)
+    rec.record_consumed(0, Outcome(Kind.IN_ORDER), 0.004, 100)
+    rec.set_topology({0: 7})
+    clock.advance(120)                  # the events' 1 s samples are now out of the 60 s window
+    rec.record_consumed(0, Outcome(Kind.IN_ORDER), 0.004, 100)
+    val = rec.registry.get_sample_value
+    labels = {"cluster": "c1", "topic": "t", "partition": "0"}
+    assert val("xmonitor_produce_successes_total", {**labels, "leader": "5"}) == 1
+    assert val("xmonitor_records_consumed_total", {**labels, "leader": "5"}) == 1
+    assert val("xmonitor_records_consumed_total", {**labels, "leader": "7"}) == 1
+    assert val("xmonitor_produce_successes_total", {**labels, "leader": "7"}) is None
+    # windowed gauges saw each event at its own time: only the last consume is inside the window
+    assert rec.kmf_gauges()[("consume-service", "records-consumed-rate")] == pytest.approx(1 / 59)

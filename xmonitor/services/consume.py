@@ -56,13 +56,14 @@ class ConsumeService(Service):
         self._started = True
         log.info("consume: assigned partitions %s", new)
 
-    def handle(self, msg) -> None:
+    def handle(self, msg, now_us: int) -> None:
+        """`now_us`: when the record reached us (one reading per batch, so our own accounting of a batch's first
+        records never adds to the delay of its last ones)."""
         err = msg.error()
         if err is not None:
             if err.code() != KafkaError._PARTITION_EOF:
                 self.rec.record_consume_error()
             return
-        now_us = self.clock.wall_us()
         value = msg.value()
         try:
             probe = payload.decode(value, msg.partition())
@@ -91,9 +92,11 @@ class ConsumeService(Service):
             # poll() returns at the first record (consume(n, t) would wait to fill n: latency), then drain
             msg = self.consumer.poll(0.05)
             if msg is not None:
-                self.handle(msg)
-                for msg in self.consumer.consume(500, 0):
-                    self.handle(msg)
+                batch = self.consumer.consume(500, 0)
+                now_us = self.clock.wall_us()
+                self.handle(msg, now_us)
+                for msg in batch:
+                    self.handle(msg, now_us)
             now = self.clock.mono()
             if now - last_expire >= 0.2:
                 last_expire = now
