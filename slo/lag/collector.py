@@ -79,6 +79,14 @@ class Collector:
         self.consumer.assign([TopicPartition(topic, p, pos.get(p, OFFSET_BEGINNING)) for p in md.partitions])
         self._assigned = True
 
+    def _try_assign(self) -> None:
+        """Kafka creates the offsets topic at the first FindCoordinator, so a cluster where no group has been used
+        yet has none: retried at every log-end poll instead of ending the collector."""
+        try:
+            self._assign()
+        except KafkaException as e:
+            log.warning("cannot read %s yet (%s); retrying at the next log-end poll", self.cfg.offsets_topic, e)
+
     def consume(self, timeout_s: float) -> int:
         """Apply up to one batch of __consumer_offsets messages; returns how many."""
         if not self._assigned:
@@ -98,6 +106,8 @@ class Collector:
                 now = self.clock()
                 if now >= self._next_poll:
                     self._next_poll = now + int(self.cfg.offset_refresh_s * 1000)
+                    if not self._assigned:
+                        self._try_assign()
                     try:
                         self.poll_broker_offsets(now)
                     except KafkaException as e:
@@ -108,7 +118,10 @@ class Collector:
                     with self.monitor.lock:
                         self.monitor.save()
                 wait = max(0.0, min(0.2, (self._next_poll - self.clock()) / 1000))
-                self.consume(wait)
+                if self._assigned:
+                    self.consume(wait)
+                else:
+                    stop.wait(wait)
         finally:
             with self.monitor.lock:
                 self.monitor.save()

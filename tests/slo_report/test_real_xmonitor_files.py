@@ -7,8 +7,18 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from tests.support.broker_process import ROOT
+
+
+def run_report(sli: Path, out: Path) -> dict:
+    """`kafkascope slo report` (Spark local) over the last hour of `sli`; the report.json it wrote."""
+    run = subprocess.run([sys.executable, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli),
+                          "--out", str(out), "--window", "1h"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads((out / "report.json").read_text())
 
 
 def test_report_reads_what_xmonitor_wrote(broker, tmp_path):
@@ -28,11 +38,7 @@ def test_report_reads_what_xmonitor_wrote(broker, tmp_path):
         probe.wait(30)
     assert len(list(sli.rglob("*.parquet"))) >= 4, "xmonitor wrote no SLI intervals"
     out = tmp_path / "report"
-    run = subprocess.run([sys.executable, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli),
-                          "--out", str(out), "--window", "1h"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    report = json.loads((out / "report.json").read_text())
+    report = run_report(sli, out)
     write = next(s for s in report["slos"] if s["name"] == "write-availability")
     assert write["occurrences"]["total"] > 0
     assert write["occurrences"]["bad"] == 0 and write["sli"] == 1.0   # a healthy broker

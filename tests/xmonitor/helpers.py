@@ -36,3 +36,8 @@ def total(samples: dict[str, list], name: str, **match) -> float:
 
 def gauge(monitor: XMonitor, typ: str, attr: str) -> float:
     return monitor.rec.kmf_gauges()[(typ, attr)]
+
+
+def registry_total(monitor: XMonitor, name: str) -> float:
+    """Sum of one sample name over the monitor's registry (what /metrics serves; readable after stop)."""
+    return sum(s.value for f in monitor.rec.registry.collect() for s in f.samples if s.name == name)

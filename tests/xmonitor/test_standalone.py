@@ -7,7 +7,7 @@ import time
 from confluent_kafka import Producer
 
 from tests.support.cluster import wait_for
-from tests.xmonitor.helpers import fast_config, gauge, scrape, total
+from tests.xmonitor.helpers import fast_config, gauge, registry_total, scrape, total
 from xmonitor import payload, sink
 from xmonitor.app import XMonitor
 
@@ -31,11 +31,10 @@ def test_healthy_broker_full_availability_and_sli_files_agree(shared_broker, tmp
         assert total(s, "xmonitor_offset_commits_total", source="probe", result="success") >= 1
         assert total(s, "xmonitor_offset_commits_total", result="failure") == 0
     # after stop the sink has written the last interval: the files hold exactly what the counters counted
-    reg = m.rec.registry
     t = sink.read_dir(cfg.sli_dir)
     assert t.num_rows >= 3 and set(t.column("partition").to_pylist()) == {0, 1, 2}
     col = lambda c: sum(t.column(c).to_pylist())  # noqa: E731
-    prom = lambda n: sum(s.value for f in reg.collect() for s in f.samples if s.name == n)  # noqa: E731
+    prom = lambda n: registry_total(m, n)  # noqa: E731
     assert col("produce_attempts") == prom("xmonitor_produce_attempts_total") > 0
     assert col("produce_successes") == prom("xmonitor_produce_successes_total")
     assert col("records_consumed") == prom("xmonitor_records_consumed_total") > 0
