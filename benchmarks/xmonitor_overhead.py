@@ -1,12 +1,15 @@
 """xmonitor's probe overhead: CPU of `python -m xmonitor` probing 30 partitions every 100 ms.
 
-    python -m benchmarks.xmonitor_overhead [--partitions 30] [--delay-ms 100] [--seconds 20]
+    python -m benchmarks.xmonitor_overhead [--partitions 30] [--delay-ms 100] [--seconds 20] [--burst]
 
 Starts our broker, then `python -m xmonitor` as its own process (topic with --partitions partitions, SLI files and
 /metrics on), waits 5 s of warm-up, and reads the process's CPU time (utime + stime from /proc) over --seconds.
-Figure: CPU % of one core (target < 10%). Baseline in the same run: the same process with the same clients and
-services but idle (produce.record.delay.ms = 1 h): the ratio says what the probing itself costs over merely
-being connected. The last line is one JSON object.
+Figure: CPU % of one core (target < 10%). Two baselines in the same run:
+* idle: the same process with the same clients and services but no probing (produce.record.delay.ms = 1 h);
+* client floor: a bare confluent-kafka loop (this file, --bare-loop) making the same sends (acks=all, one per
+  partition per interval, same spread) and reading them back, with no accounting at all. xmonitor / floor says
+  what xmonitor's own bookkeeping costs over the Kafka clients it cannot do without.
+The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from benchmarks._common import ROOT, emit_json, fmt, our_broker, ratio, verdict
+from benchmarks._common import ROOT, create_topic, emit_json, fmt, our_broker, ratio, verdict
 
 TARGET_CPU_PCT = 10.0
+WARM_UP_S = 5.0
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -30,18 +35,12 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def measure(bootstrap: str, partitions: int, delay_ms: int, seconds: float, tag: str) -> float:
-    tmp = Path(tempfile.mkdtemp(prefix=f"xmon-{tag}-"))
-    cfg = tmp / "xmonitor.yaml"
-    cfg.write_text(f"topic: xmon-bench-{tag}\ncluster.name: bench\nproduce.record.delay.ms: {delay_ms}\n"
-                   f"topic-management.partitionsToBrokersRatio: {partitions}\nsli.dir: {tmp / 'sli'}\n"
-                   "prometheus.listener: 127.0.0.1:0\n")
-    p = subprocess.Popen([sys.executable, "-m", "xmonitor", "--bootstrap-servers", bootstrap, "--config", str(cfg),
-                          "--log-level", "WARNING"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _cpu_pct(cmd: list[str], seconds: float) -> float:
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(5.0)
+        time.sleep(WARM_UP_S)
         if p.poll() is not None:
-            raise SystemExit(f"xmonitor exited with {p.returncode}")
+            raise SystemExit(f"{cmd[2:4]} exited with {p.returncode}")
         c0, t0 = _cpu_s(p.pid), time.monotonic()
         time.sleep(seconds)
         c1, t1 = _cpu_s(p.pid), time.monotonic()
@@ -51,22 +50,77 @@ def measure(bootstrap: str, partitions: int, delay_ms: int, seconds: float, tag:
         p.wait(30)
 
 
+def xmonitor_cpu(bootstrap: str, partitions: int, delay_ms: int, seconds: float, tag: str, burst: bool) -> float:
+    tmp = Path(tempfile.mkdtemp(prefix=f"xmon-{tag}-"))
+    cfg = tmp / "xmonitor.yaml"
+    cfg.write_text(f"topic: xmon-bench-{tag}\ncluster.name: bench\nproduce.record.delay.ms: {delay_ms}\n"
+                   f"topic-management.partitionsToBrokersRatio: {partitions}\nsli.dir: {tmp / 'sli'}\n"
+                   f"prometheus.listener: 127.0.0.1:0\nproduce.spread.sends: {str(not burst).lower()}\n")
+    return _cpu_pct([sys.executable, "-m", "xmonitor", "--bootstrap-servers", bootstrap, "--config", str(cfg),
+                     "--log-level", "WARNING"], seconds)
+
+
+def floor_cpu(bootstrap: str, partitions: int, delay_ms: int, seconds: float, burst: bool) -> float:
+    topic = "xmon-bench-floor"
+    create_topic(bootstrap, topic, partitions)
+    return _cpu_pct([sys.executable, "-m", "benchmarks.xmonitor_overhead", "--bare-loop", bootstrap, topic,
+                     str(partitions), str(delay_ms), "burst" if burst else "spread"], seconds)
+
+
+def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, burst: bool) -> None:
+    """The client floor: xmonitor's sends and reads, no accounting (runs until killed)."""
+    from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "xmon-bench-floor",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(partitions)])
+
+    def read() -> None:
+        while True:
+            if consumer.poll(0.05) is not None:
+                consumer.consume(500, 0)
+
+    threading.Thread(target=read, daemon=True).start()
+    value, interval = b"x" * 200, delay_ms / 1000.0
+    due = [time.monotonic() + (0 if burst else interval * p / partitions) for p in range(partitions)]
+    while True:
+        now = time.monotonic()
+        for p in range(partitions):
+            if due[p] <= now:
+                producer.produce(topic, value, partition=p, on_delivery=lambda err, msg: None)
+                due[p] += interval
+        producer.poll(max(min(due) - time.monotonic(), 0.0))
+
+
 def main() -> None:
+    if len(sys.argv) == 7 and sys.argv[1] == "--bare-loop":
+        _, _, bootstrap, topic, parts, delay, mode = sys.argv
+        bare_loop(bootstrap, topic, int(parts), int(delay), mode == "burst")
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=30)
     ap.add_argument("--delay-ms", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--burst", action="store_true", help="produce.spread.sends=false: all partitions on one tick")
     a = ap.parse_args()
     with our_broker() as b:
-        probe = measure(b.bootstrap, a.partitions, a.delay_ms, a.seconds, "probe")
-        idle = measure(b.bootstrap, a.partitions, 3_600_000, a.seconds, "idle")
+        probe = xmonitor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, "probe", a.burst)
+        floor = floor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, a.burst)
+        idle = xmonitor_cpu(b.bootstrap, a.partitions, 3_600_000, a.seconds, "idle", a.burst)
     ok = probe < TARGET_CPU_PCT
-    print(f"xmonitor CPU, {a.partitions} partitions every {a.delay_ms} ms: {fmt(probe)}% of one core "
+    mode = "burst" if a.burst else "spread"
+    print(f"xmonitor CPU, {a.partitions} partitions every {a.delay_ms} ms ({mode} sends): {fmt(probe)}% of one core "
           f"(target < {TARGET_CPU_PCT}%: {verdict(ok)})")
+    print(f"client floor (bare confluent-kafka loop, same sends and reads): {fmt(floor)}%  "
+          f"ratio xmonitor/floor: {fmt(ratio(probe, floor))}")
     print(f"idle baseline (same process, no probing): {fmt(idle)}%  ratio probe/idle: {fmt(ratio(probe, idle))}")
-    emit_json("xmonitor_overhead", {"partitions": a.partitions, "delay_ms": a.delay_ms, "cpu_pct": round(probe, 2),
-                                    "idle_cpu_pct": round(idle, 2), "ratio_vs_idle": ratio(probe, idle),
-                                    "target_cpu_pct": TARGET_CPU_PCT, "pass": ok})
+    print(f"load average during the run: {os.getloadavg()[0]:.2f}")
+    emit_json("xmonitor_overhead", {"partitions": a.partitions, "delay_ms": a.delay_ms, "sends": mode,
+                                    "cpu_pct": round(probe, 2), "floor_cpu_pct": round(floor, 2),
+                                    "ratio_vs_floor": ratio(probe, floor), "idle_cpu_pct": round(idle, 2),
+                                    "ratio_vs_idle": ratio(probe, idle), "target_cpu_pct": TARGET_CPU_PCT,
+                                    "pass": ok, "load_avg": round(os.getloadavg()[0], 2)})
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ class MonitorConfig:
     produce_producer_id: str = "xmonitor-producer"
     produce_request_timeout_ms: int = 20000     # a send not acknowledged by then is an error
     produce_treat_zero_throughput_as_unavailable: bool = True
+    # partition i sends at i/N of the interval (no burst the probe's own records queue behind); false: all at once
+    produce_spread_sends: bool = True
     produce_producer_props: dict[str, Any] = field(default_factory=dict)
     # consume service
     consume_latency_sla_ms: int = 20000         # end-to-end delay above this counts as late (unavailable)
@@ -104,6 +106,7 @@ KEY_OF: dict[str, str] = {
     "produce_producer_id": "produce.producer.id",
     "produce_request_timeout_ms": "produce.request.timeout.ms",
     "produce_treat_zero_throughput_as_unavailable": "produce.treat.zero.throughput.as.unavailable",
+    "produce_spread_sends": "produce.spread.sends",
     "produce_producer_props": "produce.producer.props",
     "consume_latency_sla_ms": "consume.latency.sla.ms",
     "consume_group_id": "consume.group.id",

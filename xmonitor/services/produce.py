@@ -5,6 +5,11 @@ partition has at most one send in flight (its sequence index advances only when 
 failed send is retried with the same index and never looks like loss); a tick that finds the previous send still
 in flight is skipped (no attempt), which is what makes a hung partition count as unavailable (zero throughput).
 Leaders and the partition count come from a separate metadata thread, never from the send loop.
+
+With `produce.spread.sends` (default) partition i's sends are offset by i/N of the interval: sent on one tick, the
+N records would queue behind each other in the client, the broker and the consumer (librdkafka sends one
+ProduceRequest per partition), so the probe would measure its own burst. Off, all partitions send on one tick
+(as Xinfra schedules them), which costs fewer wake-ups.
 """
 
 from __future__ import annotations
@@ -115,9 +120,9 @@ class ProduceService(Service):
                 self.producer.poll(min(max(wake - self.clock.mono(), 0.0), 0.1))
                 continue
             seen_parts = parts
-            for p in parts:
-                if p not in self.next_due:     # all partitions on one tick: one wake-up and one request per
-                    self.next_due[p] = now     # broker per interval (each partition still has its own send)
+            for i, p in enumerate(parts):
+                if p not in self.next_due:
+                    self.next_due[p] = now + (self.interval * i / len(parts) if self.cfg.produce_spread_sends else 0)
             for p in parts:
                 due = self.next_due[p]
                 if due > now:
