@@ -51,6 +51,12 @@ def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p.id: (p.leader.id if p.leader is not None else -1) for p in d.partitions}
 
 
+def _isrs(bootstrap: str, topic: str) -> dict[int, list[int]]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    d = admin.describe_topics(TopicCollection([topic]))[topic].result(10)
+    return {p.id: [n.id for n in p.isr] for p in d.partitions}
+
+
 def test_killed_broker_rf1_drops_availability_to_b_minus_1_over_b_and_is_named(cluster_factory, tmp_path):
     c = cluster_factory(brokers=3)
     cfg = fast_config(c.bootstrap, tmp_path, produce_request_timeout_ms=1500, rebalance_interval_ms=2000,
@@ -60,14 +66,13 @@ def test_killed_broker_rf1_drops_availability_to_b_minus_1_over_b_and_is_named(c
                  what="every broker leads a monitor partition")
         wait_for(lambda: _window_availability(m, 1.0)[0] == 1.0, timeout=20)
         c.broker(1).kill()
-        time.sleep(2.0)                             # sends in flight at the kill time out
+        # the sends in flight at the kill time out: errors labelled with the dead leader
+        wait_for(lambda: any(labels["leader"] == "1" and v > 0 for labels, v in
+                             scrape(m).get("xmonitor_produce_errors_total", [])), timeout=10)
         avail, failing = _window_availability(m, 4.0)
         assert avail == pytest.approx(2 / 3, abs=0.05)
         assert failing == {"1"}                     # the failing partition carries the dead broker's id
         assert gauge(m, "produce-service", "produce-availability-avg") < 1.0
-        # the timed-out sends are errors labelled with the dead leader
-        wait_for(lambda: any(labels["leader"] == "1" and v > 0 for labels, v in
-                             scrape(m).get("xmonitor_produce_errors_total", [])), timeout=10)
         c.broker(1).start()
         wait_for(lambda: _window_availability(m, 1.5)[0] == 1.0, timeout=40, what="recovered")
 
@@ -102,11 +107,15 @@ def test_rf3_acks_all_killing_one_broker_loses_nothing(cluster_factory, tmp_path
     with XMonitor(cfg) as m:
         wait_for(lambda: gauge(m, "consume-service", "records-consumed-total") >= 100, timeout=30)
         c.broker(0).kill()
-        time.sleep(10)
+        wait_for(lambda: all(leader in (1, 2) for leader in _leaders(c.bootstrap, cfg.topic).values()),
+                 timeout=30, what="every monitor partition led by a survivor")
         c.broker(0).start()
-        time.sleep(8)
+        wait_for(lambda: all(0 in isr for isr in _isrs(c.bootstrap, cfg.topic).values()), timeout=40,
+                 what="broker 0 back in every ISR")
         before = gauge(m, "consume-service", "records-consumed-total")
         wait_for(lambda: gauge(m, "consume-service", "records-consumed-total") > before + 50, timeout=20)
-        time.sleep(4)
+        # every gap seen is either filled or confirmed lost once the grace has passed
+        wait_for(lambda: m.consume.accounting.pending() == 0, timeout=cfg.consume_loss_grace_ms / 1000 + 10,
+                 what="no open sequence gaps")
         assert gauge(m, "consume-service", "records-lost-total") == 0
         assert _window_availability(m, 2.0)[0] == 1.0
