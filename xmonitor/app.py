@@ -1,7 +1,8 @@
 """The monitor: wires the services (Xinfra's SingleClusterMonitor) and serves /metrics.
 
-Start order as Xinfra: topic management first (its first pass creates the topic), then produce, consume,
-offset-commit and the SLI sink. Stop in reverse; the sink writes the last, partial interval on the way out.
+Start order as Xinfra: topic management first (its first pass creates the topic), then, once every broker knows
+the topic (where Xinfra sleeps 2 s), produce, consume, offset-commit and the SLI sink. Stop in reverse; the sink
+writes the last, partial interval on the way out.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ class XMonitor:
                 if self.clock.mono() > deadline:
                     raise RuntimeError(f"topic management could not set up {self.cfg.topic!r}")
                 time.sleep(1.0)
+            while not self.topic_management.propagated_safely():
+                if self.clock.mono() > deadline:
+                    log.warning("xmonitor: %s is not yet known to every broker; probing anyway", self.cfg.topic)
+                    break
+                time.sleep(0.1)
         for s in self.services:
             s.start()
         log.info("xmonitor: run %s monitoring topic %s of %s", self.run_id, self.cfg.topic, self.cfg.cluster_name)

@@ -1,7 +1,9 @@
-"""AlterPartitionReassignments (45) and ListPartitionReassignments (46) over the Kafka protocol.
+"""AlterPartitionReassignments (45) and ListPartitionReassignments (46) over the Kafka protocol, and Metadata (3)
+to one chosen broker.
 
 confluent-kafka 2.16's AdminClient has no alter/list_partition_reassignments (it has elect_leaders), so these two
-requests are sent directly to the controller (found with describe_cluster) using kio's schemas. Plain Kafka
+requests are sent directly to the controller (found with describe_cluster) using kio's schemas; and its metadata
+calls go to any broker, while topic management needs to ask each one whether it knows the monitor topic. Plain Kafka
 protocol, nothing broker-specific: works against any Kafka ≥ 2.4. PLAINTEXT listeners only; with a
 security.protocol other than PLAINTEXT topic management falls back to partition creation with explicit
 assignments plus preferred leader election (see topic_logic.plan(can_reassign=False)).
@@ -32,13 +34,13 @@ class ReassignClient:
         self._corr = 0
         self._lock = threading.Lock()
 
-    def _call(self, api_key: int, body_builder) -> Any:
-        req_cls, resp_cls = load_request_schema(api_key, 0), load_response_schema(api_key, 0)
+    def _call(self, api_key: int, body_builder, version: int = 0) -> Any:
+        req_cls, resp_cls = load_request_schema(api_key, version), load_response_schema(api_key, version)
         with self._lock, socket.create_connection(self.addr, timeout=self.timeout_s) as sock:
             self._corr += 1
             hdr_cls = req_cls.__header_schema__
             out = io.BytesIO()
-            entity_writer(hdr_cls)(out, hdr_cls(request_api_key=i16(api_key), request_api_version=i16(0),
+            entity_writer(hdr_cls)(out, hdr_cls(request_api_key=i16(api_key), request_api_version=i16(version),
                                                 correlation_id=i32(self._corr), client_id=self.client_id))
             entity_writer(req_cls)(out, body_builder(req_cls))
             frame = out.getvalue()
@@ -76,11 +78,24 @@ class ReassignClient:
                 if int(p.error_code) != 0}
 
 
+    def topic_leaders(self, topic: str) -> dict[int, int] | None:
+        """This broker's view of `topic` (Metadata v4, no auto-creation): partition -> leader id (-1: none); None
+        while the broker does not know the topic."""
+        def build(cls):
+            mod = sys.modules[cls.__module__]
+            return cls(topics=(mod.MetadataRequestTopic(name=topic),), allow_auto_topic_creation=False)
+        resp = self._call(3, build, version=4)
+        t = next((t for t in resp.topics if t.name == topic), None)
+        if t is None or int(t.error_code) != 0:
+            return None
+        return {int(p.partition_index): int(p.leader_id) for p in t.partitions}
+
+
 def _recv(sock: socket.socket, n: int) -> bytes:
     buf = bytearray()
     while len(buf) < n:
         chunk = sock.recv(n - len(buf))
         if not chunk:
-            raise ConnectionError("connection closed by the controller")
+            raise ConnectionError("connection closed by the broker")
         buf += chunk
     return bytes(buf)

@@ -29,6 +29,7 @@ from tests.xmonitor.helpers import fast_config, gauge, registry_total, scrape, t
 from xmonitor import sink
 from xmonitor.app import XMonitor
 from xmonitor.config import MonitorConfig
+from xmonitor.reassign import ReassignClient
 from xmonitor.sli_schema import decode_hdr
 
 BROKERS = 3
@@ -97,6 +98,7 @@ def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
 class XmonitorRun:
     cfg: MonitorConfig
     monitor: XMonitor                  # stopped: its registry holds the final counters
+    known: dict[int, dict | None]      # broker -> its view of the topic (partition -> leader) as start() returned
     leaders: dict[int, int]            # monitor partition -> leader, as the cluster reported it
     kmf: dict[tuple[str, str], float]  # Xinfra's gauges just before stop
     metrics: dict[str, list]           # the last /metrics scrape before stop
@@ -110,6 +112,7 @@ def xmonitor_run(cluster, tmp_path_factory) -> XmonitorRun:
                       replication_factor=3, min_insync_replicas=2)
     m = XMonitor(cfg).start()
     try:
+        known = {b.broker_id: ReassignClient("127.0.0.1", b.port).topic_leaders(cfg.topic) for b in cluster.brokers}
         leaders = wait_for(lambda: (ld := _leaders(cluster.bootstrap, cfg.topic)) and
                            set(ld.values()) == set(range(BROKERS)) and ld, 30, 0.2,
                            what="every broker leads a monitor partition")
@@ -118,12 +121,16 @@ def xmonitor_run(cluster, tmp_path_factory) -> XmonitorRun:
         kmf, metrics = dict(m.rec.kmf_gauges()), scrape(m)
     finally:
         m.stop()
-    return XmonitorRun(cfg, m, leaders, kmf, metrics)
+    return XmonitorRun(cfg, m, known, leaders, kmf, metrics)
 
 
 def test_xmonitor_probes_every_broker_and_its_sli_files_match_its_counters(xmonitor_run):
     r = xmonitor_run
     assert len(r.leaders) == BROKERS * RATIO and set(r.leaders.values()) == set(range(BROKERS))
+    # probing starts only once every broker knows the topic (Kafka tells them asynchronously after creating it;
+    # before, they refuse the probe's sends and offset commits)
+    for broker, view in r.known.items():
+        assert view is not None and set(view) == set(r.leaders) and min(view.values()) >= 0, (broker, view)
     s = r.metrics
     assert total(s, "xmonitor_produce_errors_total") == 0, s.get("xmonitor_produce_errors_total")
     assert r.kmf[("produce-service", "produce-availability-avg")] == 1.0

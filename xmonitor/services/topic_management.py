@@ -69,6 +69,30 @@ class TopicManagementService(Service):
             return None
         return ReassignClient(ctrl.host, ctrl.port, TIMEOUT_S)
 
+    def propagated(self) -> bool:
+        """Every live broker knows every partition of the topic and its leader.  Kafka creates a topic on the
+        controller and tells the other brokers asynchronously; until then they refuse produce requests and offset
+        commits for it (UNKNOWN_TOPIC_OR_PARTITION).  Xinfra sleeps 2 s after topic management starts for this.
+        Not checkable without the PLAINTEXT wire client: then true."""
+        if not self.wire_ok:
+            return True
+        state = self.topic_state()
+        if not state:
+            return False
+        _, cluster = self.live_brokers()
+        for node in cluster.nodes:
+            leaders = ReassignClient(node.host, node.port, TIMEOUT_S).topic_leaders(self.cfg.topic)
+            if leaders is None or set(leaders) != set(state) or min(leaders.values()) < 0:
+                return False
+        return True
+
+    def propagated_safely(self) -> bool:
+        try:
+            return self.propagated()
+        except (KafkaException, OSError, ReassignError, concurrent.futures.TimeoutError) as e:
+            log.info("topic-management: topic not yet known everywhere (%s)", e)
+            return False
+
     # ---- one pass ----------------------------------------------------------------------------------------
     def run_pass(self) -> topic_logic.Plan:
         brokers, cluster = self.live_brokers()
