@@ -125,8 +125,9 @@ def render(report: dict, burn_down: list[dict]) -> str:
             {"method": "RatioTimeslices", "SLI": ts["ratio_timeslices_sli"]}],
             ["method", "SLI", "allowed", "consumed", "remaining", "remaining min", "remaining ratio"], pct=("SLI",)))
         out.append(line_chart({"fixed (from the window start)": [r["remaining_fixed"] for r in bd],
-                               "rolling (trailing window)": [r["remaining_rolling"] for r in bd],
-                               "fixed, events to date": [r["remaining_to_date"] for r in bd]},
+                               "fixed, events to date": [r["remaining_to_date"] for r in bd],
+                               # drawn last: without history it coincides with "events to date"
+                               "rolling (trailing window)": [r["remaining_rolling"] for r in bd]},
                               hline=0.0, title="error budget remaining, fixed and rolling (hourly)"))
         out.append(line_chart({k: [r[f"burn_{k}"] for r in bd] for k in ("1h", "6h", "1d", "3d")}, hline=1.0,
                               title="burn rate by window"))

@@ -17,8 +17,9 @@ Timeslices' denominator (reported, with the SLI also given counting them as bad)
 
 Burn-down, fixed and rolling: the fixed view accumulates from the window start; the rolling view at each step t is
 the budget remaining of the trailing window (same length) ending at t, so it also needs [start - window, start).
-Those earlier rows only feed per-minute counts (no per-partition grain, no merged histograms): one scan, and the
-latency SLOs' counts come from the same distinct-payload statistics as the window's.
+Those earlier rows only feed per-minute counts (no per-partition grain, no merged histograms, nothing cached);
+the latency SLOs' counts come from the same distinct-payload statistics as the window's, to which only the
+histograms with a latency SLO add their distinct payloads.
 """
 
 from __future__ import annotations
