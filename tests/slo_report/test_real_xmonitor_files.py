@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from tests.support.broker_process import ROOT
+from xmonitor import sink
+from xmonitor.sli_schema import decode_hdr
 
 
 def run_report(sli: Path, out: Path) -> dict:
@@ -19,6 +21,21 @@ def run_report(sli: Path, out: Path) -> dict:
                          timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     return json.loads((out / "report.json").read_text())
+
+
+def assert_counts_match_the_files(report: dict, sli: Path) -> None:
+    """The report's event counts are exactly the sums over the SLI files (slo/specs.py FIELDS)."""
+    t = sink.read_dir(sli)
+    col = lambda c: sum(t.column(c).to_pylist())  # noqa: E731
+    occ = {s["name"]: s["occurrences"] for s in report["slos"]}
+    assert (occ["write-availability"]["total"], occ["write-availability"]["good"]) == (
+        col("produce_attempts"), col("produce_successes"))
+    expected = col("records_consumed") + col("records_lost")
+    assert (occ["read-availability"]["total"], occ["read-availability"]["good"]) == (
+        expected, col("records_consumed") - col("records_late"))
+    assert (occ["no-loss"]["total"], occ["no-loss"]["good"]) == (expected, col("records_consumed"))
+    e2e_samples = sum(decode_hdr(h).get_total_count() for h in t.column("e2e_latency_hdr").to_pylist())
+    assert occ["e2e-latency"]["total"] == e2e_samples == col("records_consumed") > 0
 
 
 def test_report_reads_what_xmonitor_wrote(broker, tmp_path):
@@ -39,6 +56,7 @@ def test_report_reads_what_xmonitor_wrote(broker, tmp_path):
     assert len(list(sli.rglob("*.parquet"))) >= 4, "xmonitor wrote no SLI intervals"
     out = tmp_path / "report"
     report = run_report(sli, out)
+    assert_counts_match_the_files(report, sli)
     write = next(s for s in report["slos"] if s["name"] == "write-availability")
     assert write["occurrences"]["total"] > 0
     assert write["occurrences"]["bad"] == 0 and write["sli"] == 1.0   # a healthy broker
