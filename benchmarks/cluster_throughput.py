@@ -102,21 +102,19 @@ def warm_up_offsets_topic(bootstrap: str, timeout_s: float = 60.0) -> None:
 
 
 def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float, warmup: float,
-                value_size: int) -> dict:
-    """Open-loop produce at `rate`/s to partition 0 of `topic`; an in-process consumer records receive - send."""
+                value_size: int, producer_config: dict | None = None) -> dict:
+    """Open-loop produce at `rate`/s to partition 0 of `topic`; an in-process consumer records receive - send.
+    The schedule starts once the consumer has received a record (its end offset resolved, fetching)."""
     from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
     hist = HdrHistogram(1, MAX_US, 3)
     pad = b"p" * max(0, value_size - 9)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": LINGER_MS,
-                         "enable.idempotence": False})
+                         "enable.idempotence": False, **(producer_config or {})})
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{time.time_ns()}",
                          "enable.auto.commit": False, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1,
                          "auto.offset.reset": "latest"})
     consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
-    producer.produce(topic, b"\0" + _TS.pack(0) + pad, partition=0)
-    if producer.flush(30) != 0:
-        raise RuntimeError(f"warm-up produce to {topic} not delivered")
     expected = int(rate * (seconds + warmup))
     expected_recorded = expected - int(rate * warmup)
     got = {"n": 0, "errors": 0}
@@ -127,7 +125,6 @@ def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float
         deadline = time.monotonic() + seconds + warmup + 90
         while not done.is_set() and time.monotonic() < deadline:
             m = consumer.poll(0.05)
-            ready.set()
             now = time.monotonic_ns()
             if m is None:
                 continue
@@ -135,7 +132,9 @@ def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float
                 got["errors"] += 1
                 continue
             v = m.value()
-            if v[0] == 1:
+            if v[0] == 0:
+                ready.set()
+            elif v[0] == 1:
                 hist.record_value(max(1, (now - _TS.unpack_from(v, 1)[0]) // 1000))
                 if hist.get_total_count() >= expected_recorded:
                     done.set()
@@ -144,8 +143,17 @@ def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float
 
     th = threading.Thread(target=consume_loop, daemon=True)
     th.start()
-    ready.wait(10)
-    # the consumer's first fetch positions it at the end offset; the warm-up second (unrecorded) covers the rest
+    # Marker records until one arrives: a consumer still resolving its end offset would skip the first records,
+    # and one not yet fetching would charge its start-up to them.
+    deadline = time.monotonic() + 30
+    while not ready.is_set():
+        producer.produce(topic, b"\0" + _TS.pack(0) + pad, partition=0)
+        if producer.flush(30) != 0 or time.monotonic() > deadline:
+            done.set()
+            th.join(10)
+            consumer.close()
+            raise RuntimeError(f"e2e latency on {topic}: the consumer received no marker record within 30 s")
+        ready.wait(0.2)
 
     def send(recorded: bool) -> None:
         producer.produce(topic, (b"\1" if recorded else b"\2") + _TS.pack(time.monotonic_ns()) + pad, partition=0)
