@@ -1,6 +1,6 @@
 """Measurement agreement: xmonitor's end-to-end p99 vs `kafkascope e2e-latency` at the same load.
 
-    python -m benchmarks.xmonitor_agreement [--partitions 30] [--delay-ms 100] [--records 3000]
+    python -m benchmarks.xmonitor_agreement [--partitions 30] [--delay-ms 100] [--records 3000] [--spread]
 
 Starts our broker and xmonitor in-process (--partitions partitions every --delay-ms, 1 s SLI intervals); while it
 runs, `kafkascope e2e-latency --producer-acks all` sends --records records one at a time to its own 1-partition
@@ -28,8 +28,10 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=30)
     ap.add_argument("--delay-ms", type=int, default=100)
     ap.add_argument("--records", type=int, default=3000)
-    ap.add_argument("--burst", action="store_true", help="produce.spread.sends=false: all partitions on one tick")
+    ap.add_argument("--spread", action="store_true", help="produce.spread.sends=true: partition i at i/N of the "
+                    "interval (default: all partitions on one tick)")
     a = ap.parse_args()
+    a.burst = not a.spread
     from xmonitor import sink
     from xmonitor.app import XMonitor
     from xmonitor.config import MonitorConfig

@@ -1,6 +1,6 @@
 """xmonitor's probe overhead: CPU of `python -m xmonitor` probing 30 partitions every 100 ms.
 
-    python -m benchmarks.xmonitor_overhead [--partitions 30] [--delay-ms 100] [--seconds 20] [--burst]
+    python -m benchmarks.xmonitor_overhead [--partitions 30] [--delay-ms 100] [--seconds 20] [--spread]
 
 Starts our broker, then `python -m xmonitor` as its own process (topic with --partitions partitions, SLI files and
 /metrics on), waits 5 s of warm-up, and reads the process's CPU time (utime + stime from /proc) over --seconds.
@@ -102,8 +102,10 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=30)
     ap.add_argument("--delay-ms", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--burst", action="store_true", help="produce.spread.sends=false: all partitions on one tick")
+    ap.add_argument("--spread", action="store_true", help="produce.spread.sends=true: partition i at i/N of the "
+                    "interval (default: all partitions on one tick)")
     a = ap.parse_args()
+    a.burst = not a.spread
     with our_broker() as b:
         probe = xmonitor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, "probe", a.burst)
         floor = floor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, a.burst)

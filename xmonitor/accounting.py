@@ -30,6 +30,11 @@ class Outcome:
     gap: int = 0        # indices newly missing (pending loss) because this record skipped them
 
 
+# the outcomes without a gap, built once (one is returned per consumed record)
+_BASELINE, _IN_ORDER = Outcome(Kind.BASELINE), Outcome(Kind.IN_ORDER)
+_DUPLICATE, _OUT_OF_ORDER = Outcome(Kind.DUPLICATE), Outcome(Kind.OUT_OF_ORDER)
+
+
 class SequenceTracker:
     """One stream. `record()` classifies an index; `expire()` turns gaps older than the grace into losses."""
 
@@ -46,10 +51,10 @@ class SequenceTracker:
     def record(self, index: int, now_ms: int) -> Outcome:
         if self.next_index is None:
             self.next_index = index + 1
-            return Outcome(Kind.BASELINE)
+            return _BASELINE
         if index == self.next_index:
             self.next_index += 1
-            return Outcome(Kind.IN_ORDER)
+            return _IN_ORDER
         if index > self.next_index:
             gap = index - self.next_index
             for i in range(max(self.next_index, index - self.MAX_PENDING), index):
@@ -60,11 +65,11 @@ class SequenceTracker:
             self._trim()
             return Outcome(Kind.IN_ORDER, gap)
         if self.pending.pop(index, None) is not None:
-            return Outcome(Kind.OUT_OF_ORDER)
+            return _OUT_OF_ORDER
         if index in self.confirmed:
             del self.confirmed[index]
-            return Outcome(Kind.OUT_OF_ORDER)
-        return Outcome(Kind.DUPLICATE)
+            return _OUT_OF_ORDER
+        return _DUPLICATE
 
     def expire(self, now_ms: int) -> int:
         """Confirm as lost the gaps seen at least `grace_ms` ago; returns how many were confirmed now."""

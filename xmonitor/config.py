@@ -33,8 +33,9 @@ class MonitorConfig:
     produce_producer_id: str = "xmonitor-producer"
     produce_request_timeout_ms: int = 20000     # a send not acknowledged by then is an error
     produce_treat_zero_throughput_as_unavailable: bool = True
-    # partition i sends at i/N of the interval (no burst the probe's own records queue behind); false: all at once
-    produce_spread_sends: bool = True
+    # true: partition i sends at i/N of the interval (no burst of its own records to queue behind, ~2.5x the CPU:
+    # benchmarks/xmonitor_overhead.py); false: every partition on one tick, as Xinfra schedules them
+    produce_spread_sends: bool = False
     produce_producer_props: dict[str, Any] = field(default_factory=dict)
     # consume service
     consume_latency_sla_ms: int = 20000         # end-to-end delay above this counts as late (unavailable)

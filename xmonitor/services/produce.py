@@ -6,10 +6,10 @@ failed send is retried with the same index and never looks like loss); a tick th
 in flight is skipped (no attempt), which is what makes a hung partition count as unavailable (zero throughput).
 Leaders and the partition count come from a separate metadata thread, never from the send loop.
 
-With `produce.spread.sends` (default) partition i's sends are offset by i/N of the interval: sent on one tick, the
-N records would queue behind each other in the client, the broker and the consumer (librdkafka sends one
-ProduceRequest per partition), so the probe would measure its own burst. Off, all partitions send on one tick
-(as Xinfra schedules them), which costs fewer wake-ups.
+By default all partitions send on one tick, as Xinfra schedules them. With `produce.spread.sends` partition i's
+sends are offset by i/N of the interval, so the N records of a tick do not queue behind each other in the client,
+the broker and the consumer (librdkafka sends one ProduceRequest per partition) and the probe does not measure its
+own burst; the price is a wake-up per record in both clients (about 2.5x the CPU, benchmarks/xmonitor_overhead.py).
 """
 
 from __future__ import annotations
