@@ -15,6 +15,7 @@ The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -90,7 +91,7 @@ def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, burst:
             if due[p] <= now:
                 producer.produce(topic, value, partition=p, on_delivery=lambda err, msg: None)
                 due[p] += interval
-        producer.poll(max(min(due) - time.monotonic(), 0.0))
+        producer.poll(math.ceil(max(min(due) - time.monotonic(), 0.0) * 1000) / 1000)   # ms, as xmonitor
 
 
 def main() -> None:
