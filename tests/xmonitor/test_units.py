@@ -281,3 +281,10 @@ def test_queued_events_keep_the_leader_and_time_of_when_they_happened():
     assert val("xmonitor_produce_successes_total", {**labels, "leader": "7"}) is None
     # windowed gauges saw each event at its own time: only the last consume is inside the window
     assert rec.kmf_gauges()[("consume-service", "records-consumed-rate")] == pytest.approx(1 / 59)
+
+
+def test_produce_poll_timeout_never_truncates_a_wait_to_zero():
+    from xmonitor.services.produce import _poll_timeout
+    assert _poll_timeout(0.0004) == 0.001          # librdkafka would truncate 0.4 ms to 0 and the loop would spin
+    assert _poll_timeout(0.0031) == 0.004
+    assert _poll_timeout(-1.0) == 0.0 and _poll_timeout(5.0) == 0.1
