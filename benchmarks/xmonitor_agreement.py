@@ -2,7 +2,7 @@
 
     python -m benchmarks.xmonitor_agreement [--partitions 30] [--delay-ms 100] [--records 3000] [--spread]
 
-Starts our broker and xmonitor in-process (--partitions partitions every --delay-ms, 1 s SLI intervals); while it
+Starts our broker (or, with --broker apache-kafka, one Apache Kafka 3.9 broker) and xmonitor in-process (--partitions partitions every --delay-ms, 1 s SLI intervals); while it
 runs, `kafkascope e2e-latency --producer-acks all` sends --records records one at a time to its own 1-partition
 topic. xmonitor's p99 is taken from the SLI files of the same period (the e2e HDR histograms merged exactly);
 e2e-latency's from its "99th" line. Target: within 10% (ratio xmonitor/e2e-latency in [0.9, 1.1]).
@@ -20,7 +20,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks._common import ROOT, create_topic, emit_json, fmt, our_broker, ratio, verdict
+from benchmarks._common import ROOT, apache_kafka, create_topic, emit_json, fmt, our_broker, ratio, verdict
 
 
 def main() -> None:
@@ -30,6 +30,8 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=3000)
     ap.add_argument("--spread", action="store_true", help="produce.spread.sends=true: partition i at i/N of the "
                     "interval (default: all partitions on one tick)")
+    ap.add_argument("--broker", choices=("kafkascope", "apache-kafka"), default="kafkascope",
+                    help="the broker both measure (apache-kafka: Apache Kafka 3.9, one broker, fetched on first use)")
     a = ap.parse_args()
     a.burst = not a.spread
     from xmonitor import sink
@@ -38,7 +40,7 @@ def main() -> None:
     from xmonitor.sli_schema import decode_hdr, new_histogram
 
     tmp = Path(tempfile.mkdtemp(prefix="xmon-agree-"))
-    with our_broker() as b:
+    with (our_broker() if a.broker == "kafkascope" else apache_kafka()) as b:
         cfg = MonitorConfig(bootstrap_servers=b.bootstrap, topic="xmon-agree", cluster_name="bench",
                             produce_record_delay_ms=a.delay_ms, partitions_to_brokers_ratio=a.partitions,
                             sli_interval_ms=1000, sli_dir=str(tmp / "sli"), produce_spread_sends=not a.burst)
@@ -61,10 +63,10 @@ def main() -> None:
     xm_p99 = h.get_value_at_percentile(99) / 1000 if h.get_total_count() else None
     r = ratio(xm_p99, tool_p99)
     ok = None if r is None else 0.9 <= r <= 1.1
-    print(f"at {a.partitions} partitions × {1000 / a.delay_ms:.0f}/s ({'burst' if a.burst else 'spread'} sends): xmonitor e2e p99 {fmt(xm_p99)} ms "
+    print(f"{a.broker}: at {a.partitions} partitions × {1000 / a.delay_ms:.0f}/s ({'burst' if a.burst else 'spread'} sends): xmonitor e2e p99 {fmt(xm_p99)} ms "
           f"({h.get_total_count()} records), kafkascope e2e-latency p99 {fmt(tool_p99)} ms ({a.records} records)")
     print(f"ratio xmonitor/e2e-latency: {fmt(r)} (target within 10%: {verdict(ok)})")
-    emit_json("xmonitor_agreement", {"partitions": a.partitions, "delay_ms": a.delay_ms, "burst": a.burst, "xmonitor_p99_ms": xm_p99,
+    emit_json("xmonitor_agreement", {"broker": a.broker, "partitions": a.partitions, "delay_ms": a.delay_ms, "burst": a.burst, "xmonitor_p99_ms": xm_p99,
                                      "e2e_latency_p99_ms": tool_p99, "ratio": r, "pass": ok,
                                      "xmonitor_records": h.get_total_count()})
 
