@@ -1,9 +1,10 @@
 """Measurement agreement: xmonitor's end-to-end p99 vs `kafkascope e2e-latency` at the same load.
 
     python -m benchmarks.xmonitor_agreement [--partitions 30] [--delay-ms 100] [--records 3000] [--spread]
+                                            [--broker kafkascope|apache-kafka]
 
-Starts our broker (or, with --broker apache-kafka, one Apache Kafka 3.9 broker) and xmonitor in-process (--partitions partitions every --delay-ms, 1 s SLI intervals); while it
-runs, `kafkascope e2e-latency --producer-acks all` sends --records records one at a time to its own 1-partition
+Starts our broker (or one Apache Kafka 3.9 broker) and xmonitor in-process (--partitions partitions every
+--delay-ms, 1 s SLI intervals); while it runs, `kafkascope e2e-latency --producer-acks all` sends --records records one at a time to its own 1-partition
 topic. xmonitor's p99 is taken from the SLI files of the same period (the e2e HDR histograms merged exactly);
 e2e-latency's from its "99th" line. Target: within 10% (ratio xmonitor/e2e-latency in [0.9, 1.1]).
 The last line is one JSON object.
