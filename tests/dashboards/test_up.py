@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from kafkascope.cluster import process as proc
+from tests.support.cluster import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,15 +41,12 @@ def test_up_starts_prints_urls_and_ctrl_c_stops_everything(tmp_path):
                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
     lines = []
     try:
-        t0 = time.monotonic()
-        for line in p.stdout:
+        for line in p.stdout:        # its start time is a benchmark figure (benchmarks/stack_startup.py)
             lines.append(line)
             if "Ctrl-C stops everything" in line:
                 break
-        startup = time.monotonic() - t0
         out = "".join(lines)
         assert "kafkascope is up" in out, out
-        assert startup < 30, f"started in {startup:.1f}s"
         for label in ("Kafka bootstrap", "broker 2 /metrics", "ZooKeeper exporter", "lag monitor (Burrow API)",
                       "Prometheus", "Prometheus alerts"):
             assert label in out, out
@@ -61,9 +58,8 @@ def test_up_starts_prints_urls_and_ctrl_c_stops_everything(tmp_path):
         rest = p.communicate(timeout=90)[0]
         assert p.returncode == 0, rest
         assert "stopped" in rest
-        time.sleep(0.5)
-        left = [(pid, st) for pid, st in pids if proc.alive(pid, st)]
-        assert not left, f"still running: {left}"
+        wait_for(lambda: not [(pid, st) for pid, st in pids if proc.alive(pid, st)], timeout=5,
+                 what="no process of the stack left")
     finally:
         if p.poll() is None:
             p.kill()
