@@ -1,7 +1,7 @@
 """Side by side: our broker vs Apache Kafka 3.9 (ZooKeeper mode), same machine, same run, same load generators.
 
     python -m benchmarks.vs_apache [--seconds 8] [--records 300000] [--rate 1000] [--perf-records 200000]
-                                   [--e2e-records 2000] [--repeat 2] [--warmup-fraction 0.5]
+                                   [--e2e-records 2000] [--repeat 3] [--warmup-fraction 1]
                                    [--brokers 3] [--impls kafkascope,apache-kafka]
 
 For each implementation a fresh cluster is started with the `kafkascope cluster` launcher (`--impl`): one
@@ -18,7 +18,8 @@ min.insync.replicas=2, acks=all (the cluster issue's settings; 1 KiB values, lin
 
 Steady state, the same for both: every measurement first runs once at ``--warmup-fraction`` of its size and is
 discarded (a fresh JVM on 2 shared cores needs tens of seconds of traffic before its request path is
-compiled), then ``--repeat`` times on fresh topics; the median is reported. The e2e clock starts once its consumer has received a record.
+compiled; a half-size warm-up still left Kafka's first pass at half its produce rate), then ``--repeat``
+times on fresh topics, each after an os.sync(); the median is reported. The e2e clock starts once its consumer has received a record.
 
 Why two e2e rows: a broker answers one request per connection at a time (Kafka mutes the connection, ours reads
 the next frame after answering). With librdkafka's unbounded in-flight window and linger.ms=5, batches of ~5
@@ -142,6 +143,9 @@ def run_impl(impl: str, args: argparse.Namespace) -> dict:
         print(f"  {impl}: warm-up pass done ({time.monotonic() - t0:.0f} s, discarded)", flush=True)
         passes = []
         for i in range(args.repeat):
+            # Each pass writes ~1.5 GB (RF=3); past the kernel's dirty limits writeback throttles produce (a run
+            # without this: ours 122 -> 66 MB/s from pass 2). Write the previous pass's data back now, off the clock.
+            os.sync()
             passes.append(measure(bs, f"run{i}", rf, args.records, args.seconds, args.rate, args.perf_records,
                                   args.e2e_records))
             print(f"  {impl}: pass {i + 1}/{args.repeat}: " + ", ".join(f"{k} {fmt(v)}" for k, v in passes[-1].items()),
@@ -161,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--perf-records", type=int, default=200_000)
     p.add_argument("--e2e-records", type=int, default=2000)
     p.add_argument("--brokers", type=int, default=3)
-    p.add_argument("--repeat", type=int, default=2, help="measured passes per implementation; the median is kept")
-    p.add_argument("--warmup-fraction", type=float, default=0.5,
+    p.add_argument("--repeat", type=int, default=3, help="measured passes per implementation; the median is kept")
+    p.add_argument("--warmup-fraction", type=float, default=1.0,
                    help="the discarded warm-up pass runs every measurement at this fraction of its size")
     p.add_argument("--impls", default="kafkascope,apache-kafka")
     return p
