@@ -36,6 +36,11 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def sends_mode(spread: bool) -> str:
+    """How the benchmarks name produce.spread.sends (also in their JSON)."""
+    return "spread" if spread else "burst"
+
+
 def _cpu_pct(cmd: list[str], seconds: float) -> float:
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -51,24 +56,24 @@ def _cpu_pct(cmd: list[str], seconds: float) -> float:
         p.wait(30)
 
 
-def xmonitor_cpu(bootstrap: str, partitions: int, delay_ms: int, seconds: float, tag: str, burst: bool) -> float:
+def xmonitor_cpu(bootstrap: str, partitions: int, delay_ms: int, seconds: float, tag: str, spread: bool) -> float:
     tmp = Path(tempfile.mkdtemp(prefix=f"xmon-{tag}-"))
     cfg = tmp / "xmonitor.yaml"
     cfg.write_text(f"topic: xmon-bench-{tag}\ncluster.name: bench\nproduce.record.delay.ms: {delay_ms}\n"
                    f"topic-management.partitionsToBrokersRatio: {partitions}\nsli.dir: {tmp / 'sli'}\n"
-                   f"prometheus.listener: 127.0.0.1:0\nproduce.spread.sends: {str(not burst).lower()}\n")
+                   f"prometheus.listener: 127.0.0.1:0\nproduce.spread.sends: {str(spread).lower()}\n")
     return _cpu_pct([sys.executable, "-m", "xmonitor", "--bootstrap-servers", bootstrap, "--config", str(cfg),
                      "--log-level", "WARNING"], seconds)
 
 
-def floor_cpu(bootstrap: str, partitions: int, delay_ms: int, seconds: float, burst: bool) -> float:
+def floor_cpu(bootstrap: str, partitions: int, delay_ms: int, seconds: float, spread: bool) -> float:
     topic = "xmon-bench-floor"
     create_topic(bootstrap, topic, partitions)
     return _cpu_pct([sys.executable, "-m", "benchmarks.xmonitor_overhead", "--bare-loop", bootstrap, topic,
-                     str(partitions), str(delay_ms), "burst" if burst else "spread"], seconds)
+                     str(partitions), str(delay_ms), sends_mode(spread)], seconds)
 
 
-def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, burst: bool) -> None:
+def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, spread: bool) -> None:
     """The client floor: xmonitor's sends and reads, no accounting (runs until killed)."""
     from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
@@ -84,7 +89,7 @@ def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, burst:
 
     threading.Thread(target=read, daemon=True).start()
     value, interval = b"x" * 200, delay_ms / 1000.0
-    due = [time.monotonic() + (0 if burst else interval * p / partitions) for p in range(partitions)]
+    due = [time.monotonic() + (interval * p / partitions if spread else 0) for p in range(partitions)]
     while True:
         now = time.monotonic()
         for p in range(partitions):
@@ -97,7 +102,7 @@ def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, burst:
 def main() -> None:
     if len(sys.argv) == 7 and sys.argv[1] == "--bare-loop":
         _, _, bootstrap, topic, parts, delay, mode = sys.argv
-        bare_loop(bootstrap, topic, int(parts), int(delay), mode == "burst")
+        bare_loop(bootstrap, topic, int(parts), int(delay), mode == "spread")
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=30)
@@ -106,13 +111,12 @@ def main() -> None:
     ap.add_argument("--spread", action="store_true", help="produce.spread.sends=true: partition i at i/N of the "
                     "interval (default: all partitions on one tick)")
     a = ap.parse_args()
-    a.burst = not a.spread
     with our_broker() as b:
-        probe = xmonitor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, "probe", a.burst)
-        floor = floor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, a.burst)
-        idle = xmonitor_cpu(b.bootstrap, a.partitions, 3_600_000, a.seconds, "idle", a.burst)
+        probe = xmonitor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, "probe", a.spread)
+        floor = floor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, a.spread)
+        idle = xmonitor_cpu(b.bootstrap, a.partitions, 3_600_000, a.seconds, "idle", a.spread)
     ok = probe < TARGET_CPU_PCT
-    mode = "burst" if a.burst else "spread"
+    mode = sends_mode(a.spread)
     print(f"xmonitor CPU, {a.partitions} partitions every {a.delay_ms} ms ({mode} sends): {fmt(probe)}% of one core "
           f"(target < {TARGET_CPU_PCT}%: {verdict(ok)})")
     print(f"client floor (bare confluent-kafka loop, same sends and reads): {fmt(floor)}%  "

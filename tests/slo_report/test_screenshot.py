@@ -12,29 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from slo.generate import GenConfig, Incident, generate
-
 pytestmark = pytest.mark.slow
 BROWSER = shutil.which("chromium-headless-shell") or shutil.which("chromium") or (
     "/usr/lib/chromium/chromium-headless-shell" if Path("/usr/lib/chromium/chromium-headless-shell").exists() else None)
 CHART_BLUE = (31, 119, 180)  # the first series colour in report.html; Streamlit's default palette also starts blue
-
-
-@pytest.fixture(scope="module")
-def report_dir(tmp_path_factory):
-    from slo.jobs.slo_report import slo_report
-    from slo.spark import session
-    from slo.specs import load_specs
-
-    data, out = tmp_path_factory.mktemp("sli"), tmp_path_factory.mktemp("report")
-    cfg = GenConfig(days=2, partitions=3, interval_s=60, incidents=(Incident.parse("broker-down@1d+3h:broker=2"),))
-    generate(cfg, data)
-    spark = session("test-slo-shot", shuffle_partitions=2)
-    try:
-        slo_report(spark, data, load_specs(), out, window_s=2 * 86400)
-    finally:
-        spark.stop()
-    return out
 
 
 def _shot(url: str, png: Path, budget_ms: int = 20000) -> None:

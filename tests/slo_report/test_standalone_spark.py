@@ -1,53 +1,44 @@
 """Slow suite: the SLO report on a real standalone Spark master and worker started on loopback by the test."""
 
+import json
 import os
-import socket
 import subprocess
 import sys
-import time
+import urllib.request
 from pathlib import Path
 
 import pyspark
 import pytest
 
 from slo.generate import DAY_S, GenConfig, Incident, expected, generate
+from tests.support.broker_process import free_port, wait_for_port
+from tests.support.cluster import wait_for
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.3)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port}")
+def _alive_workers(webui_port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{webui_port}/json/", timeout=5) as r:
+        return int(json.load(r)["aliveworkers"])
 
 
 @pytest.fixture
 def standalone(tmp_path):
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, SPARK_WORKER_DIR=str(tmp_path))
-    port = _free_port()
+    port, webui = free_port(), free_port()
     master = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(_free_port())], env=env,
+                               "--port", str(port), "--webui-port", str(webui)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs = [master]
     try:
-        _wait_port(port)
+        wait_for_port(port, master, timeout_s=60)
         url = f"spark://127.0.0.1:{port}"
         procs.append(subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host",
                                        "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port",
-                                       str(_free_port())], env=env, stdout=subprocess.DEVNULL,
+                                       str(free_port())], env=env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL))
-        time.sleep(3)
+        wait_for(lambda: _alive_workers(webui) >= 1, timeout=60, what="the worker registered with the master")
         yield url
     finally:
         for p in reversed(procs):

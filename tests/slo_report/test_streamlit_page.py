@@ -3,29 +3,7 @@
 import json
 from pathlib import Path
 
-import pytest
-
-from slo.generate import GenConfig, Incident, generate
-
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "streamlit_app.py")
-
-
-@pytest.fixture(scope="module")
-def report_dir(tmp_path_factory):
-    from slo.jobs.slo_report import slo_report
-    from slo.spark import session
-    from slo.specs import load_specs
-
-    data, out = tmp_path_factory.mktemp("sli"), tmp_path_factory.mktemp("report")
-    cfg = GenConfig(days=2, clusters=1, partitions=3, interval_s=60,
-                    incidents=(Incident.parse("broker-down@1d+3h:broker=2"),))
-    generate(cfg, data)
-    spark = session("test-slo-page", shuffle_partitions=2)
-    try:
-        slo_report(spark, data, load_specs(), out, window_s=2 * 86400)
-    finally:
-        spark.stop()
-    return out
 
 
 def test_page_renders_every_section(report_dir, monkeypatch):
