@@ -7,10 +7,10 @@ Services call the `record_*` methods (thread-safe). Three views are kept from th
   names jmx_exporter gives the `kmf.services` MBeans: `kmf_services_<type>_<name>_<attribute>`, `-` → `_`;
 * per-partition interval accumulators, rolled into SLI_SCHEMA rows every `sli.interval.ms` (see sink.py).
 
-The two per-record events (a send acknowledged, a record consumed) are only queued by the service threads and
-folded into all three views in one batch by whoever reads next (a scrape, the SLI sink, the gauges): done per
-record, under a lock shared by the produce and consume threads, this bookkeeping cost more CPU than the Kafka
-clients themselves (benchmarks/xmonitor_overhead.py). Each queued event keeps its own time and leader.
+The per-record events (a send, its acknowledgement or failure, a record consumed) are only queued by the service
+threads and folded into all three views in one batch by whoever reads next (a scrape, the SLI sink, the gauges):
+done per record, under a lock shared by the produce and consume threads, this bookkeeping cost more CPU than the
+Kafka clients themselves (benchmarks/xmonitor_overhead.py). Each queued event keeps its own time and leader.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ class Recorder:
         self._interval_start = clock.wall()
         self._children: dict[object, dict[tuple[int, int], object]] = {}
         self._intervals: dict[int, IntervalStats] = {}
-        self._produced: list[tuple] = []        # queued acknowledgements and failures (see the module docstring)
+        self._attempted: list[tuple] = []       # queued sends (see the module docstring)
+        self._produced: list[tuple] = []        # queued acknowledgements and failures
         self._consumed: list[tuple] = []        # queued consumed records
         self.registry.register(_KmfCollector(self))
 
@@ -182,9 +183,9 @@ class Recorder:
 
     # ---- produce -----------------------------------------------------------------------------------------
     def record_produce_attempt(self, partition: int) -> None:
-        with self._lock:
-            self._child(self.c_attempts, partition).inc()
-            self._interval(partition).attempts += 1
+        self._attempted.append((partition, self.leaders.get(partition, -1)))
+        if len(self._attempted) > _FOLD_AT:
+            self.fold()
 
     def record_produce_result(self, partition: int, error: str | None, latency_s: float) -> None:
         self._produced.append((partition, self.leaders.get(partition, -1), error, latency_s, self.clock.wall_ms()))
@@ -200,9 +201,13 @@ class Recorder:
     def fold(self) -> None:
         """Apply the queued per-record events to every view (called before each read)."""
         with self._lock:
+            attempted, self._attempted = self._attempted, []
             produced, self._produced = self._produced, []
             consumed, self._consumed = self._consumed, []
             counts: CountMap = CountMap()          # (counter, partition, leader) -> increments, applied once
+            for p, leader in attempted:
+                counts[(self.c_attempts, p, leader)] += 1
+                self._interval(p).attempts += 1
             for p, leader, error, latency_s, now_ms in produced:
                 iv = self._interval(p)
                 if error is None:
