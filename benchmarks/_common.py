@@ -37,6 +37,21 @@ def our_broker(**props: object) -> Iterator[BrokerProcess]:
 
 
 @contextlib.contextmanager
+def our_cluster(brokers: int) -> Iterator[object]:
+    """ZooKeeper and `brokers` of our brokers (kafkascope's cluster launcher); `.bootstrap` as the others."""
+    from kafkascope.cluster.launcher import ClusterLauncher
+
+    tmp = Path(tempfile.mkdtemp(prefix="kscope-bench-cluster-"))
+    c = ClusterLauncher(tmp, brokers=brokers, broker_props=OUR_BROKER_PROPS)
+    try:
+        c.prepare().start_all()
+        yield c
+    finally:
+        c.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def apache_kafka() -> Iterator[object]:
     try:
         from tests.support.apache_kafka import ApacheKafka

@@ -1,13 +1,13 @@
 """xmonitor's probe overhead: CPU of `python -m xmonitor` probing 30 partitions every 100 ms.
 
-    python -m benchmarks.xmonitor_overhead [--partitions 30] [--delay-ms 100] [--seconds 20] [--spread]
+    python -m benchmarks.xmonitor_overhead [--partitions 30] [--brokers 1] [--delay-ms 100] [--seconds 20] [--burst]
 
-Starts our broker, then `python -m xmonitor` as its own process (topic with --partitions partitions, SLI files and
+Starts our broker (--brokers > 1: a ZooKeeper cluster of ours; the partitions are spread over the brokers), then `python -m xmonitor` as its own process (topic with --partitions partitions, SLI files and
 /metrics on), waits 5 s of warm-up, and reads the process's CPU time (utime + stime from /proc) over --seconds.
 Figure: CPU % of one core (target < 10%). Two baselines in the same run:
 * idle: the same process with the same clients and services but no probing (produce.record.delay.ms = 1 h);
 * client floor: a bare confluent-kafka loop (this file, --bare-loop) making the same sends (acks=all, one per
-  partition per interval, same spread) and reading them back, with no accounting at all. xmonitor / floor says
+  partition per interval, on xmonitor's schedule) and reading them back, with no accounting at all. xmonitor / floor says
   what xmonitor's own bookkeeping costs over the Kafka clients it cannot do without.
 The last line is one JSON object.
 """
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks._common import ROOT, create_topic, emit_json, fmt, our_broker, ratio, verdict
+from benchmarks._common import ROOT, create_topic, emit_json, fmt, our_broker, our_cluster, ratio, verdict
 
 TARGET_CPU_PCT = 10.0
 WARM_UP_S = 5.0
@@ -56,11 +56,13 @@ def _cpu_pct(cmd: list[str], seconds: float) -> float:
         p.wait(30)
 
 
-def xmonitor_cpu(bootstrap: str, partitions: int, delay_ms: int, seconds: float, tag: str, spread: bool) -> float:
+def xmonitor_cpu(bootstrap: str, brokers: int, partitions: int, delay_ms: int, seconds: float, tag: str,
+                 spread: bool) -> float:
     tmp = Path(tempfile.mkdtemp(prefix=f"xmon-{tag}-"))
     cfg = tmp / "xmonitor.yaml"
     cfg.write_text(f"topic: xmon-bench-{tag}\ncluster.name: bench\nproduce.record.delay.ms: {delay_ms}\n"
-                   f"topic-management.partitionsToBrokersRatio: {partitions}\nsli.dir: {tmp / 'sli'}\n"
+                   f"topic-management.partitionsToBrokersRatio: {partitions / brokers}\n"
+                   f"topic-management.replicationFactor: 1\nsli.dir: {tmp / 'sli'}\n"
                    f"prometheus.listener: 127.0.0.1:0\nproduce.spread.sends: {str(spread).lower()}\n")
     return _cpu_pct([sys.executable, "-m", "xmonitor", "--bootstrap-servers", bootstrap, "--config", str(cfg),
                      "--log-level", "WARNING"], seconds)
@@ -77,7 +79,10 @@ def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, spread
     """The client floor: xmonitor's sends and reads, no accounting (runs until killed)."""
     from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
+    from xmonitor.schedule import send_phases
+
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    leaders = {p: m.leader for p, m in producer.list_topics(topic, timeout=10).topics[topic].partitions.items()}
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "xmon-bench-floor",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(partitions)])
@@ -89,7 +94,8 @@ def bare_loop(bootstrap: str, topic: str, partitions: int, delay_ms: int, spread
 
     threading.Thread(target=read, daemon=True).start()
     value, interval = b"x" * 200, delay_ms / 1000.0
-    due = [time.monotonic() + (interval * p / partitions if spread else 0) for p in range(partitions)]
+    start = time.monotonic()
+    due = [start + phase for _p, phase in sorted(send_phases(leaders, interval, spread).items())]
     while True:
         now = time.monotonic()
         for p in range(partitions):
@@ -106,24 +112,25 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=30)
+    ap.add_argument("--brokers", type=int, default=1)
     ap.add_argument("--delay-ms", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--spread", action="store_true", help="produce.spread.sends=true: partition i at i/N of the "
-                    "interval (default: all partitions on one tick)")
+    ap.add_argument("--burst", action="store_true", help="produce.spread.sends=false: every partition on one tick, "
+                    "as Xinfra schedules them (default: partition i at i/N of the interval)")
     a = ap.parse_args()
-    with our_broker() as b:
-        probe = xmonitor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, "probe", a.spread)
-        floor = floor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, a.spread)
-        idle = xmonitor_cpu(b.bootstrap, a.partitions, 3_600_000, a.seconds, "idle", a.spread)
+    with our_broker() if a.brokers == 1 else our_cluster(a.brokers) as b:
+        probe = xmonitor_cpu(b.bootstrap, a.brokers, a.partitions, a.delay_ms, a.seconds, "probe", not a.burst)
+        floor = floor_cpu(b.bootstrap, a.partitions, a.delay_ms, a.seconds, not a.burst)
+        idle = xmonitor_cpu(b.bootstrap, a.brokers, a.partitions, 3_600_000, a.seconds, "idle", not a.burst)
     ok = probe < TARGET_CPU_PCT
-    mode = sends_mode(a.spread)
-    print(f"xmonitor CPU, {a.partitions} partitions every {a.delay_ms} ms ({mode} sends): {fmt(probe)}% of one core "
+    mode = sends_mode(not a.burst)
+    print(f"xmonitor CPU, {a.partitions} partitions on {a.brokers} broker(s) every {a.delay_ms} ms ({mode} sends): {fmt(probe)}% of one core "
           f"(target < {TARGET_CPU_PCT}%: {verdict(ok)})")
     print(f"client floor (bare confluent-kafka loop, same sends and reads): {fmt(floor)}%  "
           f"ratio xmonitor/floor: {fmt(ratio(probe, floor))}")
     print(f"idle baseline (same process, no probing): {fmt(idle)}%  ratio probe/idle: {fmt(ratio(probe, idle))}")
     print(f"load average during the run: {os.getloadavg()[0]:.2f}")
-    emit_json("xmonitor_overhead", {"partitions": a.partitions, "delay_ms": a.delay_ms, "sends": mode,
+    emit_json("xmonitor_overhead", {"partitions": a.partitions, "brokers": a.brokers, "delay_ms": a.delay_ms, "sends": mode,
                                     "cpu_pct": round(probe, 2), "floor_cpu_pct": round(floor, 2),
                                     "ratio_vs_floor": ratio(probe, floor), "idle_cpu_pct": round(idle, 2),
                                     "ratio_vs_idle": ratio(probe, idle), "target_cpu_pct": TARGET_CPU_PCT,

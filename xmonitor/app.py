@@ -8,6 +8,7 @@ writes the last, partial interval on the way out.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 
 from prometheus_client import start_http_server
@@ -24,6 +25,11 @@ from xmonitor.services.sli_sink import SliSinkService
 from xmonitor.services.topic_management import TopicManagementService
 
 log = logging.getLogger("xmonitor")
+
+# The probe's clocks are read in Python threads; CPython makes a thread that wants the GIL wait up to the switch
+# interval (5 ms by default) while another runs Python code, so the SLI sink encoding histograms would add up to
+# 5 ms to a record's measured delay (e2e p99 10.0 → 4.7 ms at 30 partitions with 0.5 ms).
+GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 class XMonitor:
@@ -46,6 +52,7 @@ class XMonitor:
                 if s is not None]
 
     def start(self, topic_timeout_s: float = 60.0) -> XMonitor:
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
         if self.cfg.listener is not None:
             host, port = self.cfg.listener
             self._http, _thread = start_http_server(port, addr=host, registry=self.rec.registry)

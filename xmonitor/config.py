@@ -33,9 +33,11 @@ class MonitorConfig:
     produce_producer_id: str = "xmonitor-producer"
     produce_request_timeout_ms: int = 20000     # a send not acknowledged by then is an error
     produce_treat_zero_throughput_as_unavailable: bool = True
-    # true: partition i sends at i/N of the interval (no burst of its own records to queue behind, ~2.5x the CPU:
-    # benchmarks/xmonitor_overhead.py); false: every partition on one tick, as Xinfra schedules them
-    produce_spread_sends: bool = False
+    # true: partition i sends at i/N of the interval, so no record queues behind the probe's own (what a lone
+    # record sees, as e2e-latency measures it); false: every partition on one tick, as Xinfra schedules them
+    # (about 0.6x the CPU, but with librdkafka's one request per partition the tick's last record waits for
+    # all the others: benchmarks/xmonitor_agreement.py, xmonitor_overhead.py)
+    produce_spread_sends: bool = True
     produce_producer_props: dict[str, Any] = field(default_factory=dict)
     # consume service
     consume_latency_sla_ms: int = 20000         # end-to-end delay above this counts as late (unavailable)

@@ -6,10 +6,12 @@ failed send is retried with the same index and never looks like loss); a tick th
 in flight is skipped (no attempt), which is what makes a hung partition count as unavailable (zero throughput).
 Leaders and the partition count come from a separate metadata thread, never from the send loop.
 
-By default all partitions send on one tick, as Xinfra schedules them. With `produce.spread.sends` partition i's
-sends are offset by i/N of the interval, so the N records of a tick do not queue behind each other in the client,
-the broker and the consumer (librdkafka sends one ProduceRequest per partition) and the probe does not measure its
-own burst; the price is a wake-up per record in both clients (about 2.5x the CPU, benchmarks/xmonitor_overhead.py).
+By default (`produce.spread.sends`) partition i's sends are offset by i/N of the interval, so the N records of a
+tick do not queue behind each other: librdkafka sends one ProduceRequest per partition and a broker answers one
+request per connection at a time, so on one tick (as Xinfra schedules them; its Java producer puts them in one
+request per broker) the last record would wait for all the others and the probe would measure its own burst
+(e2e p99 ~6x `kafkascope e2e-latency`'s). The price is a wake-up per record in both clients (~1.6x the CPU of
+one tick, benchmarks/xmonitor_overhead.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from xmonitor import payload
 from xmonitor.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
+from xmonitor.schedule import SendSchedule, send_phases
 from xmonitor.services.base import Service, client_base, error_name, log
 
 
@@ -50,11 +53,12 @@ class ProduceService(Service):
         self.producer = Producer(producer_config(cfg))
         self.index: dict[int, int] = {}
         self.in_flight: set[int] = set()
-        self.next_due: dict[int, float] = {}
         self.partitions: list[int] = []
+        self.phases: dict[int, float] = {}
         self._keys: dict[tuple[int, int], bytes] = {}
         self._encoder = payload.ProbeEncoder(cfg.topic, run_id, cfg.produce_producer_id, cfg.produce_record_size_byte)
         self._meta_thread: threading.Thread | None = None
+        self._leaders: dict[int, int] = {}
         self.interval = cfg.produce_record_delay_ms / 1000.0
 
     # ---- metadata ----------------------------------------------------------------------------------------
@@ -69,7 +73,10 @@ class ProduceService(Service):
             if pm.leader < 0 and p not in self.rec.leaders and pm.replicas:
                 leaders[p] = pm.replicas[0]
         self.rec.set_topology(leaders)
-        self.partitions = sorted(leaders)
+        if leaders != self._leaders:
+            self._leaders = leaders
+            self.partitions = sorted(leaders)
+            self.phases = send_phases(leaders, self.interval, self.cfg.produce_spread_sends)
 
     def _metadata_loop(self) -> None:
         while not self.stopping:
@@ -114,35 +121,27 @@ class ProduceService(Service):
         self._meta_thread = threading.Thread(target=self._metadata_loop, name="xmonitor-produce-metadata",
                                              daemon=True)
         self._meta_thread.start()
+        schedule = SendSchedule(self.interval, origin=self.clock.mono())
         last_ok = 0.0
-        seen_parts: list[int] | None = None
         wake = 0.0
         while not self.stopping:
             now = self.clock.mono()
-            parts = self.partitions
-            if parts is seen_parts and now < wake:
+            if self.phases is not schedule.phases:
+                schedule.rephase(self.phases, now)
+            elif now < wake:
                 # woken early (a delivery report): nothing is due yet, so skip the per-partition scan
                 if now - last_ok >= 1.0:
                     self.rec.cycle_ok(self.name)
                     last_ok = now
                 self.producer.poll(_poll_timeout(wake - self.clock.mono()))
                 continue
-            seen_parts = parts
-            for i, p in enumerate(parts):
-                if p not in self.next_due:
-                    self.next_due[p] = now + (self.interval * i / len(parts) if self.cfg.produce_spread_sends else 0)
-            for p in parts:
-                due = self.next_due[p]
-                if due > now:
-                    continue
+            for p in schedule.take_due(now):
                 if p not in self.in_flight:
                     self.send(p)
-                nxt = due + self.interval
-                self.next_due[p] = nxt if nxt > now else now + self.interval
             if now - last_ok >= 1.0:
                 self.rec.cycle_ok(self.name)
                 last_ok = now
-            wake = min(self.next_due.values(), default=now + 0.05)
+            wake = schedule.wake_at(default=now + 0.05)
             self.producer.poll(_poll_timeout(wake - self.clock.mono()))
 
     def refresh_metadata_safely(self) -> None:
