@@ -4,7 +4,8 @@ Notation: T = target, B = 1 - T (the error budget as a ratio), P = the SLO windo
   error budget (events)   allowed = B * total; consumed = bad; remaining = allowed - bad (negative when blown)
   error budget (minutes)  allowed = B * P; consumed = (bad / allowed) * allowed minutes
   burn rate over W        (bad/total over W) / B; budget remaining = 1 - period burn
-  projected exhaustion    remaining * P / burn_24h (0 when already exhausted, None when burn_24h = 0)
+  projected exhaustion    remaining * P / burn_24h (0 when already exhausted, None when burn_24h = 0 or, for a
+                          calendar period, when it falls after the period's end: the budget resets there)
 Alerts: multi-window multi-burn-rate, option 1 of §A3 (the Workbook/Sloth windows and burns kept for 14 days):
 an alert is firing at a step when the burn over both its long and its short window exceeds its factor.
 """
@@ -62,13 +63,16 @@ def error_budget(total: float, bad: float, target: float, window_s: float, elaps
     }
 
 
-def exhaustion_hours(remaining_ratio: float, burn_24h: float | None, window_s: float) -> float | None:
-    """Hours until the budget is gone at the trailing-24h burn: 0 if already gone, None if it never will."""
+def exhaustion_hours(remaining_ratio: float, burn_24h: float | None, window_s: float,
+                     hours_left: float | None = None) -> float | None:
+    """Hours until the budget is gone at the trailing-24h burn: 0 if already gone, None if it never will.
+    `hours_left`: a calendar period's remaining hours; a budget that lasts past them is never exhausted in it."""
     if remaining_ratio <= 0:
         return 0.0
     if not burn_24h:
         return None
-    return remaining_ratio * (window_s / 3600.0) / burn_24h
+    hours = remaining_ratio * (window_s / 3600.0) / burn_24h
+    return None if hours_left is not None and hours > hours_left else hours
 
 
 def _prefix(xs: Sequence[float]) -> list[float]:

@@ -279,6 +279,7 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
     tables: dict[str, list[dict]] = {k: [] for k in ("slo_summary", "daily", "scopes", "brokers", "partitions",
                                                       "bad_periods", "alerts", "burn_down", "latency", "lag_groups")}
     report_slos = []
+    hours_left = (period["end_ms"] - period["as_of_ms"]) / 3.6e6 if period["kind"] == "calendar" else None
     for i, s in enumerate(event_specs):
         T = s.objective.target
         bad_all = [tt - gg for gg, tt in zip(good[i], total[i], strict=True)]
@@ -290,7 +291,7 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         burn_24h = sli.rolling_burn(bad, t, per_day_steps, T)[-1] if n_steps else 0.0
         burn_windows = {name: (sli.rolling_burn(bad, t, max(1, w // STEP_S), T)[-1] if n_steps else 0.0)
                         for name, w in sli.BURN_WINDOWS.items()}
-        exhaustion = sli.exhaustion_hours(occ["remaining_ratio"], burn_24h, window_s)
+        exhaustion = sli.exhaustion_hours(occ["remaining_ratio"], burn_24h, window_s, hours_left)
         per_slice = max(1, s.objective.time_slice_window_s // STEP_S)
         sg, st_ = sli.slice_sums(g, per_slice), sli.slice_sums(t, per_slice)
         sp = [any(present[j:j + per_slice]) for j in range(0, n_steps, per_slice)]

@@ -23,6 +23,9 @@ def test_budget_and_burn_closed_form():
     assert sli.exhaustion_hours(-2.0, 5, 14 * 86400) == 0.0
     assert sli.exhaustion_hours(0.5, 2.0, 14 * 86400) == pytest.approx(0.5 * 336 / 2)
     assert sli.exhaustion_hours(0.5, 0.0, 14 * 86400) is None
+    # a calendar week with 2 days left: 84 h at this burn lasts past the reset, 84 h < 100 h left does not
+    assert sli.exhaustion_hours(0.5, 1.0, 7 * 86400, hours_left=48.0) is None
+    assert sli.exhaustion_hours(0.5, 1.0, 7 * 86400, hours_left=100.0) == pytest.approx(84.0)
     assert sli.sli(0, 0) is None and sli.burn_rate(0, 0, 0.99) is None
     assert sli.ALERT_RULES[0].budget_consumed_at_fire(14 * 86400) == pytest.approx(14.4 / 336)
 
