@@ -33,10 +33,10 @@ class MonitorConfig:
     produce_producer_id: str = "xmonitor-producer"
     produce_request_timeout_ms: int = 20000     # a send not acknowledged by then is an error
     produce_treat_zero_throughput_as_unavailable: bool = True
-    # true: partition i sends at i/N of the interval, so no record queues behind the probe's own (what a lone
-    # record sees, as e2e-latency measures it); false: every partition on one tick, as Xinfra schedules them
-    # (about 0.6x the CPU, but with librdkafka's one request per partition the tick's last record waits for
-    # all the others: benchmarks/xmonitor_agreement.py, xmonitor_overhead.py)
+    # true: each leader's partitions send evenly spread over the interval, so no record queues behind the
+    # probe's own (what a lone record sees, as e2e-latency measures it); false: every partition on one tick, as
+    # Xinfra schedules them (about 0.7x the CPU, but with librdkafka's one request per partition the tick's last
+    # record waits for all the others: benchmarks/xmonitor_agreement.py, xmonitor_overhead.py)
     produce_spread_sends: bool = True
     produce_producer_props: dict[str, Any] = field(default_factory=dict)
     # consume service
