@@ -25,6 +25,7 @@ histograms with a latency SLO add their distinct payloads.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import json
 import math
@@ -96,6 +97,13 @@ def _clean(obj):
     if isinstance(obj, float | np.floating):
         return _num(float(obj))
     return obj
+
+
+def _trailing_burn(bad_all: list[float], total_all: list[float], n_pre: int, target: float,
+                   seconds: int) -> list[float]:
+    """Burn over the trailing `seconds` at each step of the window (the series hold `n_pre` steps of history
+    before it, which count: a window's first hours are not judged on a few minutes of data)."""
+    return sli.rolling_burn(bad_all, total_all, max(1, seconds // STEP_S), target)[n_pre:]
 
 
 def _occurrences(spec: SLOSpec, good: float, total: float, window_s: int, elapsed_s: int) -> dict:
@@ -287,17 +295,21 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         G, TT = sum(g), sum(t)
         occ = _occurrences(s, G, TT, window_s, elapsed_s)
         allowed = occ["allowed_events"]
-        per_day_steps = 86400 // STEP_S
-        burn_24h = sli.rolling_burn(bad, t, per_day_steps, T)[-1] if n_steps else 0.0
-        burn_windows = {name: (sli.rolling_burn(bad, t, max(1, w // STEP_S), T)[-1] if n_steps else 0.0)
-                        for name, w in sli.BURN_WINDOWS.items()}
+        trailing_burn = functools.partial(_trailing_burn, bad_all, total[i], n_pre, T)
+        burn_24h = trailing_burn(86400)[-1] if n_steps else 0.0
+        burn_windows = {name: (trailing_burn(w)[-1] if n_steps else 0.0) for name, w in sli.BURN_WINDOWS.items()}
         exhaustion = sli.exhaustion_hours(occ["remaining_ratio"], burn_24h, window_s, hours_left)
         per_slice = max(1, s.objective.time_slice_window_s // STEP_S)
         sg, st_ = sli.slice_sums(g, per_slice), sli.slice_sums(t, per_slice)
         sp = [any(present[j:j + per_slice]) for j in range(0, n_steps, per_slice)]
         ts = sli.timeslices(sg, st_, sp, s.objective.time_slice_target, T, per_slice * STEP_S,
                             period_slices=None if period["kind"] == "rolling" else window_s // (per_slice * STEP_S))
-        alerts = sli.alert_periods(bad, t, STEP_S, T)
+        alerts = []   # judged with the history too; one firing at the start is cut to it and says so
+        for a in sli.alert_periods(bad_all, total[i], STEP_S, T):
+            if a["end_step"] > n_pre:
+                a.update(since_before_start=a["start_step"] < n_pre, start_step=max(a["start_step"] - n_pre, 0),
+                         end_step=a["end_step"] - n_pre)
+                alerts.append(a)
         for a in alerts:
             a.update(slo=s.name, start=_iso(step_ms[a["start_step"]]),
                      end=_iso(start_ms + a["end_step"] * STEP_S * 1000))
@@ -315,12 +327,9 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
                           "steps_missing": sum(1 for k in idx if not present[k])})
         hourly = 3600 // STEP_S
         burn_down, cb, ct = [], 0.0, 0.0
-        r1h = sli.rolling_burn(bad, t, hourly, T)
-        r6h = sli.rolling_burn(bad, t, 6 * hourly, T)
-        r1d = sli.rolling_burn(bad, t, 24 * hourly, T)
-        r3d = sli.rolling_burn(bad, t, 72 * hourly, T)
+        r1h, r6h, r1d, r3d = (trailing_burn(hours * 3600) for hours in (1, 6, 24, 72))
         # rolling view: the budget left in the trailing window (same length as the report's) ending at each step
-        r_win = sli.rolling_burn(bad_all, total[i], n_pre, T)[n_pre:]
+        r_win = trailing_burn(n_pre * STEP_S)
         for k in range(n_steps):
             cb += bad[k]
             ct += t[k]

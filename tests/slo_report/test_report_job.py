@@ -199,14 +199,15 @@ def rolling(spark, tmp_path_factory):
 
 def test_rolling_burn_down_vs_closed_form(rolling):
     """Incidents before the window start: the rolling line burns budget until they leave the trailing 2 days,
-    the fixed one never sees them; both against the generator's closed form at every hour."""
+    the fixed one never sees them; both, and the trailing burn lines, against the generator's closed form at
+    every hour."""
     r, out = rolling
     assert r["window"]["kind"] == "rolling" and r["window"]["start_ms"] == ROLL.start_ms + 2 * DAY_S * 1000
     bd = pq.read_table(out / "burn_down.parquet").to_pylist()
     for name in FIELDS:
         rows = [row for row in bd if row["slo"] == name]
         assert len(rows) == 48
-        allowed = _slo(r, name)["occurrences"]["allowed_events"]
+        allowed, target = _slo(r, name)["occurrences"]["allowed_events"], _slo(r, name)["target"]
         good_f, total_f = FIELDS[name]
         for h, row in enumerate(rows, start=1):
             t = 2 * DAY_S + h * 3600
@@ -216,9 +217,14 @@ def test_rolling_burn_down_vs_closed_form(rolling):
             assert row["remaining_fixed"] == pytest.approx(1 - (fixed[total_f] - fixed[good_f]) / allowed)
             gap = max(0, 6 * 3600 - (t - 2 * DAY_S))  # the part of the 6 h gap at 0 in the trailing window
             assert row["rolling_coverage"] == pytest.approx(1 - gap / (2 * DAY_S))
+            for col, span in (("burn_1h", 3600), ("burn_1d", DAY_S), ("burn_3d", 3 * DAY_S)):
+                e = expected(ROLL, max(0, t - span), t)  # trailing windows reach into the history
+                assert row[col] == pytest.approx(0.0 if e[total_f] == 0 else
+                                                 (e[total_f] - e[good_f]) / e[total_f] / (1 - target)), (name, h, col)
         assert rows[-1]["remaining_rolling"] == pytest.approx(_slo(r, name)["occurrences"]["remaining_ratio"])
     write = [row for row in bd if row["slo"] == "write-availability"]
     assert write[0]["remaining_fixed"] == 1.0 and write[0]["remaining_rolling"] < 0  # the outage at 1d, seen
+    assert write[0]["burn_1d"] > 0 and write[0]["burn_1h"] == 0                     # ... by the 1-day burn too
     assert write[23]["remaining_rolling"] < 0 and write[28]["remaining_rolling"] == 1.0  # gone after 3d4h
     h = r["completeness"]["rolling_history"]
     assert (h["rows"], h["steps_missing"]) == (expected(ROLL, 0, 2 * DAY_S)["rows"], 6 * 60)
