@@ -199,8 +199,14 @@ def test_fault_queries_have_data_and_alerts_fire(stack):
     _inject_gap(live, 0, [0, 1, 5])
     launcher.pause(victim)
     try:
-        _poll(lambda: _alert(prom, "KafkaUnderMinIsrPartitions", "pending", "firing"), 60,
-              "KafkaUnderMinIsrPartitions pending")
+        try:
+            _poll(lambda: _alert(prom, "KafkaUnderMinIsrPartitions", "pending", "firing"), 60,
+                  "KafkaUnderMinIsrPartitions pending")
+        except AssertionError as e:   # say where it stopped: the ISR, the brokers' gauge, or the rule
+            p0 = admin.list_topics(MIN_ISR_TOPIC, timeout=10).topics[MIN_ISR_TOPIC].partitions[0]
+            gauge = prometheus_query(prom, "kafka_server_replicamanager_underminisrpartitioncount")
+            raise AssertionError(f"{e}: victim {victim}, {MIN_ISR_TOPIC} leader {p0.leader} ISR {p0.isrs}; "
+                                 f"gauge {[(g['metric'].get('instance'), g['value'][1]) for g in gauge]}") from None
         # rejected acks=all sends, one a second (the scrape interval): the error series appears, then increases
         _poll(lambda: _produce_error(producer, MIN_ISR_TOPIC) == KafkaError.NOT_ENOUGH_REPLICAS and
               _nonzero(prom, request_errors, request="Produce", error="NOT_ENOUGH_REPLICAS"), 30,

@@ -280,7 +280,7 @@ def test_group_of_three_rebalances(shared_broker, topic_name, client, how):
         try:
             wait_until(lambda: _owns_all(members, n), 60, what="3 members sharing all partitions")
         except AssertionError as e:
-            raise AssertionError(f"{e}: {_why(members)}") from None
+            raise AssertionError(f"{e}: {_why(members)}; broker log:\n{shared_broker.log_tail(30)}") from None
         leaving, survivors = members[0], members[1:]
         leaving.close() if how == "close" else leaving.kill()
         # survivors only own all 6 partitions (2 each before) once the group rebalanced without the leaver
