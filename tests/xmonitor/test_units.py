@@ -288,3 +288,26 @@ def test_produce_poll_timeout_never_truncates_a_wait_to_zero():
     assert _poll_timeout(0.0004) == 0.001          # librdkafka would truncate 0.4 ms to 0 and the loop would spin
     assert _poll_timeout(0.0031) == 0.004
     assert _poll_timeout(-1.0) == 0.0 and _poll_timeout(5.0) == 0.1
+
+
+def test_sli_sink_folds_the_queued_events_between_intervals():
+    """No reader for a minute (no scrape, no interval close): the sink still folds the client threads' events in
+    small batches, so no later reader folds a long backlog in one go."""
+    from tests.support.cluster import wait_for
+    from xmonitor.services.sli_sink import SliSinkService
+
+    cfg = config.MonitorConfig(bootstrap_servers="x", topic="t", sli_interval_ms=60_000)
+    rec = Recorder(cfg, "run")
+    rec.set_topology({0: 1})
+    sink_service = SliSinkService(cfg, rec)
+    sink_service.start()
+    try:
+        for i in range(50):
+            rec.record_produce_attempt(0)
+            rec.record_consumed(0, Outcome(Kind.IN_ORDER), 0.001 * i, 100)
+        wait_for(lambda: not rec._attempted and not rec._consumed, 5.0, 0.05, "the queues folded")
+        assert rec.registry.get_sample_value("xmonitor_records_consumed_total",
+                                             {"cluster": "kafka", "topic": "t", "partition": "0", "leader": "1"}) == 50
+    finally:
+        sink_service.stop()
+        sink_service.join(5)
