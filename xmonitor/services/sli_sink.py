@@ -1,8 +1,8 @@
 """SLI sink service: every `sli.interval.ms`, close the interval and write its rows (one per partition).
 
 In between it folds the client threads' queued events into the metrics every FOLD_EVERY_S, so that no reader (an
-interval close, a scrape every 15 s) folds a long backlog in one go: that burst of Python work delayed the client
-threads' clock readings and doubled the measured e2e p99 (benchmarks/xmonitor_overhead.py, e2e vs the client floor).
+interval close, a scrape every 15 s) folds a long backlog in one go: 10 s of events at 30 partitions every 100 ms
+are 62 ms of Python, during which the client threads wait to read their clocks (0.2 s of them: ~1.4 ms).
 """
 
 from __future__ import annotations
