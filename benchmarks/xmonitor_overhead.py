@@ -2,14 +2,15 @@
 
     python -m benchmarks.xmonitor_overhead [--partitions 30] [--brokers 1] [--delay-ms 100] [--seconds 20] [--burst]
 
-Starts our broker (--brokers > 1: a ZooKeeper cluster of ours; the partitions are spread over the brokers), then `python -m xmonitor` as its own process (topic with --partitions partitions, SLI files and
-/metrics on), waits 5 s of warm-up, and reads the process's CPU time (utime + stime from /proc) over --seconds.
+Starts our broker (--brokers > 1: a ZooKeeper cluster of ours; the partitions are spread over the brokers),
+then `python -m xmonitor` as its own process (topic with --partitions partitions, SLI files and /metrics on),
+waits 5 s of warm-up, and reads the process's CPU time (utime + stime from /proc) over --seconds.
 Figure: CPU % of one core (target < 10%); beside it, the e2e p99 that xmonitor and the client floor each
 measured while they ran. Two baselines in the same run:
 * idle: the same process with the same clients and services but no probing (produce.record.delay.ms = 1 h);
 * client floor: a bare confluent-kafka loop (this file, --bare-loop) making the same sends (acks=all, one per
-  partition per interval, on xmonitor's schedule) and reading them back, with no accounting at all. xmonitor / floor says
-  what xmonitor's own bookkeeping costs over the Kafka clients it cannot do without.
+  partition per interval, on xmonitor's schedule) and reading them back, with no accounting at all.
+  xmonitor / floor says what xmonitor's own bookkeeping costs over the Kafka clients it cannot do without.
 The last line is one JSON object.
 """
 
