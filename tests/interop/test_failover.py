@@ -32,8 +32,9 @@ def test_leader_failover_keeps_acked_records(tmp_path, impl):
         old = _leader(c.bootstrap, topic)
         c.broker(old).kill()
         survivors = ",".join(f"127.0.0.1:{c.broker(b).port}" for b in c.broker_ids if b != old)
-        new = wait_until(lambda: (ld := _leader(survivors, topic)) not in (old, -1) and ld, 60,
-                         what="a new leader")
+        # a 1-tuple: Kafka numbers its brokers from 0, and broker 0 as the new leader must count as found
+        (new,) = wait_until(lambda: (ld := _leader(survivors, topic)) not in (old, -1) and (ld,), 60,
+                            what="a new leader")
         second = [(f"k{i}".encode(), f"b{i}".encode(), []) for i in range(100)]
         clients.produce("confluent", survivors, topic, second, partition=0, acks="all")
         got = clients.consume("confluent", survivors, topic, 200, timeout_s=60)
