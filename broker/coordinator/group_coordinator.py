@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,6 +39,8 @@ from broker.coordinator.offsets_schema import (
     encode_offset_commit_value,
 )
 from broker.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("broker.coordinator")
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
@@ -292,6 +295,8 @@ class GroupCoordinator:
         else:
             group.initial_delay = False
             group.join_deadline = now + group.rebalance_timeout_ms()
+        log.info("preparing to rebalance group %s in state %s with old generation %d (%d members)",
+                 group.group_id, group.state.value, group.generation_id, len(group.members))
         group.transition_to(GroupState.PREPARING_REBALANCE, self._wall())
 
     def _try_complete_join(self, group: Group) -> None:
@@ -322,6 +327,8 @@ class GroupCoordinator:
                 self._drop_member(group, m)
         group.maybe_elect_joined_leader()
         group.init_next_generation(self._wall())
+        log.info("stabilized group %s generation %d (%d members, leader %s)", group.group_id, group.generation_id,
+                 len(group.members), group.leader_id)
         if group.is_(GroupState.EMPTY):
             self._store_group(group)
             return
@@ -342,6 +349,8 @@ class GroupCoordinator:
 
     def _drop_member(self, group: Group, member: Member) -> None:
         """Remove a member without triggering anything; its pending requests learn it is gone."""
+        log.info("removing member %s from group %s in state %s", member.member_id, group.group_id,
+                 group.state.value)
         if member.awaiting_join:
             member.awaiting_join = False
             self._resolve_join(group, member.member_id, JoinResult(ErrorCode.unknown_member_id, member.member_id))
