@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +50,19 @@ def our_cluster(brokers: int) -> Iterator[object]:
     finally:
         c.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sli_e2e_p99(rows: list[dict], start: datetime, end: datetime | None = None) -> tuple[float | None, int]:
+    """(e2e p99 in ms or None, records) over xmonitor's SLI rows whose interval starts at `start` or later and,
+    with `end`, ends by then; the HDR histograms are merged exactly."""
+    from xmonitor.sli_schema import decode_hdr, new_histogram
+
+    h = new_histogram()
+    for row in rows:
+        if row["interval_start"] >= start and (end is None or row["interval_end"] <= end):
+            h.add(decode_hdr(row["e2e_latency_hdr"]))
+    n = h.get_total_count()
+    return (h.get_value_at_percentile(99) / 1000 if n else None), n
 
 
 @contextlib.contextmanager

@@ -29,10 +29,18 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks._common import ROOT, apache_kafka, create_topic, emit_json, fmt, our_broker, ratio, verdict
-from benchmarks.xmonitor_overhead import sends_mode
-
-WARM_UP_S = 5.0
+from benchmarks._common import (
+    ROOT,
+    apache_kafka,
+    create_topic,
+    emit_json,
+    fmt,
+    our_broker,
+    ratio,
+    sli_e2e_p99,
+    verdict,
+)
+from benchmarks.xmonitor_overhead import WARM_UP_S, sends_mode
 
 
 def e2e_latency_p99(bootstrap: str, records: int) -> float:
@@ -59,7 +67,6 @@ def main() -> None:
     from xmonitor import sink
     from xmonitor.app import XMonitor
     from xmonitor.config import MonitorConfig
-    from xmonitor.sli_schema import decode_hdr, new_histogram
 
     tmp = Path(tempfile.mkdtemp(prefix="xmon-agree-"))
     windows, tool_p99s = [], []
@@ -79,12 +86,9 @@ def main() -> None:
     rows = sink.read_dir(cfg.sli_dir).to_pylist()
     xm_p99s, counted = [], 0
     for start, end in windows:
-        h = new_histogram()
-        for row in rows:
-            if row["interval_start"] >= start and row["interval_end"] <= end:
-                h.add(decode_hdr(row["e2e_latency_hdr"]))
-        counted += h.get_total_count()
-        xm_p99s.append(h.get_value_at_percentile(99) / 1000 if h.get_total_count() else float("nan"))
+        p99, n = sli_e2e_p99(rows, start, end)
+        counted += n
+        xm_p99s.append(float("nan") if p99 is None else p99)
     xm_p99, tool_p99 = statistics.median(xm_p99s), statistics.median(tool_p99s)
     r = ratio(xm_p99, tool_p99)
     ok = None if r is None else 0.9 <= r <= 1.1

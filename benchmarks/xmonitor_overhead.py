@@ -30,7 +30,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks._common import ROOT, create_topic, emit_json, fmt, our_broker, our_cluster, ratio, verdict
+from benchmarks._common import (
+    ROOT,
+    create_topic,
+    emit_json,
+    fmt,
+    our_broker,
+    our_cluster,
+    ratio,
+    sli_e2e_p99,
+    verdict,
+)
 
 TARGET_CPU_PCT = 10.0
 WARM_UP_S = 5.0
@@ -73,7 +83,6 @@ def xmonitor_run(bootstrap: str, brokers: int, partitions: int, delay_ms: int, s
                  spread: bool) -> tuple[Run, float | None]:
     """(the run, xmonitor's e2e p99 in ms over the SLI intervals that began in the measured window)."""
     from xmonitor import sink
-    from xmonitor.sli_schema import decode_hdr, new_histogram
 
     tmp = Path(tempfile.mkdtemp(prefix=f"xmon-{tag}-"))
     cfg = tmp / "xmonitor.yaml"
@@ -83,12 +92,8 @@ def xmonitor_run(bootstrap: str, brokers: int, partitions: int, delay_ms: int, s
                    f"prometheus.listener: 127.0.0.1:0\nproduce.spread.sends: {str(spread).lower()}\n")
     run = _measure([sys.executable, "-m", "xmonitor", "--bootstrap-servers", bootstrap, "--config", str(cfg),
                     "--log-level", "WARNING"], seconds)
-    h = new_histogram()
-    if (tmp / "sli").exists():
-        for row in sink.read_dir(str(tmp / "sli")).to_pylist():
-            if row["interval_start"] >= run.since:
-                h.add(decode_hdr(row["e2e_latency_hdr"]))
-    return run, (h.get_value_at_percentile(99) / 1000 if h.get_total_count() else None)
+    rows = sink.read_dir(str(tmp / "sli")).to_pylist() if (tmp / "sli").exists() else []
+    return run, sli_e2e_p99(rows, run.since)[0]
 
 
 def floor_run(bootstrap: str, partitions: int, delay_ms: int, seconds: float, spread: bool) -> tuple[Run, float | None]:

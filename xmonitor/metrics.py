@@ -8,9 +8,10 @@ Services call the `record_*` methods (thread-safe). Three views are kept from th
 * per-partition interval accumulators, rolled into SLI_SCHEMA rows every `sli.interval.ms` (see sink.py).
 
 The per-record events (a send, its acknowledgement or failure, a record consumed) are only queued by the service
-threads and folded into all three views in one batch by whoever reads next (a scrape, the SLI sink, the gauges):
-done per record, under a lock shared by the produce and consume threads, this bookkeeping cost more CPU than the
-Kafka clients themselves (benchmarks/xmonitor_overhead.py). Each queued event keeps its own time and leader.
+threads and folded into all three views in batches, every 0.2 s by the SLI sink service and before every read
+(a scrape, an interval close, the gauges): done per record, under a lock shared by the produce and consume
+threads, this bookkeeping cost more CPU than the Kafka clients themselves (benchmarks/xmonitor_overhead.py).
+Each queued event keeps its own time and leader.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ in flight is skipped (no attempt), which is what makes a hung partition count as
 Leaders and the partition count come from a separate metadata thread, never from the send loop.
 
 By default (`produce.spread.sends`) the partitions of each leader are offset evenly over the interval
-(xmonitor/schedule.py), so the probe's records do not queue behind each other: librdkafka sends one ProduceRequest per partition and a broker answers one
-request per connection at a time, so on one tick (as Xinfra schedules them; its Java producer puts them in one
+(xmonitor/schedule.py), so the probe's records do not queue behind each other: librdkafka sends one
+ProduceRequest per partition and a broker answers one request per connection at a time, so on one tick (as Xinfra schedules them; its Java producer puts them in one
 request per broker) the last record would wait for all the others and the probe would measure its own burst
 (e2e p99 ~6-12x `kafkascope e2e-latency`'s). The price is more wake-ups in both clients (~1.4x the CPU of one
 tick, benchmarks/xmonitor_overhead.py).
