@@ -48,7 +48,11 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, session_ms: int) ->
                       heartbeat_interval_ms=300, auto_offset_reset="earliest", enable_auto_commit=False)
     last = None
     while not stop.is_set():
-        c.poll(timeout_ms=200)
+        # Not shorter: kafka-python 3.0.12 strands a join whose poll() times out mid-way when the rejoin was caused
+        # by a metadata change seen by the leader (need_rejoin() turns False once the in-flight join has assigned,
+        # so the join's result is never taken up and the heartbeat stays disabled until the coordinator expires the
+        # member). A loaded machine made a 200 ms poll too short for join + sync.
+        c.poll(timeout_ms=2000)
         cur = sorted(tp.partition for tp in c.assignment())
         if cur != last:
             report(cur)
