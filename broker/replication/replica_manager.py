@@ -217,23 +217,29 @@ class ReplicaManager:
             self._maybe_advance_hw(part)
         return part, result
 
+    def replication_outcome(self, part: Partition, last_offset: int, leadership: int) -> ErrorCode | None:
+        """acks=all: the produce's outcome once decided (Kafka's DelayedProduce.tryComplete), None while the high
+        watermark is still at or below `last_offset`. `leadership` is the partition's leadership at the append."""
+        current = self.partitions.get((part.topic, part.index))
+        if current is not part or part.state.leader != self.broker_id or part.leadership != leadership:
+            return ErrorCode.not_leader_or_follower
+        if part.log.high_watermark <= last_offset:
+            return None
+        if len(part.state.isr) < part.log.config.min_insync_replicas:
+            return ErrorCode.not_enough_replicas_after_append
+        return ErrorCode.none
+
     async def wait_for_replication(self, part: Partition, last_offset: int, timeout_s: float) -> ErrorCode:
         """acks=all: wait until the high watermark passes `last_offset` (Kafka's DelayedProduce)."""
         deadline = self.clock.monotonic() + timeout_s
         key = hw_key(part.topic, part.index)
         leadership = part.leadership
-        while True:
-            current = self.partitions.get((part.topic, part.index))
-            if current is not part or part.state.leader != self.broker_id or part.leadership != leadership:
-                return ErrorCode.not_leader_or_follower
-            if part.log.high_watermark > last_offset:
-                if len(part.state.isr) < part.log.config.min_insync_replicas:
-                    return ErrorCode.not_enough_replicas_after_append
-                return ErrorCode.none
+        while (outcome := self.replication_outcome(part, last_offset, leadership)) is None:
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return ErrorCode.request_timed_out
             await self.purgatory.wait([key], remaining, kind="Produce")
+        return outcome
 
     # ------------------------------------------------------------ high watermark and ISR
 

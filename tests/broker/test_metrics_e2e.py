@@ -143,6 +143,17 @@ def test_fetch_long_poll_is_remote_time_and_purgatory(metrics_broker, topic_name
     assert got[("kafka_network_requestmetrics_remotetimems", (("quantile", "0.999"), ("request", "Fetch")))] >= 1000
 
 
+def test_acks_all_produce_to_a_leader_only_isr_is_answered_without_waiting(metrics_broker, topic_name):
+    """Replicated at the append (ISR = the leader): no produce purgatory, no remote time, as in Kafka."""
+    b = metrics_broker
+    create_topic(b.port, topic_name)
+    for _ in range(5):
+        assert produce(b.port, topic_name, build_batch([Record(timestamp=1, value=b"v")]), acks=-1).error_code == 0
+    got = scrape(b.metrics_port)
+    assert got[("kafka_network_requestmetrics_requests_total", (("request", "Produce"), ("version", "9")))] >= 5
+    assert got[("kafka_network_requestmetrics_remotetimems", (("quantile", "0.999"), ("request", "Produce")))] == 0
+
+
 def test_hdr_interval_logs_are_written(metrics_broker, topic_name):
     from hdrh.histogram import HdrHistogram
     from hdrh.log import HistogramLogReader

@@ -66,6 +66,19 @@ async def test_acks_all_waits_for_followers_then_completes(tmp_path):
     assert part.log.high_watermark == 1
 
 
+async def test_acks_all_outcome_is_decided_at_the_append_when_the_isr_is_the_leader_alone(tmp_path):
+    rm, _, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1,), 1, 0, (1,)))
+    rm.on_partition_state("t", 1, PartitionState((1, 2), 1, 0, (1, 2), version=0))
+    part, result = rm.append("t", 0, _batch(), -1)
+    assert rm.replication_outcome(part, result.last_offset, part.leadership) == ErrorCode.none
+    part, result = rm.append("t", 1, _batch(), -1)
+    assert rm.replication_outcome(part, result.last_offset, part.leadership) is None   # follower 2 has nothing
+    rm.on_follower_fetch(part, 2, 1)
+    assert rm.replication_outcome(part, result.last_offset, part.leadership) == ErrorCode.none
+    assert rm.replication_outcome(part, result.last_offset, part.leadership - 1) == ErrorCode.not_leader_or_follower
+
+
 async def test_lagging_follower_is_shrunk_and_min_isr_refuses_acks_all(tmp_path):
     rm, clock, store = _manager(tmp_path)
     rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 0, (1, 2), version=0))

@@ -41,13 +41,22 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                     metrics.produce_failed(t.name, e.code, len(p.records or b""))
             parts.append(entry)
         topics.append({"name": t.name, "partition_responses": parts})
-    if replicating:
-        # acks=all: every partition waits in the produce purgatory at once, up to the request's timeout.
+    # acks=all: what is replicated already (an ISR of one) is answered now, without a trip through the event
+    # loop behind other requests' work, as Kafka's DelayedProduce completes before it watches; the rest wait in the
+    # produce purgatory at once, up to the request's timeout.
+    waiting = []
+    for entry, part, last in replicating:
+        outcome = broker.replicas.replication_outcome(part, last, part.leadership)
+        if outcome is None:
+            waiting.append((entry, part, last))
+        else:
+            entry["error_code"] = outcome
+    if waiting:
         parked = perf_counter()
         errors = await asyncio.gather(*(broker.replicas.wait_for_replication(part, last, ms(req.timeout) / 1000)
-                                        for _, part, last in replicating))
+                                        for _, part, last in waiting))
         ctx.remote_s += perf_counter() - parked
-        for (entry, _, _), error in zip(replicating, errors, strict=True):
+        for (entry, _, _), error in zip(waiting, errors, strict=True):
             entry["error_code"] = error
     if acks == 0:
         return None
