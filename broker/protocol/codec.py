@@ -21,9 +21,9 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._implicit_defaults import get_implicit_default
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 
-from broker.protocol.fetch_encoder import MAX_VERSION, MIN_VERSION, encode_fetch_response
+from broker.protocol import fetch_encoder, produce_encoder
 
-FETCH_KEY = 1
+PRODUCE_KEY, FETCH_KEY = 0, 1
 _UTC = datetime.UTC
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 
@@ -145,8 +145,11 @@ def build(cls: type, data: Mapping[str, Any] | Any) -> Any:
 def encode_response(api_key: int, api_version: int, correlation_id: int,
                     body: Mapping[str, Any] | Any) -> bytes | list[bytes | memoryview]:
     """Serialise a response (header + body) with its int32 size prefix: one buffer, or buffers to gather."""
-    if api_key == FETCH_KEY and isinstance(body, Mapping) and MIN_VERSION <= api_version <= MAX_VERSION:
-        return encode_fetch_response(api_version, correlation_id, body)
+    if isinstance(body, Mapping):
+        if api_key == FETCH_KEY and fetch_encoder.MIN_VERSION <= api_version <= fetch_encoder.MAX_VERSION:
+            return fetch_encoder.encode_fetch_response(api_version, correlation_id, body)
+        if api_key == PRODUCE_KEY and produce_encoder.MIN_VERSION <= api_version <= produce_encoder.MAX_VERSION:
+            return produce_encoder.encode_produce_response(api_version, correlation_id, body)
     return encode_with_kio(api_key, api_version, correlation_id, body)
 
 
