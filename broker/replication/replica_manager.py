@@ -229,11 +229,13 @@ class ReplicaManager:
             return ErrorCode.not_enough_replicas_after_append
         return ErrorCode.none
 
-    async def wait_for_replication(self, part: Partition, last_offset: int, timeout_s: float) -> ErrorCode:
-        """acks=all: wait until the high watermark passes `last_offset` (Kafka's DelayedProduce)."""
+    async def wait_for_replication(self, part: Partition, last_offset: int, timeout_s: float,
+                                   leadership: int | None = None) -> ErrorCode:
+        """acks=all: wait until the high watermark passes `last_offset` (Kafka's DelayedProduce); `leadership`
+        is the partition's at the append (default: its current one)."""
         deadline = self.clock.monotonic() + timeout_s
         key = hw_key(part.topic, part.index)
-        leadership = part.leadership
+        leadership = part.leadership if leadership is None else leadership
         while (outcome := self.replication_outcome(part, last_offset, leadership)) is None:
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:

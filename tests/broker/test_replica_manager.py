@@ -132,3 +132,15 @@ async def test_acks_all_fails_when_leadership_was_lost_in_between(tmp_path):
     rm.on_partition_state("t", 0, PartitionState((1, 2), 2, 4, (1, 2), version=1))
     rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 5, (1, 2), version=2))
     assert await asyncio.wait_for(done, 1) == ErrorCode.not_leader_or_follower
+
+
+async def test_acks_all_waiter_judges_the_leadership_of_the_append_not_of_its_start(tmp_path):
+    """Leadership lost and regained after the append but before the waiter first runs: it must not wait on."""
+    rm, clock, store = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 3, (1, 2), version=0))
+    part, result = rm.append("t", 0, _batch(), -1)
+    at_append = part.leadership
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 2, 4, (1, 2), version=1))
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 5, (1, 2), version=2))
+    assert await asyncio.wait_for(rm.wait_for_replication(part, result.last_offset, 5, at_append), 1) \
+        == ErrorCode.not_leader_or_follower

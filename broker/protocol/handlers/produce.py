@@ -48,15 +48,16 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     for entry, part, last in replicating:
         outcome = broker.replicas.replication_outcome(part, last, part.leadership)
         if outcome is None:
-            waiting.append((entry, part, last))
+            waiting.append((entry, part, last, part.leadership))
         else:
             entry["error_code"] = outcome
     if waiting:
         parked = perf_counter()
-        errors = await asyncio.gather(*(broker.replicas.wait_for_replication(part, last, ms(req.timeout) / 1000)
-                                        for _, part, last in waiting))
+        errors = await asyncio.gather(*(broker.replicas.wait_for_replication(part, last, ms(req.timeout) / 1000,
+                                                                             leadership)
+                                        for _, part, last, leadership in waiting))
         ctx.remote_s += perf_counter() - parked
-        for (entry, _, _), error in zip(waiting, errors, strict=True):
+        for (entry, *_), error in zip(waiting, errors, strict=True):
             entry["error_code"] = error
     if acks == 0:
         return None
