@@ -22,6 +22,7 @@ checked against the kernel: a pid that is gone is "stopped" if we stopped it, el
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
@@ -35,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from broker.replication.client import BrokerConnection
 from kafkascope.cluster import process as proc
 from kafkascope.cluster.zookeeper import ZooKeeperServer
 
@@ -384,10 +386,31 @@ class ClusterLauncher:
                     self._spawn(m)
             for m in brokers:
                 self._wait_ready(m, timeout_s)
+            if not self.standalone:
+                self._wait_formed(brokers, timeout_s)
         except BaseException:
             self.shutdown()
             raise
         return self
+
+    def _wait_formed(self, brokers: list[Member], timeout_s: float) -> None:
+        """Until every broker's Metadata lists every broker (cluster mode). A broker registers in ZooKeeper before it listens,
+        but the others learn of it through a watch, a moment later; until then a CreateTopics with the full
+        replication factor sent to them fails with INVALID_REPLICATION_FACTOR (Kafka's brokers do the same)."""
+        want = {int(m.id) for m in brokers}
+        deadline = time.monotonic() + timeout_s
+        for m in brokers:
+            seen: set[int] | str = set()
+            while seen != want:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"broker {m.id} sees brokers {seen or 'none'}, not {sorted(want)}, "
+                                       f"after {timeout_s:.0f} s\n--- {m.log} ---\n{proc.log_tail(Path(m.log))}")
+                try:
+                    seen = asyncio.run(brokers_seen_by(m.port))
+                except (OSError, EOFError, TimeoutError) as e:
+                    seen = f"none ({e!r})"
+                if seen != want:
+                    time.sleep(0.05)
 
     # ZooKeeper ensemble metrics (`kafkascope zk-exporter`, exporter/zk.py): set to a port (0 = a free one) before
     # start_all() to run one on 127.0.0.1 next to ZooKeeper; its URL is then in zk_exporter_url, its pid in
@@ -520,3 +543,14 @@ def _apache_kafka():
     from tests.support import apache_kafka
 
     return apache_kafka
+
+
+async def brokers_seen_by(port: int, timeout_s: float = 5.0) -> set[int]:
+    """The broker ids in one broker's Metadata response (no topics asked for)."""
+    conn = BrokerConnection("127.0.0.1", port, "kafkascope-cluster")
+    await conn.connect(timeout_s)
+    try:
+        response = await conn.request(3, 1, {"topics": []}, timeout_s)
+        return {b.node_id for b in response.brokers}
+    finally:
+        conn.close()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
 import pytest
 
 from kafkascope.cluster import zookeeper as zkmod
-from kafkascope.cluster.launcher import ClusterError, ClusterLauncher
+from kafkascope.cluster.launcher import ClusterError, ClusterLauncher, brokers_seen_by
 from tests.support.cluster import Cluster, wait_for
 
 pytestmark = pytest.mark.skipif(not zkmod.available(), reason="java or Debian's zookeeper package missing")
@@ -135,18 +136,13 @@ def test_restart_keeps_ports_and_data(tmp_path):
         assert (c.broker(0).port, c.zookeeper.port) == (port, zk_port)
 
 
-def test_three_brokers_register_in_zookeeper(cluster_factory):
-    """Cluster mode proper: skipped until the broker's ZooKeeper registration (broker/controller) lands."""
-    pytest.importorskip("kazoo", reason="kazoo not installed")
-    try:
-        c = cluster_factory(brokers=3, racks=["a", "b", "c"], timeout=30)
-    except ClusterError as e:
-        pytest.skip(f"brokers with zookeeper.connect do not start yet: {str(e).splitlines()[0]}")
-    try:
-        wait_for(c.registered_broker_ids, timeout=5)
-    except AssertionError:
-        pytest.skip("no broker registered under /kafkascope/brokers/ids: cluster mode has not landed yet")
-    assert wait_for(lambda: c.registered_broker_ids() == [0, 1, 2], timeout=15)
+def test_three_brokers_register_in_zookeeper_and_know_each_other_once_started(cluster_factory):
+    c = cluster_factory(brokers=3, racks=["a", "b", "c"], timeout=30)
+    assert c.registered_broker_ids() == [0, 1, 2]
+    # start_all returns once every broker has learnt of the others (a CreateTopics with RF=3 sent right away
+    # failed with INVALID_REPLICATION_FACTOR when one broker had not yet seen the third one's registration)
+    for b in c.brokers:
+        assert asyncio.run(brokers_seen_by(b.port)) == {0, 1, 2}
     zk = c.kazoo()
     info = json.loads(zk.get("/brokers/ids/1")[0])
     assert info.get("rack") == "b"
