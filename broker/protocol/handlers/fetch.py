@@ -34,8 +34,10 @@ def _read_partitions(ctx: RequestContext, req, max_bytes: int) -> tuple[list[dic
                     replicas.on_follower_fetch(part, follower_id, p.fetch_offset)
                 hw = plog.high_watermark
                 entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
+                # A caught-up consumer has nothing to read (read_region would answer None, after taking the lock).
+                caught_up = follower_id < 0 and p.fetch_offset == hw and plog.log_start_offset <= hw
                 budget = min(p.partition_max_bytes, max_bytes - gathered)
-                if budget > 0 or gathered == 0:
+                if not caught_up and (budget > 0 or gathered == 0):
                     records = plog.read_region(p.fetch_offset, max(budget, 1),
                                                max_offset=None if follower_id >= 0 else hw)
                     # KIP-74: only the first non-empty partition may exceed the budget.
