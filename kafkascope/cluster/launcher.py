@@ -394,21 +394,22 @@ class ClusterLauncher:
         return self
 
     def _wait_formed(self, brokers: list[Member], timeout_s: float) -> None:
-        """Until every broker's Metadata lists every broker (cluster mode). A broker registers in ZooKeeper before it listens,
-        but the others learn of it through a watch, a moment later; until then a CreateTopics with the full
-        replication factor sent to them fails with INVALID_REPLICATION_FACTOR (Kafka's brokers do the same)."""
+        """Until every broker's Metadata lists every broker (cluster mode). A broker registers in ZooKeeper
+        before it listens, but the others learn of it through a watch a moment later; until then a CreateTopics
+        with the full replication factor sent to them fails with INVALID_REPLICATION_FACTOR (as Kafka's do)."""
         want = {int(m.id) for m in brokers}
         deadline = time.monotonic() + timeout_s
         for m in brokers:
-            seen: set[int] | str = set()
+            seen: set[int] = set()
+            problem = ""
             while seen != want:
                 if time.monotonic() > deadline:
-                    raise ClusterError(f"broker {m.id} sees brokers {seen or 'none'}, not {sorted(want)}, "
+                    raise ClusterError(f"broker {m.id} sees brokers {sorted(seen)}{problem}, not {sorted(want)}, "
                                        f"after {timeout_s:.0f} s\n--- {m.log} ---\n{proc.log_tail(Path(m.log))}")
                 try:
-                    seen = asyncio.run(brokers_seen_by(m.port))
+                    seen, problem = asyncio.run(brokers_seen_by(m.port)), ""
                 except (OSError, EOFError, TimeoutError) as e:
-                    seen = f"none ({e!r})"
+                    problem = f" (last Metadata request: {e!r})"
                 if seen != want:
                     time.sleep(0.05)
 
