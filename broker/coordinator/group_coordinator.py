@@ -642,7 +642,10 @@ class GroupCoordinator:
         if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members:
             group.transition_to(GroupState.DEAD, self._wall())
         if group.is_(GroupState.DEAD):
-            records.append((encode_key(GroupMetadataKey(group.group_id)), None))
+            # As Kafka: no group metadata tombstone at generation 0 (a group that only stored offsets), so readers
+            # of __consumer_offsets that delete a group on that tombstone keep it, as they do on Kafka.
+            if group.generation_id > 0:
+                records.append((encode_key(GroupMetadataKey(group.group_id)), None))
             del self._groups[group.group_id]
         if records:
             self._log.append(self.partition_for(group.group_id), records)

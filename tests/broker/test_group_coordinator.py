@@ -331,6 +331,34 @@ async def test_delete_groups():
     assert fresh.list_groups() == []
 
 
+def _tombstones(log, group):
+    return [type(k).__name__ for k, v in log.records() if v is None and k.group == group]
+
+
+@async_test
+async def test_group_metadata_tombstone_only_after_generation_0():
+    """Kafka's cleanupGroupMetadata writes the group's tombstone only when its generation is above 0."""
+    coord, clock, log = make()
+    coord.commit_offsets("solo", -1, "", None, [("t", 0, 1, -1, None), ("t", 1, 2, -1, None)])
+    assert coord.delete_groups(["solo"]) == {"solo": ErrorCode.none}
+    assert _tombstones(log, "solo") == ["OffsetCommitKey", "OffsetCommitKey"]
+    leader = (await form_group(coord, clock, 1))[0]
+    coord.commit_offsets("g", 1, leader.member_id, None, [("t", 0, 5, -1, None)])
+    coord.leave_group("g", [(leader.member_id, None)])
+    assert coord.delete_groups(["g"]) == {"g": ErrorCode.none}
+    assert _tombstones(log, "g") == ["OffsetCommitKey", "GroupMetadataKey"]
+
+
+@async_test
+async def test_expired_generation_0_group_gets_no_group_tombstone():
+    coord, clock, log = make(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
+    coord.commit_offsets("solo", -1, "", None, [("t", 0, 1, -1, None)])
+    clock.advance(61_000)
+    coord.tick()
+    assert coord.list_groups() == []
+    assert _tombstones(log, "solo") == ["OffsetCommitKey"]
+
+
 @async_test
 async def test_delete_offsets():
     coord, clock, _ = make()
