@@ -9,6 +9,7 @@ from broker.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.coordinator.group_coordinator import GroupCoordinator
+from broker.coordinator.offsets_schema import GroupMetadataKey, decode_group_metadata_value
 from broker.errors import ErrorCode
 from broker.metadata import BrokerInfo
 from broker.protocol.api import RequestContext
@@ -36,9 +37,9 @@ def stub_broker():
                            group_coordinator=coordinator)
 
 
-def call(broker, fn, api_key, version, body):
+def call(broker, fn, api_key, version, body, client_host="127.0.0.1"):
     req = build(request_class(api_key, version), body)
-    ctx = RequestContext(broker, api_key, version, 1, "cid", "/127.0.0.1")
+    ctx = RequestContext(broker, api_key, version, 1, "cid", client_host)  # the server passes the bare address
     resp = asyncio.run(fn(ctx, req))
     encode_response(api_key, version, 1, resp)   # every field the version has must be buildable
     return resp
@@ -91,6 +92,26 @@ def test_group_lifecycle_every_join_version(version):
     if leave_version >= 3:
         assert leave["members"][0]["error_code"] == ErrorCode.none
     assert leave["error_code"] == ErrorCode.none
+
+
+def test_member_client_host_is_javas_inet_address_string():
+    """Kafka records clientAddress.toString(): "/127.0.0.1" in DescribeGroups and in the group metadata record."""
+    b = stub_broker()
+    joined = call(b, groups.handle_join_group, 11, 3, join_body())
+    call(b, groups.handle_sync_group, 14, 3, {"group_id": "g", "generation_id": 1, "member_id": joined["member_id"],
+                                               "assignments": [{"member_id": joined["member_id"], "assignment": b""}]})
+    described = call(b, groups.handle_describe_groups, 15, 5, {"groups": ["g"]})
+    assert [m["client_host"] for m in described["groups"][0]["members"]] == ["/127.0.0.1"]
+    stored = [decode_group_metadata_value(v) for k, v in b.group_coordinator._log.records()
+              if isinstance(k, GroupMetadataKey) and v is not None]
+    assert stored and all([m.client_host for m in s.members] == ["/127.0.0.1"] for s in stored)
+
+
+@pytest.mark.parametrize(("host", "java"), [
+    ("127.0.0.1", "/127.0.0.1"), ("::1", "/0:0:0:0:0:0:0:1"), ("2001:db8::ff00:42:8329", "/2001:db8:0:0:0:ff00:42:8329"),
+    ("::ffff:10.0.0.1", "/10.0.0.1"), ("fe80::1%eth0", "/fe80:0:0:0:0:0:0:1%eth0")])
+def test_java_client_host(host, java):
+    assert groups.java_client_host(host) == java
 
 
 @pytest.mark.parametrize("version", range(2, 10))

@@ -57,6 +57,7 @@ def test_describe_columns_and_lag(cli, topic_name, group_with_lag):
     row = lines[1].split()
     assert row[:6] == [group, topic_name, "0", "3", "5", "2"]
     assert row[6].startswith("cli-test") and row[8] == "cli-test"
+    assert row[7] == "/127.0.0.1"   # as kafka-consumer-groups.sh prints it: Java's InetAddress.toString()
     # Columns are aligned: every value starts where its header does.
     starts = [lines[0].index(c) for c in COLUMNS]
     assert [lines[1].index(v, s) for v, s in zip(row, starts, strict=True)] == starts

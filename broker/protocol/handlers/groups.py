@@ -4,6 +4,8 @@ DeleteGroups (42), OffsetDelete (47)."""
 
 from __future__ import annotations
 
+import ipaddress
+
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import OFFSETS_TOPIC
 from broker.protocol.api import RequestContext, handler
@@ -12,6 +14,23 @@ from broker.protocol.codec import ms
 GROUP_KEY_TYPE = 0
 NO_AUTHORIZED_OPERATIONS = -2147483648
 CLASSIC_GROUP_TYPE = "classic"
+
+
+def java_client_host(host: str) -> str:
+    """A member's client host as Kafka records it (DescribeGroups, group metadata records): Java's
+    InetAddress.toString() of an address without a resolved name, "/" + the literal, e.g. "/127.0.0.1"."""
+    literal, _, scope = host.partition("%")
+    try:
+        address = ipaddress.ip_address(literal)
+    except ValueError:  # not a literal (sockets give literals): no name to put before the slash either
+        return "/" + host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:  # Java hands an IPv4-mapped peer over as an Inet4Address
+            return f"/{address.ipv4_mapped}"
+        # Java's Inet6Address.getHostAddress: eight hex groups, no "::" compression, no leading zeros.
+        groups = ":".join(f"{int(g, 16):x}" for g in address.exploded.split(":"))
+        return f"/{groups}%{scope}" if scope else f"/{groups}"
+    return f"/{address}"
 
 
 def _has_partition(ctx: RequestContext, topic: str, partition: int) -> bool:
@@ -57,7 +76,7 @@ async def handle_join_group(ctx: RequestContext, req) -> dict:
     rebalance_timeout = ms(getattr(req, "rebalance_timeout", req.session_timeout))
     result = await ctx.broker.group_coordinator.join_group(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None), ctx.client_id or "",
-        ctx.client_host, session_timeout, rebalance_timeout, req.protocol_type,
+        java_client_host(ctx.client_host), session_timeout, rebalance_timeout, req.protocol_type,
         [(p.name, bytes(p.metadata)) for p in req.protocols], require_known_member_id=ctx.api_version >= 4)
     members = result.members
     if result.skip_assignment and ctx.api_version < 9:
