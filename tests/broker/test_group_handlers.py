@@ -13,7 +13,7 @@ from broker.coordinator.offsets_schema import GroupMetadataKey, decode_group_met
 from broker.errors import ErrorCode
 from broker.metadata import BrokerInfo
 from broker.protocol.api import RequestContext
-from broker.protocol.codec import build, encode_response, request_class
+from broker.protocol.codec import UnparseableRequest, build, encode_response, request_class
 from broker.protocol.handlers import groups
 from tests.broker.test_group_coordinator import MemoryOffsetsLog, subscription
 
@@ -136,6 +136,38 @@ def test_offset_commit_and_fetch(version):
     topics = fetched["groups"][0]["topics"] if fetch_version >= 8 else fetched["topics"]
     assert topics[0]["partitions"][0]["committed_offset"] == 5
     assert topics[0]["partitions"][0]["metadata"] == "m"
+
+
+@pytest.mark.parametrize("version", range(2, 10))
+def test_offset_fetch_null_topics_returns_every_committed_offset(version):
+    """OffsetFetchRequest.json: null Topics (v2-7) / Groups[].Topics (v8+) asks for all of the group's offsets."""
+    b = stub_broker()
+    b.group_coordinator.commit_offsets("g", -1, "", None, [("t", 0, 5, 1, "a"), ("t", 1, 6, -1, None),
+                                                           ("u", 0, 7, -1, "c")])
+    b.group_coordinator.commit_offsets("other", -1, "", None, [("t", 0, 99, -1, None)])
+    fetched = call(b, groups.handle_offset_fetch, 9, version, {
+        "group_id": "g", "topics": None, "require_stable": False,
+        "groups": [{"group_id": "g", "member_id": None, "member_epoch": -1, "topics": None},
+                   {"group_id": "nobody", "member_id": None, "member_epoch": -1, "topics": None}]})
+    entries = fetched["groups"] if version >= 8 else [fetched]
+    got = {(t["name"], p["partition_index"]): (p["committed_offset"], p["metadata"])
+           for t in entries[0]["topics"] for p in t["partitions"]}
+    assert got == {("t", 0): (5, "a"), ("t", 1): (6, ""), ("u", 0): (7, "c")}
+    if version >= 8:
+        assert entries[1]["topics"] == [] and entries[1]["error_code"] == ErrorCode.none
+
+
+@pytest.mark.parametrize(("version", "body"), [
+    (1, {"group_id": "g", "topics": None}),   # Topics is nullable from v2 only
+    (5, {"group_id": "g", "topics": [{"name": "t", "partition_indexes": None}]}),
+    (8, {"groups": None}),
+    (9, {"groups": [{"group_id": "g", "topics": [{"name": "t", "partition_indexes": None}]}]})])
+def test_offset_fetch_null_where_the_schema_forbids_it_is_unparseable(version, body):
+    """Kafka cannot read such a request (non-nullable field serialized as null) and closes the connection."""
+    b = stub_broker()
+    b.group_coordinator.commit_offsets("g", -1, "", None, [("t", 0, 5, -1, None)])
+    with pytest.raises(UnparseableRequest, match="non-nullable"):
+        call(b, groups.handle_offset_fetch, 9, version, body)
 
 
 def test_offset_fetch_v1_named_partitions():

@@ -9,7 +9,7 @@ import ipaddress
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import OFFSETS_TOPIC
 from broker.protocol.api import RequestContext, handler
-from broker.protocol.codec import ms
+from broker.protocol.codec import UnparseableRequest, ms
 
 GROUP_KEY_TYPE = 0
 NO_AUTHORIZED_OPERATIONS = -2147483648
@@ -169,9 +169,18 @@ async def _replicated(ctx: RequestContext, partition: int) -> ErrorCode:
             ErrorCode.not_enough_replicas_after_append: ErrorCode.none}.get(error, error)
 
 
+def _not_null(value, name: str):
+    """kio decodes a null array count as None even where the schema forbids null; Kafka's generated reader
+    refuses such a request ("non-nullable field ... was serialized as null") and closes the connection."""
+    if value is None:
+        raise UnparseableRequest(f"non-nullable field {name} was serialized as null")
+    return value
+
+
 def _fetch_group(ctx: RequestContext, group_id: str, topics) -> list[dict]:
-    """One group's OffsetFetch topics; `topics` None asks for every committed partition."""
-    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    """One group's OffsetFetch topics; `topics` None (v2+; v8+ per group) asks for every committed partition."""
+    wanted = None if topics is None else [(t.name, p) for t in topics
+                                          for p in _not_null(t.partition_indexes, "partition_indexes")]
     fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, wanted)
     by_topic: dict[str, list[dict]] = {}
     for (topic, partition), (offset, epoch, metadata) in fetched.items():
@@ -191,8 +200,10 @@ async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
             return {"group_id": group_id, "topics": [], "error_code": e.code}
 
     if ctx.api_version >= 8:
-        return {"throttle_time": 0, "groups": [group_entry(g.group_id, g.topics) for g in req.groups]}
-    return {"throttle_time": 0, **group_entry(req.group_id, req.topics)}
+        wanted = _not_null(req.groups, "groups")
+        return {"throttle_time": 0, "groups": [group_entry(g.group_id, g.topics) for g in wanted]}
+    topics = req.topics if ctx.api_version >= 2 else _not_null(req.topics, "topics")  # nullable from v2
+    return {"throttle_time": 0, **group_entry(req.group_id, topics)}
 
 
 @handler(47, 0, 0)
