@@ -4,11 +4,19 @@ from broker.errors import ErrorCode
 from broker.protocol.api import HANDLERS, RequestContext, handler
 
 API_VERSIONS_KEY = 18
+PRODUCE_KEY = 0
+# Kafka 4.0's ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION (KAFKA-18659): Produce is served from v3 but
+# advertised from v0, because librdkafka before 2.12 checks compression support against Produce v0 and sends
+# gzip/snappy/lz4 batches uncompressed otherwise (measured: 2.10.0 and 2.11.0 do, 2.12.0 does not). Clients take
+# the highest common version, so none picks v0-2 unless it has nothing newer; those requests close the connection.
+PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION = 0
 
 
 def advertised() -> list[dict]:
+    """Every handler's served range, except Produce's floor (above)."""
     return [
-        {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
+        {"api_key": s.api_key, "max_version": s.max_version,
+         "min_version": PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION if s.api_key == PRODUCE_KEY else s.min_version}
         for s in sorted(HANDLERS.values(), key=lambda s: s.api_key)
     ]
 

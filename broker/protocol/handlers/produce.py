@@ -8,7 +8,7 @@ from broker.protocol.api import RequestContext, handler
 from broker.protocol.codec import ms
 
 
-@handler(0, 0, 10)  # v0–2 advertised for old librdkafka's compression check, rejected when sent (kio has none)
+@handler(0, 3, 10)  # served from v3 (KIP-896); ApiVersions still advertises v0, as Kafka 4.0 (api_versions.py)
 async def handle_produce(ctx: RequestContext, req) -> dict | None:
     broker = ctx.broker
     metrics = broker.metrics
