@@ -81,11 +81,12 @@ class LogCleaner:
             candidates = list(plog.segments[:-1])
             active_base = plog.active_segment.base_offset
             first_dirty = max(plog.cleaner_checkpoint, plog.log_start_offset)
-        cleanable: list[LogSegment] = []
-        for seg in candidates:
-            if cfg.min_compaction_lag_ms > 0 and seg.max_timestamp > now - cfg.min_compaction_lag_ms:
-                break
-            cleanable.append(seg)
+            # Under the lock: a sealed segment's max timestamp may be its first use, which reads its files.
+            cleanable: list[LogSegment] = []
+            for seg in candidates:
+                if cfg.min_compaction_lag_ms > 0 and seg.max_timestamp > now - cfg.min_compaction_lag_ms:
+                    break
+                cleanable.append(seg)
         if not cleanable:
             return None
         end = candidates[len(cleanable)].base_offset if len(cleanable) < len(candidates) else active_base

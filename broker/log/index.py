@@ -4,7 +4,8 @@
 position where that batch starts. `.timeindex`: 12-byte entries (timestamp int64, relative offset int32), the
 segment's largest timestamp so far and the last offset of the batch that carried it.
 
-Entries live in memory (arrays) and are appended to the file as they are made, so after a kill -9 the file
+Entries live in memory (arrays), read from the file when their segment is first used (as Kafka's LazyIndex
+defers opening it; see segment.py), and are appended to the file as they are made, so after a kill -9 the file
 holds every entry made before the crash. Unlike Kafka the files are not preallocated, so their size is
 always a whole number of entries.
 """
@@ -36,15 +37,19 @@ def _increasing(a: array, strict: bool) -> bool:
 
 
 class _IndexFile:
-    """The append-only file behind one index. Opened per write: entries are rare (one per interval), and
-    holding no descriptor keeps a broker with thousands of segments well inside its fd limit."""
+    """The append-only file behind one index. It holds no descriptor: it is read once, when its segment is first
+    used, and opened per write, as entries are rare (one per interval); so a broker with tens of thousands of
+    segments stays well inside its open-file limit. A missing file reads as empty (the segment rebuilds it)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.touch()
+        self._unsynced = False
 
     def read_all(self) -> bytes:
-        return self.path.read_bytes()
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return b""
 
     def write(self, data: bytes) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -52,16 +57,26 @@ class _IndexFile:
             os.write(fd, data)
         finally:
             os.close(fd)
+        self._unsynced = True
 
     def truncate(self, size: int) -> None:
-        os.truncate(self.path, size)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+        self._unsynced = True
 
     def fsync(self) -> None:
+        """fsync if written since the last fsync (a broker flushing thousands of idle segments opens nothing)."""
+        if not self._unsynced:
+            return
         fd = os.open(self.path, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
+        self._unsynced = False
 
 
 class OffsetIndex:

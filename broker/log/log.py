@@ -90,8 +90,12 @@ class PartitionLog:
         if CLEANER_TMP_DIR in names or any(n.endswith(SWAP_SUFFIX) for n in names):
             self._finish_interrupted_swap()
             names = os.listdir(directory)
+        bases = self._segment_bases(names)
+        # Only the active segment is checked now: the others were fsynced when they rolled, and are read (and
+        # recovered if need be) on first use, as Kafka opens their indexes lazily.
         self.segments: list[LogSegment] = [
-            LogSegment.open(directory, base, config.index_interval_bytes) for base in self._segment_bases(names)
+            LogSegment.open(directory, base, config.index_interval_bytes, lazy=i < len(bases) - 1)
+            for i, base in enumerate(bases)
         ]
         stored_start = _read_int_file(directory / LOG_START_OFFSET_FILE) or 0
         if not self.segments:
@@ -107,6 +111,8 @@ class PartitionLog:
         self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
         self.producer_state = ProducerStateManager(directory)
         self._snapshot_offset = self._load_producer_state()
+        for seg in self.segments:
+            seg.release_file()  # a partition holds no descriptor until it is read or written
 
     # ---------------------------------------------------------------- recovery
 
@@ -147,7 +153,9 @@ class PartitionLog:
         """Newest snapshot, then replay the batch headers after it. Returns the snapshot's offset (-1: none)."""
         snapshot = self.producer_state.load(self.log_end_offset)
         start = self.segments[0].base_offset if snapshot is None else snapshot
-        for seg in self.segments[max(0, bisect_right(self._bases, start) - 1):]:
+        # A snapshot at the log end offset leaves nothing to replay, and no segment to read.
+        first = bisect_right(self._bases, start) - 1 if start < self.log_end_offset else len(self.segments)
+        for seg in self.segments[max(0, first):]:
             found = seg.find(start)
             if found is None:
                 continue
@@ -301,6 +309,7 @@ class PartitionLog:
         """Seal the active segment and start a new one at the log end offset."""
         with self.lock:
             self.active_segment.seal()
+            self.active_segment.release_file()  # reopened if read: only segments in use hold a descriptor
             seg = LogSegment.create(self.directory, self.log_end_offset, self.config.index_interval_bytes)
             self.segments.append(seg)
             self._bases.append(seg.base_offset)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,12 @@ from broker.log.records import HEADER_SIZE, BatchHeader, crc_ok, decode_records,
 log = logging.getLogger(__name__)
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
+
+# Lazy loads and opens are guarded: the log cleaner thread may be the first user of a segment while the event
+# loop is another. One lock of each for all segments, as both happen about once per segment; two, so that a long
+# load (an index rebuilt) does not hold up the opening of other segments' files.
+_load_lock = threading.Lock()
+_open_lock = threading.Lock()
 
 
 class FileRegion:
@@ -56,6 +64,11 @@ class LogSegment:
 
     `next_offset` is one past the last offset in the segment; `max_timestamp` / `offset_of_max_timestamp`
     track the largest batch maxTimestamp (retention, ListOffsets -3).
+
+    Nothing is held open until used, so a broker with tens of thousands of partitions starts within its
+    open-file limit: the `.log` descriptor is opened on the first read or append and kept until `close` (or
+    `release_file`); index files are read on first use and only opened to write an entry (see index.py). A
+    sealed segment opened with `lazy` is not even read before its first use (Kafka's LazyIndex).
     """
 
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
@@ -64,16 +77,83 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         stem = directory / segment_name(base_offset)
         self.log_path = stem.with_suffix(LOG_SUFFIX)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset)
-        self.time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset)
-        self.size = os.fstat(self._fd).st_size
-        self.next_offset = base_offset
-        self.max_timestamp = -1
-        self.offset_of_max_timestamp = -1
+        self._fd = -1
+        self._closed = False
+        self._offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset)
+        self._time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset)
+        self.size = 0
+        self._next_offset = base_offset
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = -1
         # segment.ms counts from here: the first batch's append (clock) time, or its maxTimestamp after restart.
-        self.rolling_base_ms: int | None = None
+        self._rolling_base_ms: int | None = None
         self._bytes_since_index = 0
+        self._loaded = True
+
+    # ---------------------------------------------------------------- lazily loaded state
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            with _load_lock:
+                if not self._loaded:
+                    opened = self._fd >= 0
+                    self._load()
+                    if not opened:
+                        # Reads reopen it; a look at max_timestamp (retention, every few minutes, at the oldest
+                        # segment of every partition) keeps nothing open. Loads run under the partition's lock.
+                        self.release_file()
+                    self._loaded = True
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        self._ensure_loaded()
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        self._ensure_loaded()
+        return self._time_index
+
+    @property
+    def next_offset(self) -> int:
+        self._ensure_loaded()
+        return self._next_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        self._ensure_loaded()
+        return self._max_timestamp
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        self._ensure_loaded()
+        return self._offset_of_max_timestamp
+
+    @property
+    def rolling_base_ms(self) -> int | None:
+        self._ensure_loaded()
+        return self._rolling_base_ms
+
+    def _file(self) -> int:
+        """The `.log` descriptor, opened on first use."""
+        fd = self._fd
+        if fd < 0:
+            with _open_lock:
+                if self._closed:
+                    # Deleted (or shut down) meanwhile: the cleaner treats a vanished file as "log changed".
+                    raise FileNotFoundError(errno.ENOENT, "segment is closed", str(self.log_path))
+                if self._fd < 0:
+                    self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+                fd = self._fd
+        return fd
+
+    def release_file(self) -> None:
+        """Close the `.log` descriptor until the next use. Only while nothing else can be using the segment
+        (its partition's lock held, or the partition not yet shared)."""
+        with _open_lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     # ---------------------------------------------------------------- open / recover
 
@@ -81,31 +161,40 @@ class LogSegment:
     def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
         """A new empty segment (any stale files with this name are emptied)."""
         seg = cls(directory, base_offset, index_interval_bytes)
-        if seg.size:
-            seg._truncate_log(0)
-        seg.offset_index.reset()
-        seg.time_index.reset()
+        os.close(os.open(seg.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        seg._offset_index.reset()
+        seg._time_index.reset()
         return seg
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
+    def open(cls, directory: Path, base_offset: int, index_interval_bytes: int, lazy: bool = False) -> LogSegment:
         """Open an existing segment; recover its tail and rebuild its indexes only if they are unusable.
 
         The tail is checked from the last offset-index entry: every batch after it must be complete and pass its
-        CRC; the log is truncated at the first that does not (a torn write from a kill -9).
+        CRC; the log is truncated at the first that does not (a torn write from a kill -9). With `lazy` (a sealed
+        segment, fsynced when it was rolled) that check waits for the segment's first use; without, it runs now
+        and the file is closed again afterwards.
         """
         seg = cls(directory, base_offset, index_interval_bytes)
-        seg._recover()
-        if seg.size:
-            seg.rolling_base_ms = seg.header_at(0).max_timestamp
+        seg.size = os.stat(seg.log_path).st_size
+        if lazy:
+            seg._loaded = False
+        else:
+            seg._load()
+            seg.release_file()
         return seg
+
+    def _load(self) -> None:
+        self._recover()
+        if self.size:
+            self._rolling_base_ms = self.header_at(0).max_timestamp
 
     def _recover(self) -> None:
         start = self._usable_index_start()
         if start is None:
             log.info("rebuilding indexes of %s", self.log_path)
             self._rebuild()
-        elif not self._scan(start, from_entry=len(self.offset_index) > 0):
+        elif not self._scan(start, from_entry=len(self._offset_index) > 0):
             log.info("corrupt batch at the indexed tail of %s; rebuilding its indexes", self.log_path)
             self._rebuild()
 
@@ -116,19 +205,19 @@ class LogSegment:
             return
         pos = found[0]
         self._truncate_log(pos)
-        self.offset_index.truncate_to_position(pos)
-        self.time_index.truncate_to_offset(found[1].base_offset)
-        self.max_timestamp = self.offset_of_max_timestamp = -1
+        self._offset_index.truncate_to_position(pos)
+        self._time_index.truncate_to_offset(found[1].base_offset)
+        self._max_timestamp = self._offset_of_max_timestamp = -1
         self._recover()
 
     def _usable_index_start(self) -> int | None:
         """Position of the last indexed batch if both indexes load and agree with the log, else None."""
-        if not (self.offset_index.load(self.size) and self.time_index.load()):
+        if not (self._offset_index.load(self.size) and self._time_index.load()):
             return None
-        te = self.time_index.last_entry()
+        te = self._time_index.last_entry()
         if te is not None:
-            self.max_timestamp, self.offset_of_max_timestamp = te
-        last = self.offset_index.last_entry()
+            self._max_timestamp, self._offset_of_max_timestamp = te
+        last = self._offset_index.last_entry()
         if last is None:
             return 0
         offset, pos = last
@@ -140,9 +229,9 @@ class LogSegment:
         return pos
 
     def _rebuild(self) -> None:
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.max_timestamp = self.offset_of_max_timestamp = -1
+        self._offset_index.reset()
+        self._time_index.reset()
+        self._max_timestamp = self._offset_of_max_timestamp = -1
         self._scan(0, from_entry=False)
 
     def _scan(self, start: int, from_entry: bool) -> bool:
@@ -153,10 +242,10 @@ class LogSegment:
         then rebuilds from 0.
         """
         self._bytes_since_index = 0
-        self.next_offset = self.base_offset
+        self._next_offset = self.base_offset
         pos = start
         if self.size > start:
-            with mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ) as mm:
+            with mmap.mmap(self._file(), self.size, access=mmap.ACCESS_READ) as mm:
                 while self.size - pos >= HEADER_SIZE:
                     h = read_header(mm, pos)
                     if not header_is_sane(h) or pos + h.size > self.size or not crc_ok(mm[pos: pos + h.size], 0, h):
@@ -164,31 +253,31 @@ class LogSegment:
                     self._track(pos, h)
                     pos += h.size
         if pos < self.size and from_entry:
-            te = self.time_index.last_entry()
-            if pos == start or (te is not None and te[1] >= self.next_offset):
+            te = self._time_index.last_entry()
+            if pos == start or (te is not None and te[1] >= self._next_offset):
                 return False
         if pos < self.size:
             log.warning("truncating %s from %d to %d bytes (incomplete or corrupt tail)", self.log_path,
                         self.size, pos)
             self._truncate_log(pos)
-            self.offset_index.truncate_to_position(pos)
-            self.time_index.truncate_to_offset(self.next_offset)
+            self._offset_index.truncate_to_position(pos)
+            self._time_index.truncate_to_offset(self._next_offset)
         return True
 
     def _truncate_log(self, size: int) -> None:
-        os.ftruncate(self._fd, size)
+        os.ftruncate(self._file(), size)
         self.size = size
 
     # ---------------------------------------------------------------- append
 
     def _track(self, pos: int, h: BatchHeader) -> None:
         """Account for a batch written at `pos`: offsets, timestamps, and an index entry every interval."""
-        self.next_offset = h.last_offset + 1
-        if h.max_timestamp > self.max_timestamp:
-            self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+        self._next_offset = h.last_offset + 1
+        if h.max_timestamp > self._max_timestamp:
+            self._max_timestamp, self._offset_of_max_timestamp = h.max_timestamp, h.last_offset
         if self._bytes_since_index > self.index_interval_bytes:
-            self.offset_index.append(h.last_offset, pos)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._offset_index.append(h.last_offset, pos)
+            self._time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_index = 0
         self._bytes_since_index += h.size
 
@@ -197,30 +286,32 @@ class LogSegment:
         """Write complete batches (positions in `batches` are relative to `data`). One OS write, no fsync."""
         base = self.size
         view = memoryview(data)
+        fd = self._file()
         written = 0
         while written < len(view):
-            written += os.write(self._fd, view[written:])
+            written += os.write(fd, view[written:])
         self.size += len(view)
-        if self.rolling_base_ms is None:
-            self.rolling_base_ms = now_ms
+        if self._rolling_base_ms is None:
+            self._rolling_base_ms = now_ms
         for rel, h in batches:
             self._track(base + rel, h)
 
     def seal(self) -> None:
         """Called when the segment stops being active: record the final largest timestamp, fsync."""
         if self.max_timestamp >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
         self.flush()
 
     # ---------------------------------------------------------------- read
 
     def header_at(self, pos: int) -> BatchHeader:
-        return read_header(os.pread(self._fd, HEADER_SIZE, pos))
+        return read_header(os.pread(self._file(), HEADER_SIZE, pos))
 
     def batches(self, pos: int = 0, chunk: int = 16 * 1024) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from `pos` to the end, reading `chunk` bytes at a time."""
+        self._ensure_loaded()
         while self.size - pos >= HEADER_SIZE:
-            data = os.pread(self._fd, min(max(chunk, HEADER_SIZE), self.size - pos), pos)
+            data = os.pread(self._file(), min(max(chunk, HEADER_SIZE), self.size - pos), pos)
             off = 0
             while len(data) - off >= HEADER_SIZE:
                 h = read_header(data, off)
@@ -248,20 +339,20 @@ class LogSegment:
             if end + h.size > limit or (max_offset is not None and h.last_offset >= max_offset):
                 break
             end += h.size
-        return FileRegion(self._fd, pos, end)
+        return FileRegion(self._file(), pos, end)
 
     def read(self, pos: int, first_size: int, max_bytes: int, max_offset: int | None) -> bytes:
         """`read_region` read into memory."""
         return self.read_region(pos, first_size, max_bytes, max_offset).read_bytes()
 
     def read_batch(self, pos: int, h: BatchHeader) -> bytes:
-        return os.pread(self._fd, h.size, pos)
+        return os.pread(self._file(), h.size, pos)
 
     def find_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `start_offset` with timestamp >= `timestamp`."""
         if self.max_timestamp < timestamp:
             return None
-        below = self.time_index.lookup_below(timestamp)
+        below = self._time_index.lookup_below(timestamp)
         start = max(start_offset, below + 1 if below is not None else self.base_offset)
         found = self.find(start)
         if found is None:
@@ -277,12 +368,18 @@ class LogSegment:
     # ---------------------------------------------------------------- lifecycle
 
     def flush(self) -> None:
-        os.fsync(self._fd)
-        self.offset_index.fsync()
-        self.time_index.fsync()
+        """fsync what was written: a `.log` never opened since the last release has nothing of ours to sync."""
+        if self._fd >= 0:
+            os.fsync(self._fd)
+        self._offset_index.fsync()
+        self._time_index.fsync()
 
     def close(self) -> None:
-        os.close(self._fd)
+        with _open_lock:
+            self._closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     def delete_files(self) -> None:
         """Close and remove the segment's files."""
