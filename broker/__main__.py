@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
 from broker.config import BrokerConfig, ConfigError
+
+log = logging.getLogger("broker")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +20,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="override a property from the file (repeatable)")
     return p
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft open-file limit to the hard one, as Kafka's operators raise `ulimit -n`: each partition in
+    use holds a segment file open, and each client a socket. Returns the limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        log.info("open-file limit already at the hard limit (%d)", hard)
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as e:  # e.g. an unlimited hard limit the kernel will not grant as a soft one
+        log.warning("could not raise the open-file limit from %d to %d: %s", soft, hard, e)
+        return soft
+    log.info("raised open-file limit from %d to %d", soft, hard)
+    return hard
 
 
 async def serve(config: BrokerConfig) -> None:
@@ -29,7 +48,7 @@ async def serve(config: BrokerConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     await broker.start()
     await stop.wait()
-    logging.getLogger("broker").info("shutting down")
+    log.info("shutting down")
     await broker.stop()
 
 
@@ -41,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"broker: {e}", file=sys.stderr)
         return 2
+    raise_open_file_limit()
     try:
         asyncio.run(serve(config))
     except OSError as e:  # e.g. the port is taken
