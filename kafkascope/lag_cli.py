@@ -28,6 +28,17 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config(args: argparse.Namespace):
+    """lag.yaml (or the defaults) with the command-line overrides applied; raises OSError, ConfigError."""
+    config = read_config(args.config)
+    if getattr(args, "http_port", None) is not None:
+        config = dataclasses.replace(config, http_port=args.http_port)
+    if args.drop_on_offset_tombstone:
+        config = dataclasses.replace(config, storage=dataclasses.replace(config.storage,
+                                                                        drop_on_offset_tombstone=True))
+    return config
+
+
 def _monitor(args: argparse.Namespace) -> int:
     from slo.lag.api import LagAPI, serve
     from slo.lag.collector import Collector, wall_ms
@@ -37,12 +48,10 @@ def _monitor(args: argparse.Namespace) -> int:
         print("kafkascope lag: error: --bootstrap-servers is required (or use `lag evaluate`)", file=sys.stderr)
         return 2
     try:
-        config = read_config(args.config)
+        config = _config(args)
     except (OSError, ConfigError) as e:
         print(f"kafkascope lag: error: {e}", file=sys.stderr)
         return 2
-    if args.http_port is not None:
-        config = dataclasses.replace(config, http_port=args.http_port)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
     monitor = LagMonitor(config)
     server = serve(LagAPI(monitor, wall_ms), config.http_port)
@@ -70,7 +79,7 @@ def _lag_history(args: argparse.Namespace) -> int:
     from slo.spark import session
 
     try:
-        config = read_config(args.config)
+        config = _config(args)
     except (OSError, ConfigError) as e:
         print(f"kafkascope slo lag-history: error: {e}", file=sys.stderr)
         return 2
@@ -83,6 +92,12 @@ def _lag_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_tombstone_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--drop-on-offset-tombstone", action="store_true",
+                        help="drop a partition's window on an offset tombstone (sets storage.drop-on-offset-tombstone; "
+                             "Burrow ignores them and keeps the group until expire-group)")
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `lag` (live monitor, `evaluate`) and `slo lag-history` on the kafkascope command parser."""
     lag = subparsers.add_parser("lag", help="consumer lag the way Burrow evaluates it",
@@ -90,6 +105,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     lag.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="the cluster to monitor")
     lag.add_argument("--config", metavar="lag.yaml", help="Burrow-style settings (see slo/lag/config.py)")
     lag.add_argument("--http-port", type=int, help="API port on 127.0.0.1 (overrides http-port; 0 = any)")
+    _add_tombstone_flag(lag)
     lag.set_defaults(run=_monitor)
     lag_sub = lag.add_subparsers(dest="lag_command", metavar="SUBCOMMAND")
     ev = lag_sub.add_parser("evaluate", help="evaluate partition cases from a JSON file (offline)")
@@ -107,6 +123,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     hist.add_argument("--step", type=int, default=60, metavar="S", help="seconds between evaluations (60)")
     hist.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     hist.add_argument("--config", metavar="lag.yaml", help="the monitor's storage/evaluator settings")
+    _add_tombstone_flag(hist)
     hist.set_defaults(run=_lag_history)
     from kafkascope import slo_cli  # slo generate / slo report
 

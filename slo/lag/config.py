@@ -41,7 +41,8 @@ class LagConfig:
 _SECTIONS = {
     "storage": (StorageConfig, {"intervals": "intervals", "min-distance": "min_distance_s",
                                 "expire-group": "expire_group_s", "group-allowlist": "group_allowlist",
-                                "group-denylist": "group_denylist"}),
+                                "group-denylist": "group_denylist",
+                                "drop-on-offset-tombstone": "drop_on_offset_tombstone"}),
     "evaluator": (EvaluatorConfig, {"allowed-lag": "allowed_lag", "minimum-complete": "minimum_complete",
                                     "expire-cache": "expire_cache_s"}),
     "collector": (CollectorConfig, {"offset-refresh": "offset_refresh_s", "topic-refresh": "topic_refresh_s",
@@ -56,6 +57,10 @@ def _typed(cls, name: str, value, where: str):
     ftype = {f.name: f.type for f in fields(cls)}[name]
     if value is None and "None" in str(ftype):
         return None
+    if str(ftype) == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
     want = float if "float" in str(ftype) else int if "int" in str(ftype) else str
     if isinstance(value, bool) or not isinstance(value, (int, float) if want is float else want):
         raise ConfigError(f"{where}: expected {want.__name__}, got {value!r}")

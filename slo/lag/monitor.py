@@ -50,8 +50,10 @@ class LagMonitor:
         if isinstance(rec, decode.OffsetCommit):
             self.commit(rec.group, rec.topic, rec.partition, rec.offset, rec.timestamp, offset, now_ms)
         elif isinstance(rec, decode.OffsetTombstone):
+            # Recorded either way: the history replay applies the same storage option.
             self._record(now_ms, history.OFFSET_DELETE, rec.group, rec.topic, rec.partition)
-            self.storage.delete_offset(rec.group, rec.topic, rec.partition)
+            if self.storage.delete_offset(rec.group, rec.topic, rec.partition):
+                self.evaluator.invalidate(rec.group)
         elif isinstance(rec, decode.GroupTombstone):
             self.delete_group(rec.group, now_ms)
         else:

@@ -19,6 +19,8 @@ class StorageConfig:
     expire_group_s: int = 604_800
     group_allowlist: str | None = None
     group_denylist: str | None = None
+    # Ours, off by default: Burrow ignores offset tombstones and keeps a group until expire-group.
+    drop_on_offset_tombstone: bool = False
 
 
 class GroupFilter:
@@ -178,17 +180,19 @@ class LagStorage:
         g = self.groups.get(group)
         return g is not None and g.topics.pop(topic, None) is not None
 
-    def delete_offset(self, group: str, topic: str, partition: int) -> None:
-        """An offset tombstone (our addition, Burrow ignores them): drop the window; empty topics/groups go too."""
+    def delete_offset(self, group: str, topic: str, partition: int) -> bool:
+        """An offset tombstone: ignored, as Burrow does, unless drop_on_offset_tombstone; then the partition's
+        window goes, and a topic or group left without windows with it. Returns whether anything was dropped."""
         g = self.groups.get(group)
         slots = g.topics.get(topic) if g else None
-        if not slots or partition >= len(slots):
-            return
+        if not self.config.drop_on_offset_tombstone or not slots or partition >= len(slots):
+            return False
         slots[partition] = PartitionSlot()
         if all(s.ring is None for s in slots):
             del g.topics[topic]
             if not g.topics:
                 del self.groups[group]
+        return True
 
     # ---------------------------------------------------------------- fetch
 

@@ -1,6 +1,8 @@
 """Topic and config administration: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
 DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44)."""
 
+from collections.abc import Mapping
+
 from broker.config import TOPIC_CONFIGS, ConfigError, validate_topic_configs
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import INTERNAL_TOPICS, validate_topic_name
@@ -20,6 +22,12 @@ _CONFIG_TYPES = {"cleanup.policy": _TYPE_LIST, "min.cleanable.dirty.ratio": _TYP
                  "max.message.bytes": _TYPE_INT, "segment.bytes": _TYPE_INT, "index.interval.bytes": _TYPE_INT,
                  "segment.index.bytes": _TYPE_INT}
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+# Kafka's KRaft controller refuses a CreateTopics that would make more partitions than this in one request
+# (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH, POLICY_VIOLATION) and bounds a CreatePartitions by the
+# same number of records (QuorumController.MAX_RECORDS_PER_USER_OP); we refuse both up front, so a request for
+# 2**31 - 1 partitions is answered at once instead of building an assignment of that size.
+MAX_PARTITIONS_PER_BATCH = 10_000
+_TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 
 def _config_error(e: ConfigError) -> KafkaError:
@@ -46,13 +54,36 @@ def _checked_assignment(ctx: RequestContext, assignment: dict[int, tuple[int, ..
     return {p: tuple(r) for p, r in assignment.items()}
 
 
+def partitions_to_create(topics, default_partitions: int) -> int:
+    """New partitions a CreateTopics asks for, counted as Kafka's validateTotalNumberOfPartitions does."""
+    total = 0
+    for t in topics:
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += default_partitions
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total
+
+
+def partitions_to_add(topics, current: Mapping[str, int]) -> int:
+    """New partitions a CreatePartitions asks for (`current`: the partition counts of the existing topics)."""
+    return sum(max(0, t.count - current[t.name]) for t in topics if t.name in current)
+
+
 @handler(19, 2, 7)
 async def handle_create_topics(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
+    too_many = partitions_to_create(req.topics, broker.config.num_partitions) > MAX_PARTITIONS_PER_BATCH
     results = []
     for t in req.topics:
         entry = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
                  "num_partitions": -1, "replication_factor": -1, "configs": None}
+        if too_many:  # every topic of the request fails, as Kafka's controller fails the whole request
+            entry.update(error_code=ErrorCode.policy_violation, error_message=_TOO_MANY_PARTITIONS)
+            results.append(entry)
+            continue
         try:
             validate_topic_name(t.name)
             assignment = None
@@ -119,9 +150,15 @@ async def handle_delete_topics(ctx: RequestContext, req) -> dict:
 
 @handler(37, 0, 3)
 async def handle_create_partitions(ctx: RequestContext, req) -> dict:
+    current = {t.name: info.partitions for t in req.topics if (info := ctx.broker.metadata.topic(t.name))}
+    too_many = partitions_to_add(req.topics, current) > MAX_PARTITIONS_PER_BATCH
     results = []
     for t in req.topics:
         entry = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
+        if too_many:
+            entry.update(error_code=ErrorCode.policy_violation, error_message=_TOO_MANY_PARTITIONS)
+            results.append(entry)
+            continue
         try:
             info = ctx.broker.metadata.topic(t.name)
             if info is None:
