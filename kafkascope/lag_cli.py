@@ -12,7 +12,7 @@ import sys
 import threading
 
 from slo.lag.cases import CaseError, evaluate_cases
-from slo.lag.config import ConfigError, read_config
+from slo.lag.config import ConfigError, LagConfig, read_config
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -28,7 +28,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _config(args: argparse.Namespace):
+def _config(args: argparse.Namespace) -> LagConfig:
     """lag.yaml (or the defaults) with the command-line overrides applied; raises OSError, ConfigError."""
     config = read_config(args.config)
     if getattr(args, "http_port", None) is not None:
