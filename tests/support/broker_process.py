@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,7 @@ class BrokerProcess:
         self.props.update({k.replace("_", "."): v for k, v in props.items()})
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir / "broker.log"
+        self.preexec_fn: Callable[[], object] | None = None  # run in the child before exec, e.g. to set rlimits
 
     @property
     def bootstrap(self) -> str:
@@ -66,7 +68,7 @@ class BrokerProcess:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "broker", str(cfg)], cwd=ROOT, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=self.preexec_fn)
         try:
             wait_for_port(self.port, self.proc, timeout_s)
         except Exception as e:
