@@ -109,7 +109,7 @@ class M:
     burrow_partition_status = "burrow_kafka_topic_partition_status"
     lag_seconds = "kafkascope_consumer_lag_seconds"
     partition_lag_seconds = "kafkascope_consumer_partition_lag_seconds"
-    consumergroup_lag = "kafka_consumergroup_lag"
+    consumergroup_lag_sum = "kafka_consumergroup_lag_sum"   # per topic; kafka_consumergroup_lag has -1 entries
     # ZooKeeper ensemble exporter
     zk_up = "zk_up"
     zk_leader = "zk_server_leader"

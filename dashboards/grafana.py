@@ -258,7 +258,7 @@ def consumer_lag() -> Board:
             [(f"max by (consumer_group, topic, partition) ({M.burrow_partition_status})",
               "{{consumer_group}} {{topic}}-{{partition}}")], kind="table", w=12)
     d.panel("kafka_exporter lag (compatibility)",
-            [(f"sum by (consumergroup) ({M.consumergroup_lag})", "{{consumergroup}}")], w=12)
+            [(f"sum by (consumergroup) ({M.consumergroup_lag_sum})", "{{consumergroup}}")], w=12)
     return d
 
 

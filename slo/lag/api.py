@@ -46,15 +46,39 @@ _HELP = {
     "burrow_kafka_consumer_current_offset": "Latest committed offset for a partition (window complete only)",
     "burrow_kafka_topic_partition_status": "The status of a partition (window complete only)",
     "burrow_kafka_topic_partition_offset": "Latest broker offset for a partition",
-    "kafka_consumergroup_lag": "Current approximate lag of a consumer group at topic/partition (kafka_exporter)",
+    "kafka_consumergroup_lag": "Current approximate lag of a consumer group at topic/partition (kafka_exporter; "
+                               "-1 without a committed offset)",
+    "kafka_consumergroup_lag_sum": "Current approximate lag of a consumer group at topic for all partitions "
+                                   "(kafka_exporter; partitions without a committed offset left out)",
+    "kafka_consumergroup_members": "Amount of members in a consumer group (kafka_exporter; from its last group "
+                                   "metadata record)",
     "kafkascope_consumer_partition_lag_seconds": "Estimated seconds the group is behind on the partition",
     "kafkascope_consumer_lag_seconds": "Estimated seconds the group's worst partition is behind",
 }
 
 
-def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, list[int]]) -> str:
-    """Prometheus text for evaluated groups (ShowAll) and the latest broker offset per topic partition."""
+def _kafka_exporter_lag(add: Callable[..., None], g: GroupStatus) -> None:
+    """kafka_exporter's lag per partition and per topic, on the topics the group has an offset for: -1 for a
+    partition without one, which the topic's sum leaves out."""
+    by_topic: dict[str, list[PartitionStatus]] = {}
+    for p in g.partitions:
+        by_topic.setdefault(p.topic, []).append(p)
+    for topic, parts in by_topic.items():
+        committed = [p for p in parts if p.end is not None]
+        if not committed:
+            continue   # kafka_exporter skips a topic whose offsets are all -1
+        for p in parts:
+            add("kafka_consumergroup_lag", p.current_lag if p.end is not None else -1, consumergroup=g.group,
+                topic=topic, partition=p.partition)
+        add("kafka_consumergroup_lag_sum", sum(p.current_lag for p in committed), consumergroup=g.group, topic=topic)
+
+
+def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, list[int]],
+                   members: dict[str, int] | None = None) -> str:
+    """Prometheus text for evaluated groups (ShowAll), the latest broker offset per topic partition, and the
+    member count of every group with one known (`members`) or evaluated (0)."""
     series: dict[str, list[str]] = {name: [] for name in _HELP}
+    members = members or {}
 
     def add(name, value, **labels):
         series[name].append(f"{name}{_labels(**labels)} {value}")
@@ -68,13 +92,14 @@ def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, li
         for p in g.partitions:
             pl = {**gl, "topic": p.topic, "partition": p.partition}
             add("burrow_kafka_consumer_partition_lag", p.current_lag, **pl)
-            add("kafka_consumergroup_lag", p.current_lag, consumergroup=g.group, topic=p.topic,
-                partition=p.partition)
             if p.complete == 1.0:
                 add("burrow_kafka_consumer_current_offset", p.end.offset, **pl)
                 add("burrow_kafka_topic_partition_status", int(p.status), **pl)
             if p.lag_seconds is not None:
                 add("kafkascope_consumer_partition_lag_seconds", p.lag_seconds, **pl)
+        _kafka_exporter_lag(add, g)
+    for group in sorted(set(members) | {g.group for g in groups}):
+        add("kafka_consumergroup_members", members.get(group, 0), consumergroup=group)
     for topic in sorted(topics):
         for partition, offset in enumerate(topics[topic]):
             add("burrow_kafka_topic_partition_offset", offset, cluster=cluster, topic=topic, partition=partition)
@@ -104,7 +129,8 @@ class LagAPI:
             groups = [g for g in (m.evaluator.group(name, now) for name in sorted(m.storage.groups))
                       if g.status is not Status.NOTFOUND]
             topics = {t: m.storage.topic_offsets(t) for t in m.storage.broker}
-        return render_metrics(self.cluster, groups, topics)
+            members = dict(m.storage.members)
+        return render_metrics(self.cluster, groups, topics, members)
 
     def handle(self, method: str, url: str) -> tuple[int, dict]:
         path = url.split("?", 1)[0].rstrip("/")

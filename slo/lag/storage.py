@@ -80,6 +80,9 @@ class LagStorage:
         self.accept = GroupFilter(self.config.group_allowlist, self.config.group_denylist)
         self.broker: dict[str, list[deque[tuple[int, int]]]] = {}
         self.groups: dict[str, Group] = {}
+        # Member count of each group's last group metadata record (kafka_exporter's kafka_consumergroup_members);
+        # kept apart from `groups`, which Burrow only creates for partitions whose log end it knows.
+        self.members: dict[str, int] = {}
 
     # ---------------------------------------------------------------- broker side
 
@@ -161,6 +164,7 @@ class LagStorage:
         """Group metadata: (client_id, client_host, assignment) per member; no members clears every owner."""
         if not self.accept(group):
             return
+        self.members[group] = len(members)
         if not members:
             for slots in self.groups.get(group, Group()).topics.values():
                 for slot in slots:
@@ -174,6 +178,7 @@ class LagStorage:
                     slot.owner, slot.client_id = host, client_id
 
     def delete_group(self, group: str) -> bool:
+        self.members.pop(group, None)
         return self.groups.pop(group, None) is not None
 
     def delete_group_topic(self, group: str, topic: str) -> bool:
@@ -240,6 +245,7 @@ class LagStorage:
                               "topics": {t: [[ring(s.ring), s.owner, s.client_id] for s in slots]
                                          for t, slots in g.topics.items()}}
                        for name, g in self.groups.items()},
+            "members": dict(self.members),
         }
 
     def load_state(self, state: dict) -> None:
@@ -252,3 +258,4 @@ class LagStorage:
                           for r, owner, cid in slots]
                       for t, slots in g["topics"].items()}
             self.groups[name] = Group(g["last_commit"], topics)
+        self.members = dict(state.get("members", {}))   # absent from snapshots written before it existed

@@ -229,6 +229,8 @@ def test_http_api_and_metrics_agree(scenario, running):
         assert metric(text, "burrow_kafka_consumer_current_offset", **pl) == p["end"]["offset"]
         assert metric(text, "burrow_kafka_topic_partition_status", **pl) == Status.STOP.value
         assert metric(text, "kafka_consumergroup_lag", consumergroup=s.group, topic=s.topic, partition=0) == 70
+        assert metric(text, "kafka_consumergroup_lag_sum", consumergroup=s.group, topic=s.topic) == 70
+        assert metric(text, "kafka_consumergroup_members", consumergroup=s.group) == 0   # commits without joining
         assert metric(text, "burrow_kafka_topic_partition_offset", cluster="local", topic=s.topic, partition=0) == 100
 
         req = urllib.request.Request(f"{base}/v3/kafka/local/consumer/{s.group}", method="DELETE")
