@@ -16,7 +16,7 @@ from collections import Counter
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, InvalidRequest
 from broker.log.segment import FileRegion
 from broker.protocol.api import HANDLERS, RequestContext, load_handlers
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
@@ -214,6 +214,8 @@ class KafkaServer:
             log.warning("closing connection from %s: %s", host, e)
         except asyncio.CancelledError:
             pass  # broker shutdown
+        except Exception:  # a bug; the traceback is logged and only this connection is lost
+            log.exception("unexpected failure on a connection from %s", host)
         finally:
             self._connections.pop(conn, None)
             self._per_ip[host] -= 1
@@ -236,19 +238,29 @@ class KafkaServer:
             if stats is not None:
                 self.broker.metrics.request_failed(api_key, ErrorCode.unsupported_version)
             raise UnparseableRequest(f"unsupported api_key={api_key} version={api_version}")
-        header, body = parse_request(frame)
+        try:
+            header, body = parse_request(frame)
+        except UnparseableRequest:
+            if stats is not None:
+                self.broker.metrics.request_failed(api_key, ErrorCode.invalid_request)
+            raise
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id, client_host)
         if stats is not None:
             stats.ctx, stats.body, stats.t1 = ctx, body, perf_counter()
         try:
             result = await spec.handle(ctx, body)
+            if stats is not None:
+                stats.t2, stats.result = perf_counter(), result
+            if result is None:
+                return None
+            return encode_response(api_key, api_version, correlation_id, result)
+        except InvalidRequest as e:
+            if stats is not None:
+                self.broker.metrics.request_failed(api_key, ErrorCode.invalid_request)
+            raise UnparseableRequest(f"api_key={api_key} v{api_version}: {e.message}") from None
         except Exception:
-            log.exception("handler for api_key=%d v%d failed", api_key, api_version)
+            # A bug, not bad input (the frame parsed): keep the traceback, close only this connection.
+            log.exception("serving api_key=%d v%d failed", api_key, api_version)
             if stats is not None:
                 self.broker.metrics.request_failed(api_key, ErrorCode.unknown_server_error)
             raise UnparseableRequest("handler failure") from None
-        if stats is not None:
-            stats.t2, stats.result = perf_counter(), result
-        if result is None:
-            return None
-        return encode_response(api_key, api_version, correlation_id, result)

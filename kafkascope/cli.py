@@ -11,6 +11,7 @@ from exporter import zk as zk_exporter
 from kafkascope import lag_cli, slo_cli, up
 from kafkascope.client import CliError, error_text
 from kafkascope.cluster import cli as cluster_cli
+from kafkascope.fuzz import cli as fuzz_cli
 from kafkascope.tools import TOOLS
 from xmonitor import __main__ as xmonitor_cli
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cli.add_parser(sub)
     zk_exporter.add_parser(sub)
     up.add_parser(sub)
+    fuzz_cli.add_parser(sub)
     dp = sub.add_parser("dashboards", help="Grafana dashboards and Prometheus rules (dashboards/build.py)")
     dsub = dp.add_subparsers(dest="dashboards_command", metavar="SUBCOMMAND", required=True, parser_class=_Parser)
     push = dsub.add_parser("push", help="create/overwrite the kafkascope dashboards through Grafana's HTTP API")

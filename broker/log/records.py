@@ -11,8 +11,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import cramjam
 from crc32c import crc32c
+
+from broker.log.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress  # noqa: F401
 
 HEADER_SIZE = 61
 # Bytes counted by batchLength start after baseOffset + batchLength.
@@ -22,7 +23,6 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 CRC_START = 21
 MAGIC = 2
 
-NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 COMPRESSION_NAMES = {"uncompressed": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
 ATTR_COMPRESSION_MASK = 0x07
 ATTR_LOG_APPEND_TIME = 0x08
@@ -34,11 +34,6 @@ _BASE_OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 _CRC = struct.Struct(">I")
 _ATTRS = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER_SIZE = 16
-# Max uncompressed bytes per xerial block, as Kafka's Java snappy stream writes them.
-_XERIAL_BLOCK = 32 * 1024
 
 
 @dataclass(slots=True)
@@ -157,52 +152,6 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, h: BatchHeader, n
     struct.pack_into(">q", buf, pos + 35, now_ms)
     h.crc = crc32c(memoryview(buf)[pos + CRC_START: pos + h.size])
     _CRC.pack_into(buf, pos + 17, h.crc)
-
-
-# ---------------------------------------------------------------- compression
-
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """Decompress a batch's records section."""
-    if codec == GZIP:
-        return bytes(cramjam.gzip.decompress(data))
-    if codec == SNAPPY:
-        return _snappy_decompress(bytes(data))
-    if codec == LZ4:
-        return bytes(cramjam.lz4.decompress(data))
-    if codec == ZSTD:
-        return bytes(cramjam.zstd.decompress(data))
-    raise ValueError(f"unknown compression codec {codec}")
-
-
-def compress(codec: int, data: bytes) -> bytes:
-    """Compress a records section the way Kafka's Java client does (snappy in xerial framing, lz4 frame)."""
-    if codec == GZIP:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == SNAPPY:
-        out = bytearray(_XERIAL_MAGIC + struct.pack(">ii", 1, 1))
-        for i in range(0, len(data), _XERIAL_BLOCK):
-            block = bytes(cramjam.snappy.compress_raw(data[i: i + _XERIAL_BLOCK]))
-            out += _INT32.pack(len(block)) + block
-        return bytes(out)
-    if codec == LZ4:
-        return bytes(cramjam.lz4.compress(data))
-    if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data))
-    raise ValueError(f"unknown compression codec {codec}")
-
-
-def _snappy_decompress(data: bytes) -> bytes:
-    # Java clients frame snappy the xerial way: 16-byte header, then [int32 length][raw block] chunks.
-    if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
-    out = bytearray()
-    pos = _XERIAL_HEADER_SIZE
-    while pos < len(data):
-        (n,) = _INT32.unpack_from(data, pos)
-        pos += 4
-        out += bytes(cramjam.snappy.decompress_raw(data[pos: pos + n]))
-        pos += n
-    return bytes(out)
 
 
 # ---------------------------------------------------------------- varints and records

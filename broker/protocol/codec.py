@@ -22,6 +22,7 @@ from kio.serial._implicit_defaults import get_implicit_default
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 
 from broker.protocol import fetch_encoder, produce_encoder
+from broker.protocol.validate import walker
 
 PRODUCE_KEY, FETCH_KEY = 0, 1
 _UTC = datetime.UTC
@@ -58,9 +59,10 @@ def parse_request(frame: bytes | memoryview) -> tuple[Any, Any]:
     api_key, api_version = struct.unpack_from(">hh", frame, 0)
     try:
         cls = request_class(api_key, api_version)
+        walker(cls)(frame)  # before kio: its native reader trusts the counts in the frame (validate.py)
         header, n = entity_reader(cls.__header_schema__)(frame, 0)
         body, _m = entity_reader(cls)(frame, n)
-    except Exception as e:  # kio raises many types (index errors, decode errors, KeyError on unknown tags)
+    except Exception as e:  # the walker's InvalidFrame; kio raises many types (index errors, decode errors, KeyError on unknown tags)
         raise UnparseableRequest(f"api_key={api_key} v{api_version}: {e!r}") from e
     # Trailing bytes are ignored, as Kafka does: librdkafka's "all topics" Metadata v10+ request leaves
     # three stale bytes of its array-count placeholder after the body.

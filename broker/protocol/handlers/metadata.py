@@ -1,6 +1,6 @@
 """Metadata (3) and DescribeCluster (60)."""
 
-from broker.errors import ErrorCode, KafkaError
+from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import TopicInfo
 from broker.protocol.api import RequestContext, handler
 
@@ -47,6 +47,8 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
         entries = []
         for t in requested:
             name = t.name
+            if name is None and ctx.api_version < 12:  # v10-11 carry ids in the schema but not in Kafka
+                raise InvalidRequest(f"topic name can not be null for version {ctx.api_version}")
             info = broker.metadata.topic(name) if name else None
             if info is None and name and auto:
                 try:
@@ -54,8 +56,9 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
                 except KafkaError as e:
                     entries.append(_error_entry(name, e.code))
                     continue
-            if info is None:
-                entries.append(_error_entry(name, ErrorCode.unknown_topic_or_partition))
+            if info is None:  # a null name asks by topic id, which this broker does not serve
+                code = ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
+                entries.append(_error_entry(name, code))
             else:
                 entries.append(_topic_entry(ctx, info, live))
     return {
