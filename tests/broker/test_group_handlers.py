@@ -10,10 +10,10 @@ from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.offsets_schema import GroupMetadataKey, decode_group_metadata_value
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, InvalidRequest
 from broker.metadata import BrokerInfo
 from broker.protocol.api import RequestContext
-from broker.protocol.codec import UnparseableRequest, build, encode_response, request_class
+from broker.protocol.codec import build, encode_response, request_class
 from broker.protocol.handlers import groups
 from tests.broker.test_group_coordinator import MemoryOffsetsLog, subscription
 
@@ -166,7 +166,7 @@ def test_offset_fetch_null_where_the_schema_forbids_it_is_unparseable(version, b
     """Kafka cannot read such a request (non-nullable field serialized as null) and closes the connection."""
     b = stub_broker()
     b.group_coordinator.commit_offsets("g", -1, "", None, [("t", 0, 5, -1, None)])
-    with pytest.raises(UnparseableRequest, match="non-nullable"):
+    with pytest.raises(InvalidRequest, match="non-nullable"):
         call(b, groups.handle_offset_fetch, 9, version, body)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from broker.errors import ErrorCode, KafkaError
+from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import OFFSETS_TOPIC
 from broker.protocol.api import RequestContext, handler
-from broker.protocol.codec import UnparseableRequest, ms
+from broker.protocol.codec import ms
 
 GROUP_KEY_TYPE = 0
 NO_AUTHORIZED_OPERATIONS = -2147483648
@@ -173,14 +173,18 @@ def _not_null(value, name: str):
     """kio decodes a null array count as None even where the schema forbids null; Kafka's generated reader
     refuses such a request ("non-nullable field ... was serialized as null") and closes the connection."""
     if value is None:
-        raise UnparseableRequest(f"non-nullable field {name} was serialized as null")
+        raise InvalidRequest(f"non-nullable field {name} was serialized as null")
     return value
 
 
-def _fetch_group(ctx: RequestContext, group_id: str, topics) -> list[dict]:
-    """One group's OffsetFetch topics; `topics` None (v2+; v8+ per group) asks for every committed partition."""
-    wanted = None if topics is None else [(t.name, p) for t in topics
-                                          for p in _not_null(t.partition_indexes, "partition_indexes")]
+def _wanted(topics) -> list[tuple[str, int]] | None:
+    """The partitions an OffsetFetch names; None for null topics (v2+; v8+ per group): every committed one."""
+    if topics is None:
+        return None
+    return [(t.name, p) for t in topics for p in _not_null(t.partition_indexes, "partition_indexes")]
+
+
+def _fetch_group(ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None) -> list[dict]:
     fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, wanted)
     by_topic: dict[str, list[dict]] = {}
     for (topic, partition), (offset, epoch, metadata) in fetched.items():
@@ -194,14 +198,15 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics) -> list[dict]:
 async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
     # require_stable (v7+) needs no wait: this coordinator has no pending transactional offsets.
     def group_entry(group_id: str, topics) -> dict:
+        wanted = _wanted(topics)   # outside the try: an invalid request is not a per-group error
         try:
-            return {"group_id": group_id, "topics": _fetch_group(ctx, group_id, topics), "error_code": ErrorCode.none}
+            return {"group_id": group_id, "topics": _fetch_group(ctx, group_id, wanted), "error_code": ErrorCode.none}
         except KafkaError as e:
             return {"group_id": group_id, "topics": [], "error_code": e.code}
 
     if ctx.api_version >= 8:
-        wanted = _not_null(req.groups, "groups")
-        return {"throttle_time": 0, "groups": [group_entry(g.group_id, g.topics) for g in wanted]}
+        groups = _not_null(req.groups, "groups")
+        return {"throttle_time": 0, "groups": [group_entry(g.group_id, g.topics) for g in groups]}
     topics = req.topics if ctx.api_version >= 2 else _not_null(req.topics, "topics")  # nullable from v2
     return {"throttle_time": 0, **group_entry(req.group_id, topics)}
 
