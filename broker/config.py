@@ -213,6 +213,7 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "log.flush.interval.messages": ("log_flush_interval_messages", _int(1)),
     "message.max.bytes": ("message_max_bytes", _int(0)),
     "socket.request.max.bytes": ("socket_request_max_bytes", _int(1)),
+    "queued.max.request.bytes": ("queued_max_request_bytes", _int(-1)),
     "max.connections": ("max_connections", _int(0)),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
@@ -300,6 +301,7 @@ class BrokerConfig:
     log_flush_interval_messages: int = 2**63 - 1
     message_max_bytes: int = 1048588
     socket_request_max_bytes: int = 104857600
+    queued_max_request_bytes: int = -1  # bytes of requests read and not yet handled, all connections; <= 0: unbounded
     max_connections: int = 2**31 - 1
     max_connections_per_ip: int = 2**31 - 1
     offsets_topic_num_partitions: int = 50
@@ -413,6 +415,8 @@ class BrokerConfig:
         parse_listeners(cfg.listeners, "listeners")
         if cfg.advertised_listeners:
             parse_listeners(cfg.advertised_listeners, "advertised.listeners")
+        if 0 < cfg.queued_max_request_bytes < cfg.socket_request_max_bytes:  # KafkaConfig; <= 0: unbounded
+            raise ConfigError("queued.max.request.bytes must be -1 or at least socket.request.max.bytes")
         if cfg.group_min_session_timeout_ms > cfg.group_max_session_timeout_ms:
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         return cfg

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import mmap
 import os
 import socket
 import struct
@@ -18,17 +19,19 @@ from typing import TYPE_CHECKING
 
 from broker.errors import ErrorCode, InvalidRequest
 from broker.log.segment import FileRegion
+from broker.memory_pool import MemoryPool
 from broker.protocol.api import HANDLERS, RequestContext, load_handlers
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
 
 if TYPE_CHECKING:
     from broker.broker import Broker
-    from broker.metrics import RequestStats
+    from broker.metrics import BrokerMetrics, RequestStats
 
 log = logging.getLogger(__name__)
 _RECV_CHUNK = 256 * 1024
 _IOV_MAX = 512
+_LAZY_BUFFER_BYTES = 1 << 20
 
 
 class Connection:
@@ -46,25 +49,37 @@ class Connection:
                 raise ConnectionError("closed by client")
             self._buf += data
 
-    async def read_frame(self, max_size: int) -> bytes | memoryview:
+    async def read_frame(self, max_size: int, pool: MemoryPool) -> bytes | memoryview:
         """The next request frame (without its size prefix); ValueError if its size is out of bounds.
 
-        Small frames come out of the read-ahead buffer; the rest of a large frame (a Produce) is received
-        straight into its own buffer, so its bytes are copied once, by the kernel.
+        The frame's bytes are taken from `pool` (queued.max.request.bytes) before its buffer exists; the
+        caller releases them once the request is handled. Small frames come out of the read-ahead buffer;
+        the rest of a large frame (a Produce) is received straight into its own buffer, so its bytes are
+        copied once, by the kernel.
         """
         await self._fill(4)
         (size,) = struct.unpack_from(">i", self._buf, 0)
         if size < 8 or size > max_size:
             raise ValueError(f"request size {size} outside [8, {max_size}] (socket.request.max.bytes)")
+        await pool.acquire(size)
+        try:
+            return await self._read_body(size)
+        except BaseException:
+            pool.release(size)
+            raise
+
+    async def _read_body(self, size: int) -> bytes | memoryview:
         have = len(self._buf) - 4
         if have >= size:
             frame = bytes(memoryview(self._buf)[4:4 + size])
             del self._buf[:4 + size]
             return frame
-        frame = bytearray(size)
-        frame[:have] = memoryview(self._buf)[4:]
-        self._buf.clear()
+        # An anonymous mapping's pages exist only once written: a client that announces 100 MB and sends
+        # 10 bytes costs 10 bytes, where bytearray(size) would zero-fill (and keep resident) all of it.
+        frame = mmap.mmap(-1, size) if size >= _LAZY_BUFFER_BYTES else bytearray(size)
         view = memoryview(frame)
+        view[:have] = memoryview(self._buf)[4:]
+        self._buf.clear()
         while have < size:
             n = await self.loop.sock_recv_into(self.sock, view[have:])
             if n == 0:
@@ -147,6 +162,7 @@ class KafkaServer:
         self._accept_task: asyncio.Task | None = None
         self._per_ip: Counter[str] = Counter()
         self._connections: dict[Connection, asyncio.Task] = {}
+        self.request_pool = MemoryPool(self.config.queued_max_request_bytes)
         load_handlers()
 
     async def start(self) -> int:
@@ -196,18 +212,11 @@ class KafkaServer:
         stats = metrics.new_request_stats() if metrics is not None else None
         try:
             while True:
-                frame = await conn.read_frame(self.config.socket_request_max_bytes)
-                t0 = perf_counter()
-                response = await self.dispatch(frame, host, stats)
-                if stats is None:
-                    if response is not None:
-                        await conn.write(response)
-                    continue
-                t3 = perf_counter()
-                stats.phase = 2
-                if response is not None:
-                    await conn.write(response)
-                metrics.request_done(stats, t0, t3, perf_counter())
+                frame = await conn.read_frame(self.config.socket_request_max_bytes, self.request_pool)
+                try:
+                    await self._serve_one(conn, frame, host, metrics, stats)
+                finally:
+                    self.request_pool.release(len(frame))
         except (ConnectionError, OSError):
             pass
         except (ValueError, UnparseableRequest) as e:
@@ -224,6 +233,20 @@ class KafkaServer:
             conn.close()
             if metrics is not None:
                 metrics.connection_closed(stats)
+
+    async def _serve_one(self, conn: Connection, frame: bytes | memoryview, host: str,
+                         metrics: BrokerMetrics | None, stats: RequestStats | None) -> None:
+        t0 = perf_counter()
+        response = await self.dispatch(frame, host, stats)
+        if stats is None:
+            if response is not None:
+                await conn.write(response)
+            return
+        t3 = perf_counter()
+        stats.phase = 2
+        if response is not None:
+            await conn.write(response)
+        metrics.request_done(stats, t0, t3, perf_counter())
 
     async def dispatch(self, frame: bytes, client_host: str, stats: RequestStats | None = None
                        ) -> bytes | list | None:
