@@ -14,7 +14,8 @@ response is encoded, t4 the last byte is handed to the kernel.
 * RequestsPerSec{request,version}: meter marked once per request. ErrorsPerSec{request,error}: every
   ``error_code`` field in the response body (top level and per topic/partition, as Kafka's ``errorCounts``),
   marked by its count, error = the Errors enum name (NONE included); requests the broker cannot parse or serve
-  (unsupported version, handler failure: the connection is closed) count once under their error.
+  (the connection is closed) count once under their error: UNSUPPORTED_VERSION, INVALID_REQUEST for a frame
+  that does not match its schema or breaks a rule of its version, UNKNOWN_SERVER_ERROR for a handler failure.
 * RequestChannel RequestQueueSize (*analogue*): requests read and not yet answered (being handled, incl. parked
   in the purgatory); ResponseQueueSize: encoded responses still being written to a slow socket.
 * NetworkProcessorAvgIdlePercent / RequestHandlerAvgIdlePercent (*analogue*): one event loop is both the network
@@ -447,7 +448,7 @@ class BrokerMetrics:
         s.ctx = s.result = s.body = None
 
     def request_failed(self, api_key: int, code: int) -> None:
-        """A request answered by closing the connection (unsupported version, handler failure)."""
+        """A request answered by closing the connection (unsupported version, invalid request, handler failure)."""
         self._group(api_key).error(code)
 
     def produced(self, topic: str, nbytes: int, nrecords: int) -> None:
