@@ -55,9 +55,13 @@ def run(args: argparse.Namespace) -> int:
         skip = {int(k) for k in args.skip_api_keys.split(",")}
         versions = {k: v for k, v in versions.items() if k not in skip}
     seed_list = list(seeds(versions))
-    covered = sorted({(s.api_key, s.api_version) for s in seed_list})
+    covered = {(s.api_key, s.api_version) for s in seed_list}
+    missing = [f"{k} v{v}" for k, (lo, hi) in sorted(versions.items()) for v in range(lo, hi + 1)
+               if (k, v) not in covered]
     print(f"{len(covered)} API versions of {len(versions)} APIs seeded ({len(seed_list)} seeds), "
           f"{args.frames} frames, seed {args.seed}, {args.connections} connections")
+    if missing:
+        print(f"advertised without a request schema in kio, not fuzzed: {', '.join(missing)}")
     frames = campaign(seed_list, random.Random(args.seed), args.frames)
     stats = asyncio.run(replay(host, int(port_s), frames, args.connections, args.timeout_ms / 1000))
     print(stats.summary())
