@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import socket
-import struct
 from pathlib import Path
 
 from kio.serial import entity_reader
@@ -17,30 +15,17 @@ from kio.serial import entity_reader
 from broker.protocol.codec import response_class
 from kafkascope.client import CliError
 from kafkascope.fuzz.mutate import campaign
-from kafkascope.fuzz.runner import PROBE_FRAME, replay, save_suspects
+from kafkascope.fuzz.runner import probe_answer, replay, save_suspects
 from kafkascope.fuzz.seeds import seeds
 
 
 def advertised_versions(host: str, port: int, timeout_s: float = 5.0) -> dict[int, tuple[int, int]]:
     """{api_key: (min, max)} from the broker's ApiVersions v0 answer."""
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.sendall(PROBE_FRAME)
-        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-        frame = _recv_exact(sock, size)
+    frame = asyncio.run(asyncio.wait_for(probe_answer(host, port), timeout_s))
     cls = response_class(18, 0)
     header, n = entity_reader(cls.__header_schema__)(frame, 0)
     body, _ = entity_reader(cls)(frame, n)
     return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in body.api_keys}
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        buf += chunk
-    return bytes(buf)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--bootstrap-server must be HOST:PORT, got {args.bootstrap_server!r}")
     try:
         versions = advertised_versions(host, int(port_s))
-    except OSError as e:
+    except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
         raise CliError(f"cannot ask {args.bootstrap_server} for its API versions: {e}") from None
     if args.skip_api_keys:
         skip = {int(k) for k in args.skip_api_keys.split(",")}

@@ -104,6 +104,17 @@ class _Worker:
             self.stats.handled_silently += 1
 
 
+async def probe_answer(host: str, port: int) -> bytes:
+    """The broker's answer to an ApiVersions v0 probe on a fresh connection (the response frame)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(PROBE_FRAME)
+        await writer.drain()
+        return await _read_frame(reader)
+    finally:
+        writer.close()
+
+
 async def broker_answers(host: str, port: int, timeout_s: float = 5.0) -> bool:
     """True when a fresh connection gets an answer to ApiVersions."""
     try:

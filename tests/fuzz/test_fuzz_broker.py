@@ -21,7 +21,7 @@ from kafkascope.fuzz.mutate import campaign
 from kafkascope.fuzz.runner import broker_answers, replay
 from kafkascope.fuzz.seeds import FUZZ_TOPIC, seeds
 from tests.e2e.helpers import create_topic, records
-from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port, proc_status_kb
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 GUARDED_TOPIC = "acked-before-fuzzing"
@@ -52,13 +52,6 @@ def _produce_acknowledged(bootstrap: str, n: int) -> dict[int, list[bytes]]:
 def _assert_exactly_the_acknowledged(port: int, acked: dict[int, list[bytes]]) -> None:
     for p, values in acked.items():
         assert [r.value for r in records(port, GUARDED_TOPIC, p)] == values, f"partition {p}"
-
-
-def _vm_hwm_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmHWM")
 
 
 def _invalid_request_errors(metrics_port: int) -> float:
@@ -95,7 +88,7 @@ def _fuzz_and_check(tmp_path: Path, frames: int, seed: int) -> None:
         assert stats.sent == frames and stats.closed_by_broker > 0 and stats.answered > 0
         assert broker.proc is not None and broker.proc.poll() is None
         assert _invalid_request_errors(metrics_port) > 0
-        hwm = _vm_hwm_kb(broker.proc.pid)
+        hwm = proc_status_kb(broker.proc.pid, "VmHWM")
         print(f"broker peak resident memory {hwm // 1024} MiB")
         assert hwm < MAX_RSS_KB, f"peak resident memory {hwm} kB"
         _assert_exactly_the_acknowledged(broker.port, acked)

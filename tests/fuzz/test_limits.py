@@ -5,23 +5,15 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from pathlib import Path
 
 from kafkascope.fuzz.runner import broker_answers
-from tests.support.broker_process import BrokerProcess
-
-
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+from tests.support.broker_process import BrokerProcess, proc_status_kb
 
 
 def test_announced_but_unsent_request_bytes_cost_no_memory(broker: BrokerProcess) -> None:
     broker.start()
     assert broker.proc is not None
-    before = _rss_kb(broker.proc.pid)
+    before = proc_status_kb(broker.proc.pid, "VmRSS")
     socks = []
     try:
         for _ in range(10):  # 10 x 100 MB announced (socket.request.max.bytes), 1 KB of each sent
@@ -29,7 +21,7 @@ def test_announced_but_unsent_request_bytes_cost_no_memory(broker: BrokerProcess
             s.sendall(struct.pack(">i", 100 * 1024 * 1024) + struct.pack(">hhi", 0, 9, 1) + bytes(1016))
             socks.append(s)
         assert asyncio.run(broker_answers("127.0.0.1", broker.port))  # every announcement has been read
-        grown_mb = (_rss_kb(broker.proc.pid) - before) / 1024
+        grown_mb = (proc_status_kb(broker.proc.pid, "VmRSS") - before) / 1024
         assert grown_mb < 100, f"resident memory grew {grown_mb:.0f} MB for 10 KB received"
     finally:
         for s in socks:

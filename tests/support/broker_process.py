@@ -20,6 +20,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def proc_status_kb(pid: int, field: str) -> int:
+    """A memory figure of a process from /proc/PID/status in kB (VmRSS: resident now, VmHWM: its peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(f"{field} not in /proc/{pid}/status")
+
+
 def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
