@@ -14,22 +14,36 @@ request (all topics) answering with every partition (the broker recovers logs be
   return the number of records produced (so recovery really ran).
 
 Targets: each < 10 s. Ratios printed against the baseline start. The last line is one JSON object.
+
+    python -m benchmarks.startup_recovery --many 20000 [--many-baseline 1000]
+
+runs instead the many-partitions mode (issue 14: a broker with ~20,000 partitions could not start again
+after a kill -9, out of file descriptors): for ``--many-baseline`` partitions, then ``--many``, in the same
+run, each on a fresh standalone broker: create them (CreateTopics of at most 10,000 partitions per request),
+write one small record to every 20th partition, stop cleanly and start (timed as above), write again,
+``kill -9`` and start again (ready also requires ListOffsets to find both records); after each start the
+broker's open descriptors are counted (``/proc/PID/fd``). Ratios: ``--many`` against the baseline count.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks._common import MB, OUR_BROKER_PROPS, create_topic, emit_json, fmt, produce, ratio, verdict
+from broker.log.records import Record, build_batch
+from broker.protocol.handlers.admin import MAX_PARTITIONS_PER_BATCH
 from tests.support.broker_process import BrokerProcess
 from tests.support.wire import WireClient
 
 TARGET_S = 10.0
 PER_TOPIC = 100
+MANY_PER_TOPIC = 1000
+WRITE_EVERY = 20  # the many-partitions mode writes to every 20th partition
 
 
 def _metadata_partitions(port: int) -> int:
@@ -64,17 +78,116 @@ def timed_start(b: BrokerProcess, expect_partitions: int, topic: str | None = No
     return r
 
 
+def _create_many(port: int, partitions: int) -> list[tuple[str, int]]:
+    """Topics of MANY_PER_TOPIC partitions, created in requests of at most the broker's per-request cap."""
+    topics = [(f"many-{i:03d}", min(MANY_PER_TOPIC, partitions - i * MANY_PER_TOPIC))
+              for i in range(-(-partitions // MANY_PER_TOPIC))]
+    per_request = max(1, MAX_PARTITIONS_PER_BATCH // MANY_PER_TOPIC)
+    with WireClient(port, timeout_s=900) as c:
+        for i in range(0, len(topics), per_request):
+            r = c.call(19, 7, {"topics": [{"name": n, "num_partitions": k, "replication_factor": 1, "assignments": [],
+                                           "configs": []} for n, k in topics[i:i + per_request]],
+                               "timeout": 60_000, "validate_only": False})
+            failed = [(t.name, t.error_code, t.error_message) for t in r.topics if t.error_code]
+            if failed:
+                raise RuntimeError(f"CreateTopics failed: {failed[:3]}")
+    return topics
+
+
+def _write_every(port: int, topics: list[tuple[str, int]]) -> int:
+    """One 100-byte record to every WRITE_EVERY-th partition, one Produce request per topic; partitions written."""
+    batch = build_batch([Record(timestamp=int(time.time() * 1000), key=None, value=b"x" * 100)])
+    written = 0
+    with WireClient(port, timeout_s=120) as c:
+        for name, count in topics:
+            parts = range(0, count, WRITE_EVERY)
+            r = c.call(0, 9, {"transactional_id": None, "acks": 1, "timeout": 30_000, "topic_data": [
+                {"name": name, "partition_data": [{"index": p, "records": batch} for p in parts]}]})
+            failed = [p.error_code for p in r.responses[0].partition_responses if p.error_code]
+            if failed:
+                raise RuntimeError(f"Produce to {name} failed: {failed[:3]}")
+            written += len(parts)
+    return written
+
+
+def _open_fds(b: BrokerProcess) -> int:
+    return len(os.listdir(f"/proc/{b.proc.pid}/fd"))
+
+
+def _rss_mb(b: BrokerProcess) -> float:
+    for line in Path(f"/proc/{b.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def many_partitions_run(root: Path, partitions: int) -> dict:
+    """Create, write, clean restart, write, kill -9, restart: times, descriptors and memory after each start."""
+    b = BrokerProcess(root / f"many-{partitions}", **OUR_BROKER_PROPS)
+    b.start()
+    try:
+        t0 = time.perf_counter()
+        topics = _create_many(b.port, partitions)
+        r: dict = {"partitions": partitions, "create_s": round(time.perf_counter() - t0, 2)}
+        r["written_partitions"] = _write_every(b.port, topics)
+        r["fds_after_writes"] = _open_fds(b)
+        b.stop()
+        clean = timed_start(b, partitions)
+        clean.update(fds=_open_fds(b), rss_mb=_rss_mb(b))
+        _write_every(b.port, topics)
+        b.kill()
+        crash = timed_start(b, partitions, topic=topics[-1][0], expect_offset=2)
+        crash.update(fds=_open_fds(b), rss_mb=_rss_mb(b))
+        limits = [ln for ln in Path(f"/proc/{b.proc.pid}/limits").read_text().splitlines() if "open files" in ln]
+        r["open_file_limit"] = " ".join(limits[0].split()[3:5]) if limits else None
+        r.update(clean_start=clean, restart_after_kill9=crash)
+        return r
+    finally:
+        b.stop()
+
+
+def many_main(args: argparse.Namespace) -> dict:
+    print(f"# many partitions: {args.many_baseline:,} (baseline) then {args.many:,}, each written every "
+          f"{WRITE_EVERY}th partition, clean restart, kill -9, restart", flush=True)
+    root = Path(tempfile.mkdtemp(prefix="kscope-many-"))
+    result: dict = {"mode": "many_partitions"}
+    try:
+        for key, n in (("baseline", args.many_baseline), ("many", args.many)):
+            r = result[key] = many_partitions_run(root, n)
+            shutil.rmtree(root / f"many-{n}", ignore_errors=True)
+            c, k = r["clean_start"], r["restart_after_kill9"]
+            print(f"  {n:,} partitions: created in {r['create_s']:.1f} s; {r['written_partitions']:,} written "
+                  f"({r['fds_after_writes']:,} fds); clean start ready {c['ready_s']:.2f} s ({c['fds']} fds, "
+                  f"{c['rss_mb']:.0f} MB); restart after kill -9 ready {k['ready_s']:.2f} s ({k['fds']} fds, "
+                  f"{k['rss_mb']:.0f} MB); open-file limit (soft hard) {r['open_file_limit']}", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    base, many = result["baseline"], result["many"]
+    result["ratios"] = {
+        f"{what}_{field}": ratio(many[what][field], base[what][field])
+        for what in ("clean_start", "restart_after_kill9") for field in ("ready_s", "fds")}
+    print("  ratios vs baseline: " + ", ".join(f"{k} {fmt(v)}" for k, v in result["ratios"].items()), flush=True)
+    emit_json("startup_recovery", result)
+    return result
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchmarks.startup_recovery", description=__doc__.splitlines()[0])
     p.add_argument("--partitions", type=int, default=1000, help="partitions for the clean start (default 1000)")
     p.add_argument("--gb", type=float, default=1.0, help="GB written before kill -9 (default 1)")
     p.add_argument("--write-seconds", type=float, default=60.0, help="time bound for the write (default 60)")
     p.add_argument("--quick", action="store_true", help="200 partitions, 0.2 GB")
+    p.add_argument("--many", type=int, default=0, metavar="N",
+                   help="many-partitions mode instead: N partitions (e.g. 20000), kill -9 and restart")
+    p.add_argument("--many-baseline", type=int, default=1000, metavar="N",
+                   help="partitions of the many-partitions mode's same-run baseline (default 1000)")
     return p
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
+    if args.many:
+        return many_main(args)
     if args.quick:
         args.partitions, args.gb = min(args.partitions, 200), min(args.gb, 0.2)
     print(f"# startup/recovery: {args.partitions} partitions clean start; {args.gb:g} GB then kill -9")
