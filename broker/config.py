@@ -238,6 +238,7 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "replica.fetch.max.bytes": ("replica_fetch_max_bytes", _int(1)),
     "replica.fetch.response.max.bytes": ("replica_fetch_response_max_bytes", _int(1)),
     "replica.fetch.backoff.ms": ("replica_fetch_backoff_ms", _int(0)),
+    "max.incremental.fetch.session.cache.slots": ("max_incremental_fetch_session_cache_slots", _int(0)),
     "controlled.shutdown.enable": ("controlled_shutdown_enable", _bool),
     "broker.rack": ("broker_rack", _str),
     "cluster.id": ("cluster_id", _str),
@@ -326,6 +327,7 @@ class BrokerConfig:
     replica_fetch_max_bytes: int = 1048576
     replica_fetch_response_max_bytes: int = 10485760
     replica_fetch_backoff_ms: int = 1000
+    max_incremental_fetch_session_cache_slots: int = 1000  # split over 8 shards, as Kafka 3.9
     controlled_shutdown_enable: bool = True
     broker_rack: str = ""
     cluster_id: str = ""
