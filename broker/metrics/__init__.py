@@ -1,0 +1,84 @@
+"""Every broker metric, with Kafka's MBean names (kafka_metrics.md §3), one module per concern:
+``requests`` (RequestMetrics), ``topics`` (BrokerTopicMetrics), ``replicas`` (ReplicaManager, KafkaController,
+ReplicaFetcherManager, Partition), ``cluster`` (controller elections, ZooKeeper client), ``runtime`` (idle share,
+GC, disk) and ``core`` (BrokerMetrics, which composes them and serves /metrics).
+
+How each value is computed (the asyncio analogues are marked *analogue*):
+
+Request path (``kafka.network:type=RequestMetrics,request=R``; R = Kafka's ApiKeys name, plus FetchConsumer /
+FetchFollower, which a Fetch updates *in addition to* Fetch, as Kafka does). Per request, from perf_counter stamps
+taken in ``broker/server.py``: t0 the frame is fully read, t1 the handler starts, t2 the handler returns, t3 the
+response is encoded, t4 the last byte is handed to the kernel.
+* RequestQueueTimeMs = t1 - t0 (*analogue*: no handler pool queue; header parse + context, i.e. time before the
+  handler runs). LocalTimeMs = t2 - t1 - remote. RemoteTimeMs = time parked in the purgatory (Fetch long-poll;
+  acks=all waits once replication exists). ResponseQueueTimeMs = t3 - t2 (*analogue*: response encoding).
+  ResponseSendTimeMs = t4 - t3. TotalTimeMs = t4 - t0. All HDR timers (exporter.timer): 60 s window quantiles,
+  cumulative count, and a ``..._seconds`` classic histogram.
+* RequestsPerSec{request,version}: meter marked once per request. ErrorsPerSec{request,error}: every
+  ``error_code`` field in the response body (top level and per topic/partition, as Kafka's ``errorCounts``),
+  marked by its count, error = the Errors enum name (NONE included); requests the broker cannot parse or serve
+  (the connection is closed) count once under their error: UNSUPPORTED_VERSION, INVALID_REQUEST for a frame
+  that does not match its schema or breaks a rule of its version, UNKNOWN_SERVER_ERROR for a handler failure.
+* RequestChannel RequestQueueSize (*analogue*): requests read and not yet answered (being handled, incl. parked
+  in the purgatory); ResponseQueueSize: encoded responses still being written to a slow socket.
+* NetworkProcessorAvgIdlePercent / RequestHandlerAvgIdlePercent (*analogue*): one event loop is both the network
+  processor and the handler pool, so both measure the share of wall time the loop spends blocked in
+  ``selector.select()`` (idle). RequestHandlerAvgIdlePercent is a meter marked with idle nanoseconds and a
+  nanosecond rate unit (as Kafka), so MeanRate/OneMinuteRate read as a 0..1 fraction;
+  NetworkProcessorAvgIdlePercent is a gauge of the same meter's OneMinuteRate.
+* socket-server-metrics{listener,networkProcessor="0"}: connection-count (live), connection-creation/close-rate
+  (Kafka's Rate: 2 × 30 s samples) and -total.
+
+Topic throughput (``kafka.server:type=BrokerTopicMetrics[,topic=T]``; per topic created on first event, topics that
+exist only): MessagesInPerSec (record count from the batch header of each appended batch, duplicates excluded),
+BytesInPerSec (appended batch bytes), BytesOutPerSec (consumer-fetch record bytes returned; follower fetches go to
+ReplicationBytesOutPerSec), BytesRejectedPerSec (batch bytes refused as too large or corrupt),
+Total/FailedProduceRequestsPerSec and Total/FailedFetchRequestsPerSec (per partition in the request, as
+ReplicaManager; "failed" excludes the errors Kafka does not count as failures: unknown partition, not leader,
+too large, corrupt, storage).
+
+Purgatory (``DelayedOperationPurgatory,delayedOperation=Produce|Fetch``): PurgatorySize = watch entries (an
+operation watched on N partitions counts N), NumDelayedOperations = operations waiting.
+
+Replication and controller: gauges over a :class:`ReplicaView`; standalone the ISR is this broker alone, the
+broker is the active controller, no elections or ISR changes happen. The cluster implementation replaces the view
+(``set_replica_view``) and marks ``isr_shrinks``/``isr_expands``/``unclean_elections``/``leader_election``.
+Partition/leader counts, UnderReplicated (isr < replicas), UnderMinIsr (isr < min.insync.replicas), AtMinIsr
+(isr == min.insync.replicas: with RF 1 and min ISR 1 that is every partition, as in Kafka), OfflinePartitionsCount
+(no leader), PreferredReplicaImbalanceCount (leader is not the preferred replica), per-partition
+``kafka.cluster:type=Partition`` gauges, ReplicaFetcherManager MaxLag.
+
+Cluster mode only (a standalone broker has no honest values for these, so they are not defined there):
+* LeaderElectionRateAndTimeMs (timer, ms) and UncleanLeaderElectionsPerSec (meter): the controller thread calls
+  ``Controller.on_leader_election(ms, unclean)`` for every leader it elects (a dead or shutting-down leader
+  replaced, a new partition's first leader, preferred-leader and reassignment moves); ms = from the start of
+  that partition's decision to its fenced ZooKeeper write. The call is handed to the event loop
+  (``call_soon_threadsafe``), so only the active controller's counts move, as in Kafka. (Kafka's ZK
+  controller times whole BrokerChange events under this name; ours times each partition's election.)
+* ReplicationBytesInPerSec: bytes of every batch a replica fetcher appends as follower
+  (``ReplicaFetcherManager.on_bytes_in``); ReplicationBytesOutPerSec is the leader side (follower fetches).
+* ZooKeeper client (``kafka.server:type=SessionExpireListener``): ZooKeeperSyncConnectsPerSec,
+  ZooKeeperDisconnectsPerSec and ZooKeeperExpiresPerSec are marked on kazoo's CONNECTED, SUSPENDED and LOST
+  transitions (a connection-state listener); SessionState is Kafka's string gauge made numeric as a state set,
+  ``SessionState{state=S}`` = 1 for kazoo's current client state S (CONNECTED, CONNECTING, CONNECTED_RO,
+  EXPIRED_SESSION, AUTH_FAILED, CLOSED), 0 for the others. ``ZooKeeperClientMetrics`` ZooKeeperRequestLatencyMs
+  (timer, ms): every request kazoo queues (``KazooClient._call``), from queueing to its result.
+
+Fetch sessions (``kafka.server:type=FetchSessionCache``, KIP-227; ``broker/fetch_session.py``):
+NumIncrementalFetchSessions and NumIncrementalFetchPartitionsCached read the cache at scrape;
+IncrementalFetchSessionEvictionsPerSec is marked per session evicted to make room for a new one.
+
+Logs (``kafka.log:type=Log,topic,partition``): Size, LogEndOffset, LogStartOffset, NumLogSegments read at scrape.
+Group coordinator: NumGroups and NumGroups<State>. Process: linux-disk-read/write-bytes (/proc/self/io),
+free bytes per log dir, OfflineLogDirectoryCount (dirs not writable), BrokerState (3 = RUNNING),
+``process_*`` (CPU, open fds, memory; prometheus-client's process collector), Python GC collections and pause time
+per generation (``gc.callbacks``) as ``python_gc_pause_seconds{generation}`` and, for the JVM GC panels,
+``jvm_gc_collection_seconds{gc="python-gen<N>"}``.
+"""
+
+from broker.metrics.core import BrokerMetrics
+from broker.metrics.replicas import BrokerReplicaView, PartitionStats, ReplicaView
+from broker.metrics.requests import API_NAMES, RequestStats, count_errors, error_name
+
+__all__ = ["API_NAMES", "BrokerMetrics", "BrokerReplicaView", "PartitionStats", "ReplicaView", "RequestStats",
+           "count_errors", "error_name"]

@@ -1,0 +1,251 @@
+"""BrokerMetrics: the broker's one metrics object. It owns the registry, composes the per-concern parts
+(requests, topics, replicas, cluster, runtime), takes the recordings the edges make and serves /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from broker.metrics.cluster import ClusterMetrics
+from broker.metrics.replicas import ReplicaGauges, ReplicaView
+from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, RequestStats, count_errors
+from broker.metrics.runtime import GcStats, free_bytes, install_idle_probe, proc_io
+from broker.metrics.topics import TopicMetrics, TopicStats
+from exporter.registry import Registry, SampledRate
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger(__name__)
+
+DELAYED_OPERATIONS = ("Produce", "Fetch")
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+BROKER_STATE_RUNNING = 3
+
+
+class BrokerMetrics:
+    def __init__(self, broker: Broker, registry: Registry | None = None) -> None:
+        self.broker = broker
+        self.registry = reg = registry or Registry(broker.clock)
+        self._loop_idle = reg.meter("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent",
+                                    scale=1e-9)
+        self._live_stats: set[RequestStats] = set()
+        self.topics = TopicMetrics(reg)
+        self._groups: dict[int, RequestGroup] = {}
+        from broker.protocol.api import HANDLERS, load_handlers
+
+        load_handlers()
+        for key in sorted(HANDLERS):
+            self._group(key)
+        self.fetch_consumer = RequestGroup(reg, "FetchConsumer")
+        self.fetch_follower = RequestGroup(reg, "FetchFollower")
+        # Replication: marked by the cluster code; standalone they stay at zero.
+        self.isr_shrinks = reg.meter("kafka.server", "ReplicaManager", "IsrShrinksPerSec")
+        self.isr_expands = reg.meter("kafka.server", "ReplicaManager", "IsrExpandsPerSec")
+        self.failed_isr_updates = reg.meter("kafka.server", "ReplicaManager", "FailedIsrUpdatesPerSec")
+        self.cluster = ClusterMetrics(reg, broker, self._post)
+        self.replica_gauges = ReplicaGauges(reg, broker, reg.clock.monotonic)
+        self._conn_created = SampledRate(reg.clock)
+        self._conn_closed = SampledRate(reg.clock)
+        self._gc = GcStats()
+        self._define_gauges()
+        self._http = None
+        self._tick_task: asyncio.Task | None = None
+        self._hdr_writers: dict[str, Any] = {}
+        self._wall_offset = time.time() - reg.clock.monotonic()
+        self._restore_select = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------ definitions
+
+    def _group(self, api_key: int) -> RequestGroup:
+        g = self._groups.get(api_key)
+        if g is None:
+            g = self._groups[api_key] = RequestGroup(self.registry, API_NAMES.get(api_key, f"Unknown{api_key}"))
+        return g
+
+    def topic(self, topic: str) -> TopicStats:
+        return self.topics.topic(topic)
+
+    @property
+    def replica_view(self) -> ReplicaView:
+        return self.replica_gauges.view
+
+    def set_replica_view(self, view: ReplicaView) -> None:
+        self.replica_gauges.set_view(view)
+
+    def _define_gauges(self) -> None:
+        reg, b = self.registry, self.broker
+        for name, attr in (("Size", "size_bytes"), ("LogEndOffset", "log_end_offset"),
+                           ("LogStartOffset", "log_start_offset"), ("NumLogSegments", "segment_count")):
+            reg.gauge_family("kafka.log", "Log", name,
+                             lambda attr=attr: (((("topic", pl.topic), ("partition", str(pl.partition))),
+                                                 getattr(pl, attr)) for pl in b.logs.logs()))
+        for op in DELAYED_OPERATIONS:
+            reg.gauge("kafka.server", "DelayedOperationPurgatory", "PurgatorySize",
+                      lambda op=op: b.purgatory.watched(op), delayedOperation=op)
+            reg.gauge("kafka.server", "DelayedOperationPurgatory", "NumDelayedOperations",
+                      lambda op=op: b.purgatory.delayed(op), delayedOperation=op)
+        cg = ("kafka.coordinator.group", "GroupMetadataManager")
+        reg.gauge(*cg, "NumGroups", lambda: len(self._group_states()))
+        for st in GROUP_STATES:
+            reg.gauge(*cg, f"NumGroups{st}", lambda st=st: sum(1 for s in self._group_states() if s == st))
+        reg.gauge("kafka.network", "RequestChannel", "RequestQueueSize",
+                  lambda: sum(1 for s in self._live_stats if s.phase == 1))
+        reg.gauge("kafka.network", "RequestChannel", "ResponseQueueSize",
+                  lambda: sum(1 for s in self._live_stats if s.phase == 2))
+        reg.gauge("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent",
+                  lambda: min(1.0, self._loop_idle.one_minute_rate))
+        ssm = dict(listener=b.config.listener.name or "PLAINTEXT", networkProcessor="0")
+        reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-count",
+                         lambda: b.server.connection_count, **ssm)
+        reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-creation-rate",
+                         lambda: self._conn_created.rate, **ssm)
+        reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-creation-total",
+                         lambda: self._conn_created.total, counter=True, **ssm)
+        reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-close-rate",
+                         lambda: self._conn_closed.rate, **ssm)
+        reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-close-total",
+                         lambda: self._conn_closed.total, counter=True, **ssm)
+        ks = ("kafka.server", "KafkaServer")
+        reg.gauge(*ks, "BrokerState", lambda: BROKER_STATE_RUNNING)
+        reg.gauge(*ks, "linux-disk-read-bytes", lambda: proc_io().get("read_bytes", 0))
+        reg.gauge(*ks, "linux-disk-write-bytes", lambda: proc_io().get("write_bytes", 0))
+        dirs = b.config.log_dir_list
+        reg.gauge("kafka.log", "LogManager", "OfflineLogDirectoryCount",
+                  lambda: sum(not os.access(d, os.W_OK) for d in dirs))
+        reg.gauge_family("kafkascope.log", "LogDir", "FreeBytes",
+                         lambda: (((("logDir", str(d)),), free_bytes(d)) for d in dirs))
+        reg.raw(self._gc.families)
+
+    def _group_states(self) -> list[str]:
+        groups = getattr(self.broker.group_coordinator, "_groups", {})
+        return [g.state.value for g in groups.values()]
+
+    def isr_changed(self, shrink: bool) -> None:
+        (self.isr_shrinks if shrink else self.isr_expands).mark()
+
+    # ------------------------------------------------------------ recording (called from the edges)
+
+    def new_request_stats(self) -> RequestStats:
+        s = RequestStats()
+        self._live_stats.add(s)
+        self._conn_created.record()
+        return s
+
+    def connection_closed(self, stats: RequestStats | None) -> None:
+        if stats is not None:
+            self._live_stats.discard(stats)
+        self._conn_closed.record()
+
+    def request_done(self, s: RequestStats, t0: float, t3: float, t4: float) -> None:
+        """One served request: stamps t0 (read) .. t4 (written), the rest from ``s`` (seconds)."""
+        s.phase = 0
+        t1, t2 = s.t1 or t0, s.t2 or t0
+        ctx = s.ctx
+        remote = ctx.remote_s if ctx is not None else 0.0
+        queue, local, respq, send, total = (t1 - t0) * 1e3, (t2 - t1 - remote) * 1e3, (t3 - t2) * 1e3, \
+            (t4 - t3) * 1e3, (t4 - t0) * 1e3
+        remote *= 1e3
+        api_key = s.api_key
+        g = self._groups.get(api_key) or self._group(api_key)
+        g.record(s.version, queue, local, remote, respq, send, total)
+        if api_key == FETCH:
+            split = self.fetch_follower if getattr(s.body, "replica_id", -1) >= 0 else self.fetch_consumer
+            split.record(s.version, queue, local, remote, respq, send, total)
+        result = s.result
+        if result is not None:
+            errors: dict[int, int] = {}
+            count_errors(result, errors)
+            for code, n in errors.items():
+                g.error(code, n)
+        s.ctx = s.result = s.body = None
+
+    def request_failed(self, api_key: int, code: int) -> None:
+        """A request answered by closing the connection (unsupported version, invalid request, handler failure)."""
+        self._group(api_key).error(code)
+
+    def produced(self, topic: str, nbytes: int, nrecords: int) -> None:
+        self.topics.produced(topic, nbytes, nrecords)
+
+    def produce_failed(self, topic: str, code: int, nbytes: int) -> None:
+        self.topics.produce_failed(topic, code, nbytes)
+
+    def fetched(self, topics: list[dict], follower: bool) -> None:
+        self.topics.fetched(topics, follower)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def _post(self, fn, *args: object) -> None:  # noqa: ANN001
+        """Record on the event loop from another thread (controller, kazoo)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # loop closing
+                pass
+
+    async def start(self) -> None:
+        cfg = self.broker.config
+        self._gc.install()
+        self._restore_select = install_idle_probe(self._loop_idle)
+        self._loop = asyncio.get_running_loop()
+        fetchers = self.broker.replicas.fetchers
+        if fetchers is not None:
+            fetchers.on_bytes_in = self.topics.replication_bytes_in.mark
+        self.cluster.wire()
+        if cfg.prometheus_listener:
+            from exporter.collector import build_prometheus_registry, render
+            from exporter.http import MetricsHTTPServer
+
+            host, _, port = cfg.prometheus_listener.rpartition(":")
+            prom = build_prometheus_registry(self.registry, cfg.prometheus_naming)
+            self._http = MetricsHTTPServer(lambda: render(prom), host or "127.0.0.1", int(port))
+            bound = await self._http.start()
+            log.info("prometheus metrics on http://%s:%d/metrics (%s naming)", host or "127.0.0.1", bound,
+                     cfg.prometheus_naming)
+        if cfg.hdr_log_dir:
+            self.registry.on_interval(self._write_hdr_logs)
+        self._tick_task = asyncio.create_task(self._tick_loop(), name="metrics-tick")
+
+    @property
+    def http_port(self) -> int | None:
+        return self._http.port if self._http is not None else None
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.registry.tick()
+            except Exception:
+                log.exception("metrics tick failed")
+
+    def _write_hdr_logs(self, start: float, end: float) -> None:
+        from exporter.hdrlog import IntervalLogWriter
+
+        directory = Path(self.broker.config.hdr_log_dir)
+        for g in (*self._groups.values(), self.fetch_consumer, self.fetch_follower):
+            total = g.timers[-1]
+            if not total.count:
+                continue
+            w = self._hdr_writers.get(g.name)
+            if w is None:
+                w = self._hdr_writers[g.name] = IntervalLogWriter(
+                    directory, f"broker-{self.broker.node_id}.{g.name}.TotalTimeMs", start + self._wall_offset)
+            w.write(total.last_completed, start + self._wall_offset, end + self._wall_offset)
+
+    async def stop(self) -> None:
+        if self._tick_task is not None:
+            self._tick_task.cancel()
+            await asyncio.gather(self._tick_task, return_exceptions=True)
+        if self._http is not None:
+            await self._http.stop()
+        self._gc.uninstall()
+        if self._restore_select is not None:
+            self._restore_select()
+        for w in self._hdr_writers.values():
+            w.close()

@@ -1,0 +1,121 @@
+"""Replication and controller gauges: ReplicaManager, KafkaController, ReplicaFetcherManager and the
+per-partition ``kafka.cluster:type=Partition`` gauges, read at scrape time through a :class:`ReplicaView`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from exporter.registry import Registry
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStats:
+    topic: str
+    partition: int
+    replicas: int
+    isr: int
+    min_isr: int
+    has_leader: bool
+    is_local_leader: bool
+    preferred_is_leader: bool
+
+
+class ReplicaView(Protocol):
+    """What the replication metrics read; the cluster code supplies its own implementation."""
+
+    def partition_states(self) -> Iterable[PartitionStats]: ...
+
+    def is_active_controller(self) -> bool: ...
+
+    def max_lag(self) -> int: ...
+
+
+class BrokerReplicaView:
+    """Reads the metadata store's partition states (the whole cluster as this broker sees it) and the
+    replica fetchers; the same code serves standalone and cluster mode."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def partition_states(self) -> Iterable[PartitionStats]:
+        b = self._broker
+        me = b.node_id
+        for name, info in b.metadata.topics().items():
+            min_isr = b.log_config(name).min_insync_replicas
+            for p in range(info.partitions):
+                st = b.metadata.partition_state(name, p)
+                if st is None:
+                    continue
+                yield PartitionStats(name, p, len(st.replicas), len(st.isr), min_isr, st.online,
+                                     st.leader == me, bool(st.replicas) and st.replicas[0] == st.leader)
+
+    def is_active_controller(self) -> bool:
+        return self._broker.metadata.controller_id == self._broker.node_id
+
+    def max_lag(self) -> int:
+        fetchers = self._broker.replicas.fetchers
+        return fetchers.max_lag() if fetchers is not None else 0
+
+
+class ReplicaGauges:
+    """Defines the gauges; partition states are read at most every 0.5 s however many gauges ask."""
+
+    def __init__(self, reg: Registry, broker: Broker, clock_s: Callable[[], float]) -> None:
+        self._reg = reg
+        self._broker = broker
+        self._clock_s = clock_s
+        self.view: ReplicaView = BrokerReplicaView(broker)
+        self._cache: tuple[float, list[PartitionStats]] = (-1.0, [])
+        self._define()
+
+    def set_view(self, view: ReplicaView) -> None:
+        self.view = view
+        self._cache = (-1.0, [])
+
+    def states(self) -> list[PartitionStats]:
+        now = self._clock_s()
+        at, states = self._cache
+        if now - at > 0.5 or at < 0:
+            states = list(self.view.partition_states())
+            self._cache = (now, states)
+        return states
+
+    def _is_controller(self) -> bool:
+        return self.view.is_active_controller()
+
+    def _controller(self, pred: Callable[[PartitionStats], bool]) -> int:
+        return sum(1 for s in self.states() if pred(s)) if self._is_controller() else 0
+
+    def _define(self) -> None:
+        reg, b = self._reg, self._broker
+        rm = ("kafka.server", "ReplicaManager")
+        reg.gauge(*rm, "PartitionCount", lambda: len(b.logs.partitions()))
+        reg.gauge(*rm, "LeaderCount", lambda: sum(s.is_local_leader for s in self.states()))
+        reg.gauge(*rm, "UnderReplicatedPartitions",
+                  lambda: sum(s.is_local_leader and s.isr < s.replicas for s in self.states()))
+        reg.gauge(*rm, "UnderMinIsrPartitionCount",
+                  lambda: sum(s.is_local_leader and s.isr < s.min_isr for s in self.states()))
+        reg.gauge(*rm, "AtMinIsrPartitionCount",
+                  lambda: sum(s.is_local_leader and s.isr == s.min_isr for s in self.states()))
+        reg.gauge(*rm, "OfflineReplicaCount", lambda: 0)
+        kc = ("kafka.controller", "KafkaController")
+        reg.gauge(*kc, "ActiveControllerCount", lambda: int(self.view.is_active_controller()))
+        reg.gauge(*kc, "OfflinePartitionsCount", lambda: self._controller(lambda s: not s.has_leader))
+        reg.gauge(*kc, "PreferredReplicaImbalanceCount", lambda: self._controller(lambda s: not s.preferred_is_leader))
+        reg.gauge(*kc, "GlobalTopicCount", lambda: len(b.metadata.topics()) if self._is_controller() else 0)
+        reg.gauge(*kc, "GlobalPartitionCount", lambda: self._controller(lambda s: True))
+        reg.gauge("kafka.server", "ReplicaFetcherManager", "MaxLag", lambda: self.view.max_lag(),
+                  clientId="Replica")
+        for name, fn in (("UnderReplicated", lambda s: int(s.isr < s.replicas)),
+                         ("UnderMinIsr", lambda s: int(s.isr < s.min_isr)),
+                         ("AtMinIsr", lambda s: int(s.isr == s.min_isr)),
+                         ("InSyncReplicasCount", lambda s: s.isr if s.is_local_leader else 0),
+                         ("ReplicasCount", lambda s: s.replicas if s.is_local_leader else 0)):
+            reg.gauge_family("kafka.cluster", "Partition", name,
+                             lambda fn=fn: (((("topic", s.topic), ("partition", str(s.partition))), fn(s))
+                                             for s in self.states()))

@@ -1,0 +1,90 @@
+"""Topic throughput: ``kafka.server:type=BrokerTopicMetrics[,topic=T]`` meters, marked from produce and fetch."""
+
+from __future__ import annotations
+
+from broker.errors import ErrorCode
+from exporter.registry import Registry
+
+TOPIC_METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
+                "TotalProduceRequestsPerSec", "FailedProduceRequestsPerSec", "TotalFetchRequestsPerSec",
+                "FailedFetchRequestsPerSec")
+# ReplicaManager does not count these as failed produce/fetch requests.
+_NOT_FAILURES = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.not_leader_or_follower,
+                           ErrorCode.message_too_large, ErrorCode.record_list_too_large,
+                           ErrorCode.corrupt_message, ErrorCode.kafka_storage_error})
+_REJECTED = frozenset({ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.corrupt_message,
+                       ErrorCode.invalid_record})
+
+
+class TopicStats:
+    """The meters of one topic (or of all topics, `topic` None)."""
+
+    __slots__ = TOPIC_METERS_SLOTS = ("messages_in", "bytes_in", "bytes_out", "bytes_rejected", "total_produce",
+                                      "failed_produce", "total_fetch", "failed_fetch")
+
+    def __init__(self, reg: Registry, topic: str | None) -> None:
+        for slot, name in zip(self.TOPIC_METERS_SLOTS, TOPIC_METERS, strict=True):
+            setattr(self, slot, reg.meter("kafka.server", "BrokerTopicMetrics", name, topic=topic))
+
+
+class TopicMetrics:
+    """Kafka's BrokerTopicStats: the all-topics meters at once, a topic's on its first event."""
+
+    def __init__(self, reg: Registry) -> None:
+        self._reg = reg
+        self._topics: dict[str, TopicStats] = {}
+        self.all_topics = TopicStats(reg, None)
+        self.replication_bytes_out = reg.meter("kafka.server", "BrokerTopicMetrics", "ReplicationBytesOutPerSec")
+        self.replication_bytes_in = reg.meter("kafka.server", "BrokerTopicMetrics", "ReplicationBytesInPerSec")
+
+    def topic(self, topic: str) -> TopicStats:
+        s = self._topics.get(topic)
+        if s is None:
+            s = self._topics[topic] = TopicStats(self._reg, topic)
+        return s
+
+    def produced(self, topic: str, nbytes: int, nrecords: int) -> None:
+        t, a = self.topic(topic), self.all_topics
+        t.total_produce.mark()
+        a.total_produce.mark()
+        t.bytes_in.mark(nbytes)
+        a.bytes_in.mark(nbytes)
+        t.messages_in.mark(nrecords)
+        a.messages_in.mark(nrecords)
+
+    def produce_failed(self, topic: str, code: int, nbytes: int) -> None:
+        known = code != ErrorCode.unknown_topic_or_partition
+        stats = (self.topic(topic), self.all_topics) if known else (self.all_topics,)
+        for s in stats:
+            s.total_produce.mark()
+            if code not in _NOT_FAILURES:
+                s.failed_produce.mark()
+            if code in _REJECTED:
+                s.bytes_rejected.mark(nbytes)
+
+    def fetched(self, topics: list[dict], follower: bool) -> None:
+        """Per partition of a Fetch response body (kio field names, as the fetch handler builds it)."""
+        a = self.all_topics
+        for t in topics:
+            name = t["topic"]
+            ts = None
+            for p in t["partitions"]:
+                code = p["error_code"]
+                if code == ErrorCode.unknown_topic_or_partition:
+                    a.total_fetch.mark()
+                    continue
+                if ts is None:
+                    ts = self.topic(name)
+                ts.total_fetch.mark()
+                a.total_fetch.mark()
+                if code:
+                    if code not in _NOT_FAILURES:
+                        ts.failed_fetch.mark()
+                        a.failed_fetch.mark()
+                    continue
+                n = len(p["records"] or b"")
+                if follower:
+                    self.replication_bytes_out.mark(n)
+                else:
+                    ts.bytes_out.mark(n)
+                    a.bytes_out.mark(n)
