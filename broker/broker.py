@@ -12,6 +12,8 @@ from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.errors import ErrorCode, KafkaError
+from broker.fetch_session import FetchManager, FetchSessionCache
+from broker.fetch_session import register_metrics as register_fetch_session_metrics
 from broker.log.manager import LogManager
 from broker.log.records import Record, build_batch, decode_records, iter_batches
 from broker.metadata import (
@@ -109,6 +111,8 @@ class Broker:
         self.purgatory = Purgatory()
         self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory)
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
+        self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
         self.metrics = None
         if config.prometheus_listener or config.hdr_log_dir:
@@ -116,6 +120,7 @@ class Broker:
 
             self.metrics = BrokerMetrics(self)
             self.replicas.on_isr_change = self.metrics.isr_changed
+            register_fetch_session_metrics(self.metrics.registry, self.fetch_sessions)
         self.server = KafkaServer(self)
         self._tasks: list[asyncio.Task] = []
 
