@@ -9,8 +9,10 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from slo.lag import topics as topic_series
 from slo.lag.monitor import LagMonitor
 from slo.lag.rules import ConsumerOffset, GroupStatus, PartitionStatus, Status
+from slo.lag.topics import ClusterMeta
 
 HOST = socket.gethostname()
 
@@ -36,6 +38,8 @@ def group_json(g: GroupStatus) -> dict:
 def _labels(**kv) -> str:
     def esc(v):
         return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    if not kv:
+        return ""
     return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in kv.items()) + "}"
 
 
@@ -52,14 +56,20 @@ _HELP = {
                                    "(kafka_exporter; partitions without a committed offset left out)",
     "kafka_consumergroup_members": "Amount of members in a consumer group (kafka_exporter; from its last group "
                                    "metadata record)",
+    "kafka_consumergroup_current_offset": "Current Offset of a ConsumerGroup at Topic/Partition (kafka_exporter; "
+                                          "-1 without a committed offset)",
+    "kafka_consumergroup_current_offset_sum": "Current Offset of a ConsumerGroup at Topic for all partitions "
+                                              "(kafka_exporter; the -1 of a partition without one included)",
+    **topic_series.HELP,
     "kafkascope_consumer_partition_lag_seconds": "Estimated seconds the group is behind on the partition",
     "kafkascope_consumer_lag_seconds": "Estimated seconds the group's worst partition is behind",
 }
 
 
 def _kafka_exporter_lag(add: Callable[..., None], g: GroupStatus) -> None:
-    """kafka_exporter's lag per partition and per topic, on the topics the group has an offset for: -1 for a
-    partition without one, which the topic's sum leaves out."""
+    """kafka_exporter's committed offset and lag per partition and per topic, on the topics the group has an offset
+    for: -1 for a partition without one. The lag sum leaves those out; the offset sum adds their -1, as
+    kafka_exporter's does."""
     by_topic: dict[str, list[PartitionStatus]] = {}
     for p in g.partitions:
         by_topic.setdefault(p.topic, []).append(p)
@@ -68,15 +78,20 @@ def _kafka_exporter_lag(add: Callable[..., None], g: GroupStatus) -> None:
         if not committed:
             continue   # kafka_exporter skips a topic whose offsets are all -1
         for p in parts:
-            add("kafka_consumergroup_lag", p.current_lag if p.end is not None else -1, consumergroup=g.group,
-                topic=topic, partition=p.partition)
+            labels = {"consumergroup": g.group, "topic": topic, "partition": p.partition}
+            add("kafka_consumergroup_current_offset", p.end.offset if p.end is not None else -1, **labels)
+            add("kafka_consumergroup_lag", p.current_lag if p.end is not None else -1, **labels)
+        add("kafka_consumergroup_current_offset_sum", sum(p.end.offset if p.end is not None else -1 for p in parts),
+            consumergroup=g.group, topic=topic)
         add("kafka_consumergroup_lag_sum", sum(p.current_lag for p in committed), consumergroup=g.group, topic=topic)
 
 
 def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, list[int]],
-                   members: dict[str, int] | None = None) -> str:
-    """Prometheus text for evaluated groups (ShowAll), the latest broker offset per topic partition, and the
-    member count of every group with one known (`members`) or evaluated (0)."""
+                   members: dict[str, int] | None = None, meta: ClusterMeta | None = None,
+                   log_end: list[tuple[str, int, int]] | None = None) -> str:
+    """Prometheus text for evaluated groups (ShowAll), the latest broker offset per topic partition, the
+    member count of every group with one known (`members`) or evaluated (0), and kafka_exporter's cluster and
+    topic series from the metadata snapshot `meta` and the (topic, partition, log-end offset) list `log_end`."""
     series: dict[str, list[str]] = {name: [] for name in _HELP}
     members = members or {}
 
@@ -103,6 +118,7 @@ def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, li
     for topic in sorted(topics):
         for partition, offset in enumerate(topics[topic]):
             add("burrow_kafka_topic_partition_offset", offset, cluster=cluster, topic=topic, partition=partition)
+    topic_series.render(add, meta, log_end or [])
     out = []
     for name, lines in series.items():
         out += [f"# HELP {name} {_HELP[name]}", f"# TYPE {name} gauge", *lines]
@@ -130,7 +146,10 @@ class LagAPI:
                       if g.status is not Status.NOTFOUND]
             topics = {t: m.storage.topic_offsets(t) for t in m.storage.broker}
             members = dict(m.storage.members)
-        return render_metrics(self.cluster, groups, topics, members)
+            log_end = [(t, p, d[-1][0]) for t in sorted(m.storage.broker)
+                       for p, d in enumerate(m.storage.broker[t]) if d]
+            meta = m.cluster_meta
+        return render_metrics(self.cluster, groups, topics, members, meta, log_end)
 
     def handle(self, method: str, url: str) -> tuple[int, dict]:
         path = url.split("?", 1)[0].rstrip("/")

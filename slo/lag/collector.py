@@ -1,4 +1,5 @@
-"""The Kafka edge (confluent-kafka): tail `__consumer_offsets` from the beginning, poll log-end offsets."""
+"""The Kafka edge (confluent-kafka): tail `__consumer_offsets` from the beginning, poll log-end offsets, and (in a
+thread of its own) topic metadata and oldest offsets for kafka_exporter's series."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from slo.lag import topics
 from slo.lag.monitor import LagMonitor
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,7 @@ class Collector:
         self.monitor = monitor
         self.cfg = monitor.config.collector
         self.clock = clock
+        self.bootstrap = bootstrap
         conf = {"bootstrap.servers": bootstrap, "client.id": f"kafkascope-lag-{monitor.config.cluster}"}
         self.admin = AdminClient(conf)
         self.consumer = Consumer({**conf, "group.id": "kafkascope-lag-unused", "enable.auto.commit": False,
@@ -101,6 +104,9 @@ class Collector:
     def run(self, stop: threading.Event) -> None:
         cfg = self.monitor.config
         next_save = self.clock() + int(cfg.snapshot_interval_s * 1000)
+        poller = threading.Thread(target=MetadataPoller(self.bootstrap, self.monitor, self.clock).run, args=(stop,),
+                                  daemon=True, name="lag-metadata")
+        poller.start()
         try:
             while not stop.is_set():
                 now = self.clock()
@@ -126,3 +132,47 @@ class Collector:
             with self.monitor.lock:
                 self.monitor.save()
             self.consumer.close()
+            poller.join(30)   # a poll in flight ends within its request timeouts
+
+
+class MetadataPoller:
+    """Every offset-refresh: one Metadata request (brokers, leaders, replicas, ISR) and one ListOffsets for the
+    earliest offsets, published to `monitor.cluster_meta`. Its own thread and client, so a slow or paused broker
+    delays only this, never the collector's reading of `__consumer_offsets` and log ends."""
+
+    def __init__(self, bootstrap: str, monitor: LagMonitor, clock: Callable[[], int] = wall_ms) -> None:
+        self.monitor = monitor
+        self.clock = clock
+        self.admin = AdminClient({"bootstrap.servers": bootstrap,
+                                  "client.id": f"kafkascope-lag-meta-{monitor.config.cluster}"})
+
+    def _publish(self, meta: topics.ClusterMeta) -> None:
+        with self.monitor.lock:
+            self.monitor.cluster_meta = meta
+
+    def poll(self) -> None:
+        """Metadata first, published at once with the previous oldest offsets (so a shrunk ISR shows without
+        waiting for a ListOffsets a dead leader may hold up), then the fresh oldest offsets."""
+        meta = topics.from_metadata(self.admin.list_topics(timeout=10), self.clock())
+        prev = self.monitor.cluster_meta
+        self._publish(meta.with_oldest(prev.oldest if prev else {}))
+        request = {TopicPartition(t, p): OffsetSpec.earliest() for t, p in meta.led()}
+        if not request:
+            return
+        oldest = {}
+        for tp, fut in self.admin.list_offsets(request, request_timeout=10).items():
+            try:
+                oldest[(tp.topic, tp.partition)] = fut.result().offset
+            except KafkaException as e:   # no series for it, as kafka_exporter skips an offset it cannot get
+                log.debug("oldest offset of %s-%d: %s", tp.topic, tp.partition, e)
+        self._publish(meta.with_oldest(oldest))
+
+    def run(self, stop: threading.Event) -> None:
+        interval = self.monitor.config.collector.offset_refresh_s
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.poll()
+            except KafkaException as e:   # the last snapshot stays, as kafka_exporter keeps its cached metadata
+                log.warning("topic metadata poll failed: %s", e)
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))

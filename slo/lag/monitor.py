@@ -15,6 +15,7 @@ from slo.lag import decode, history
 from slo.lag.config import LagConfig
 from slo.lag.evaluator import Evaluator
 from slo.lag.storage import GroupFilter, LagStorage
+from slo.lag.topics import ClusterMeta
 
 log = logging.getLogger(__name__)
 SNAPSHOT = "lag-state.json"
@@ -30,6 +31,8 @@ class LagMonitor:
         self.positions: dict[int, int] = {}   # __consumer_offsets partition → next offset to read
         self.seen_topics: set[str] = set()    # topics named in commits and assignments
         self.sink = history.HistorySink(config.history_dir) if config.history_dir else None
+        # The last topic metadata (kafka_exporter's series); never snapshotted: a restart asks the cluster again.
+        self.cluster_meta: ClusterMeta | None = None
         self.load_snapshot()
 
     # ---------------------------------------------------------------- inputs
