@@ -43,10 +43,14 @@ operation watched on N partitions counts N), NumDelayedOperations = operations w
 Replication and controller: gauges over a :class:`ReplicaView`; standalone the ISR is this broker alone, the
 broker is the active controller, no elections or ISR changes happen. The cluster implementation replaces the view
 (``set_replica_view``) and marks ``isr_shrinks``/``isr_expands``/``unclean_elections``/``leader_election``.
-Partition/leader counts, UnderReplicated (isr < replicas), UnderMinIsr (isr < min.insync.replicas), AtMinIsr
-(isr == min.insync.replicas: with RF 1 and min ISR 1 that is every partition, as in Kafka), OfflinePartitionsCount
-(no leader), PreferredReplicaImbalanceCount (leader is not the preferred replica), per-partition
-``kafka.cluster:type=Partition`` gauges, ReplicaFetcherManager MaxLag.
+Partition/leader counts; ReplicaManager UnderReplicatedPartitions, UnderMinIsrPartitionCount and
+AtMinIsrPartitionCount count the partitions this broker leads that are under-replicated (isr < replicas), under or
+at the effective min ISR (min(min.insync.replicas, RF), Kafka's Partition.effectiveMinIsr; with RF 1 and min ISR 1
+that is every partition, as in Kafka); OfflinePartitionsCount (no leader), PreferredReplicaImbalanceCount (leader is
+not the preferred replica) on the active controller. ``kafka.cluster:type=Partition,topic,partition`` gauges
+exist only on the brokers hosting a replica of the partition (Kafka's Partition object); UnderReplicated,
+UnderMinIsr, AtMinIsr, ReplicasCount and InSyncReplicasCount are the leader's (0 on followers), so a sum over
+brokers counts each partition once; LastStableOffsetLag is 0 (no transactions: the LSO is the high watermark).
 
 Cluster mode only (a standalone broker has no honest values for these, so they are not defined there):
 * LeaderElectionRateAndTimeMs (timer, ms) and UncleanLeaderElectionsPerSec (meter): the controller thread calls

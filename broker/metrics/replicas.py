@@ -23,6 +23,39 @@ class PartitionStats:
     has_leader: bool
     is_local_leader: bool
     preferred_is_leader: bool
+    hosted: bool = True  # this broker has a replica (Kafka has a Partition object, hence its gauges)
+
+
+# kafka.cluster.Partition's definitions. The leader alone reports the ISR state; the min ISR is the effective one,
+# min(min.insync.replicas, replication factor), so RF 1 with min.insync.replicas 2 is at, not under, its minimum.
+
+
+def effective_min_isr(s: PartitionStats) -> int:
+    return min(s.min_isr, s.replicas)
+
+
+def is_under_replicated(s: PartitionStats) -> bool:
+    return s.is_local_leader and s.isr < s.replicas
+
+
+def is_under_min_isr(s: PartitionStats) -> bool:
+    return s.is_local_leader and s.isr < effective_min_isr(s)
+
+
+def is_at_min_isr(s: PartitionStats) -> bool:
+    return s.is_local_leader and s.isr == effective_min_isr(s)
+
+
+# (name, value) of each kafka.cluster:type=Partition gauge. LastStableOffsetLag is HW - LSO, and the LSO is the
+# HW while no transaction is open: transactions are not implemented, so it is 0 on every hosted replica.
+PARTITION_GAUGES: tuple[tuple[str, Callable[[PartitionStats], int]], ...] = (
+    ("UnderReplicated", lambda s: int(is_under_replicated(s))),
+    ("InSyncReplicasCount", lambda s: s.isr if s.is_local_leader else 0),
+    ("UnderMinIsr", lambda s: int(is_under_min_isr(s))),
+    ("AtMinIsr", lambda s: int(is_at_min_isr(s))),
+    ("ReplicasCount", lambda s: s.replicas if s.is_local_leader else 0),
+    ("LastStableOffsetLag", lambda s: 0),
+)
 
 
 class ReplicaView(Protocol):
@@ -45,6 +78,7 @@ class BrokerReplicaView:
     def partition_states(self) -> Iterable[PartitionStats]:
         b = self._broker
         me = b.node_id
+        hosted = b.replicas.partitions
         for name, info in b.metadata.topics().items():
             min_isr = b.log_config(name).min_insync_replicas
             for p in range(info.partitions):
@@ -52,7 +86,8 @@ class BrokerReplicaView:
                 if st is None:
                     continue
                 yield PartitionStats(name, p, len(st.replicas), len(st.isr), min_isr, st.online,
-                                     st.leader == me, bool(st.replicas) and st.replicas[0] == st.leader)
+                                     st.leader == me, bool(st.replicas) and st.replicas[0] == st.leader,
+                                     (name, p) in hosted)
 
     def is_active_controller(self) -> bool:
         return self._broker.metadata.controller_id == self._broker.node_id
@@ -60,6 +95,11 @@ class BrokerReplicaView:
     def max_lag(self) -> int:
         fetchers = self._broker.replicas.fetchers
         return fetchers.max_lag() if fetchers is not None else 0
+
+
+def partition_rows(states: Iterable[PartitionStats], fn: Callable[[PartitionStats], int]) -> Iterable[tuple]:
+    """(tags, value) of one Partition gauge for every replica this broker hosts, and for no other partition."""
+    return (((("topic", s.topic), ("partition", str(s.partition))), fn(s)) for s in states if s.hosted)
 
 
 class ReplicaGauges:
@@ -96,12 +136,9 @@ class ReplicaGauges:
         rm = ("kafka.server", "ReplicaManager")
         reg.gauge(*rm, "PartitionCount", lambda: len(b.logs.partitions()))
         reg.gauge(*rm, "LeaderCount", lambda: sum(s.is_local_leader for s in self.states()))
-        reg.gauge(*rm, "UnderReplicatedPartitions",
-                  lambda: sum(s.is_local_leader and s.isr < s.replicas for s in self.states()))
-        reg.gauge(*rm, "UnderMinIsrPartitionCount",
-                  lambda: sum(s.is_local_leader and s.isr < s.min_isr for s in self.states()))
-        reg.gauge(*rm, "AtMinIsrPartitionCount",
-                  lambda: sum(s.is_local_leader and s.isr == s.min_isr for s in self.states()))
+        reg.gauge(*rm, "UnderReplicatedPartitions", lambda: sum(map(is_under_replicated, self.states())))
+        reg.gauge(*rm, "UnderMinIsrPartitionCount", lambda: sum(map(is_under_min_isr, self.states())))
+        reg.gauge(*rm, "AtMinIsrPartitionCount", lambda: sum(map(is_at_min_isr, self.states())))
         reg.gauge(*rm, "OfflineReplicaCount", lambda: 0)
         kc = ("kafka.controller", "KafkaController")
         reg.gauge(*kc, "ActiveControllerCount", lambda: int(self.view.is_active_controller()))
@@ -111,11 +148,5 @@ class ReplicaGauges:
         reg.gauge(*kc, "GlobalPartitionCount", lambda: self._controller(lambda s: True))
         reg.gauge("kafka.server", "ReplicaFetcherManager", "MaxLag", lambda: self.view.max_lag(),
                   clientId="Replica")
-        for name, fn in (("UnderReplicated", lambda s: int(s.isr < s.replicas)),
-                         ("UnderMinIsr", lambda s: int(s.isr < s.min_isr)),
-                         ("AtMinIsr", lambda s: int(s.isr == s.min_isr)),
-                         ("InSyncReplicasCount", lambda s: s.isr if s.is_local_leader else 0),
-                         ("ReplicasCount", lambda s: s.replicas if s.is_local_leader else 0)):
-            reg.gauge_family("kafka.cluster", "Partition", name,
-                             lambda fn=fn: (((("topic", s.topic), ("partition", str(s.partition))), fn(s))
-                                             for s in self.states()))
+        for name, fn in PARTITION_GAUGES:
+            reg.gauge_family("kafka.cluster", "Partition", name, lambda fn=fn: partition_rows(self.states(), fn))
