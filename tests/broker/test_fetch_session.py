@@ -20,7 +20,9 @@ from broker.fetch_session import (
     SessionlessFetchContext,
     group_topics,
     next_epoch,
+    register_metrics,
 )
+from exporter.registry import ManualClock, MetricName, Registry
 
 EVICT_MS = 120_000
 
@@ -316,3 +318,24 @@ def test_full_context_records_who_asked(follower):
     cache = FetchSessionCache(rng=random.Random(7))
     sid = open_session(FetchManager(cache), A, follower=follower)
     assert cache.get(sid).privileged is follower
+
+
+def test_register_metrics_exposes_kafkas_fetch_session_cache_mbeans():
+    reg = Registry(ManualClock())
+    cache = FetchSessionCache(max_slots=8, rng=random.Random(7))
+    register_metrics(reg, cache)
+
+    def metric(name):
+        return reg.get(MetricName.of("kafka.server", "FetchSessionCache", name))
+
+    m = FetchManager(cache)
+    open_session(m, A, B)
+    open_session(m, C)
+    assert metric("NumIncrementalFetchSessions").value == 2
+    assert metric("NumIncrementalFetchPartitionsCached").value == 3
+    for _ in range(6):
+        open_session(m, A)  # one session in every shard
+    assert cache.size == 8 and metric("IncrementalFetchSessionEvictionsPerSec").count == 0
+    # a follower's session evicts a young consumer session of the next shard in turn
+    open_session(m, A, follower=True)
+    assert metric("IncrementalFetchSessionEvictionsPerSec").count == 1 and cache.evictions == 1
