@@ -64,11 +64,23 @@ class OffsetsTopicLog:
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Appended as leader; followers replicate it like any partition (the commit does not wait)."""
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], topic_stats: bool = True) -> None:
+        """Appended as leader; followers replicate it like any partition (the commit does not wait).
+
+        Counted in BrokerTopicMetrics like a produce, as Kafka's coordinator appends go through
+        ReplicaManager.appendRecords; `topic_stats` False for the cleanup tombstones, which Kafka writes to the
+        partition directly (GroupMetadataManager.cleanupGroupMetadata), uncounted."""
         now = self._broker.clock.now_ms()
         batch = build_batch([Record(timestamp=now, key=k, value=v) for k, v in records])
-        self._broker.replicas.append(OFFSETS_TOPIC, partition, batch, required_acks=1)
+        metrics = self._broker.metrics if topic_stats else None
+        try:
+            self._broker.replicas.append(OFFSETS_TOPIC, partition, batch, required_acks=1)
+        except KafkaError as e:
+            if metrics is not None:
+                metrics.produce_failed(OFFSETS_TOPIC, e.code, len(batch))
+            raise
+        if metrics is not None:
+            metrics.produced(OFFSETS_TOPIC, len(batch), len(records))
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         plog = self._broker.logs.get(OFFSETS_TOPIC, partition)

@@ -49,8 +49,9 @@ OFFSET_METADATA_MAX_BYTES = 4096
 class OffsetsLog(Protocol):
     """The `__consumer_offsets` topic as the coordinator sees it; the broker implements it over the real log."""
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Append one batch of keyed records (value None = tombstone), synchronously."""
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], topic_stats: bool = True) -> None:
+        """Append one batch of keyed records (value None = tombstone), synchronously; `topic_stats` False: not
+        counted in BrokerTopicMetrics (Kafka's cleanup writes bypass ReplicaManager)."""
 
     def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
         """Every record currently in the partition, in offset order."""
@@ -648,7 +649,7 @@ class GroupCoordinator:
                 records.append((encode_key(GroupMetadataKey(group.group_id)), None))
             del self._groups[group.group_id]
         if records:
-            self._log.append(self.partition_for(group.group_id), records)
+            self._log.append(self.partition_for(group.group_id), records, topic_stats=False)
 
     # ------------------------------------------------------------ persistence
 

@@ -31,9 +31,11 @@ response is encoded, t4 the last byte is handed to the kernel.
 
 Topic throughput (``kafka.server:type=BrokerTopicMetrics[,topic=T]``; per topic created on first event, topics that
 exist only): MessagesInPerSec (record count from the batch header of each appended batch, duplicates excluded),
-BytesInPerSec (appended batch bytes), BytesOutPerSec (consumer-fetch record bytes returned; follower fetches go to
-ReplicationBytesOutPerSec), BytesRejectedPerSec (batch bytes refused as too large or corrupt),
-Total/FailedProduceRequestsPerSec and Total/FailedFetchRequestsPerSec (per partition in the request, as
+BytesInPerSec (appended batch bytes); every leader append counts, the group coordinator's to ``__consumer_offsets``
+too (offset commits, group metadata: Kafka's go through ReplicaManager.appendRecords), except the tombstones of
+offset expiry, OffsetDelete and DeleteGroups, which Kafka writes to the partition directly (uncounted);
+BytesOutPerSec (consumer-fetch record bytes returned; follower fetches go to ReplicationBytesOutPerSec),
+BytesRejectedPerSec (batch bytes refused as too large or corrupt), Total/FailedProduceRequestsPerSec and Total/FailedFetchRequestsPerSec (per partition in the request, as
 ReplicaManager; "failed" excludes the errors Kafka does not count as failures: unknown partition, not leader,
 too large, corrupt, storage).
 

@@ -15,7 +15,7 @@ class MemoryOffsetsLog:
     def __init__(self) -> None:
         self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = {}
 
-    def append(self, partition, records):
+    def append(self, partition, records, topic_stats=True):
         self.partitions.setdefault(partition, []).extend(records)
 
     def read(self, partition):

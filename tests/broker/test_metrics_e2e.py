@@ -73,6 +73,38 @@ def test_produce_moves_messages_in_and_bytes_in(metrics_broker, topic_name):
     assert after[("kafka_network_requestmetrics_totaltimems_count_total", (("request", "Fetch"),))] >= 1
 
 
+def test_offset_commits_count_as_appends_to_consumer_offsets(metrics_broker, topic_name):
+    """Kafka's group coordinator appends through ReplicaManager.appendRecords, which marks the __consumer_offsets
+    topic's meters and the all-topics ones; the tombstones of a group deletion go to the partition directly
+    (cleanupGroupMetadata) and are not counted."""
+    b = metrics_broker
+    create_topic(b.port, topic_name, partitions=3)
+    internal = (("topic", "__consumer_offsets"),)
+    names = ("kafka_server_brokertopicmetrics_messagesin_total", "kafka_server_brokertopicmetrics_bytesin_total",
+             "kafka_server_brokertopicmetrics_totalproducerequests_total")
+
+    def counts():
+        got = scrape(b.metrics_port)
+        return {(n, lbl): got.get((n, lbl), 0) for n in names for lbl in (internal, ())}
+    group = f"g-{topic_name}"
+    before = counts()
+    with WireClient(b.port) as w:
+        resp = w.call(8, 8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                             "group_instance_id": None, "topics": [{"name": topic_name, "partitions": [
+                                 {"partition_index": p, "committed_offset": 10 + p, "committed_leader_epoch": -1,
+                                  "committed_metadata": ""} for p in range(3)]}]})
+    assert all(p.error_code == 0 for t in resp.topics for p in t.partitions)
+    after = counts()
+    delta = {k: after[k] - before[k] for k in after}
+    messages, nbytes, requests = names
+    assert delta[(messages, internal)] == delta[(messages, ())] == 3   # one record per committed partition
+    assert delta[(requests, internal)] == delta[(requests, ())] == 1   # one append
+    assert delta[(nbytes, internal)] == delta[(nbytes, ())] > 3 * 20  # the batch (3 keyed offset records)
+    with WireClient(b.port) as w:
+        assert w.call(42, 2, {"groups_names": [group]}).results[0].error_code == 0
+    assert counts() == after
+
+
 def test_bad_request_counts_errors_with_their_label(metrics_broker, topic_name):
     b = metrics_broker
     create_topic(b.port, topic_name)
