@@ -169,10 +169,12 @@ class MetadataPoller:
 
     def run(self, stop: threading.Event) -> None:
         interval = self.monitor.config.collector.offset_refresh_s
+        offset = interval / 2   # it starts with the collector: later polls fall between its log-end polls
         while not stop.is_set():
             started = time.monotonic()
             try:
                 self.poll()
             except KafkaException as e:   # the last snapshot stays, as kafka_exporter keeps its cached metadata
                 log.warning("topic metadata poll failed: %s", e)
-            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+            stop.wait(max(0.0, interval + offset - (time.monotonic() - started)))
+            offset = 0.0
