@@ -53,6 +53,10 @@ not the preferred replica) on the active controller. ``kafka.cluster:type=Partit
 exist only on the brokers hosting a replica of the partition (Kafka's Partition object); UnderReplicated,
 UnderMinIsr, AtMinIsr, ReplicasCount and InSyncReplicasCount are the leader's (0 on followers), so a sum over
 brokers counts each partition once; LastStableOffsetLag is 0 (no transactions: the LSO is the high watermark).
+ReplicaFetcherManager (clientId=Replica): MaxLag = the largest max(0, leader high watermark - our log end offset)
+over followed partitions, 0 with none (never negative); MinFetchRate = the smallest one-minute rate of the
+per-leader ``FetcherStats`` RequestsPerSec meters (every Fetch a fetcher sends) over fetchers following
+something, 0 with none.
 
 Cluster mode only (a standalone broker has no honest values for these, so they are not defined there):
 * LeaderElectionRateAndTimeMs (timer, ms) and UncleanLeaderElectionsPerSec (meter): the controller thread calls

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from broker.metrics.cluster import ClusterMetrics
-from broker.metrics.replicas import ReplicaGauges, ReplicaView
+from broker.metrics.replicas import FetcherMetrics, ReplicaGauges, ReplicaView
 from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, RequestStats, count_errors
 from broker.metrics.runtime import GcStats, free_bytes, install_idle_probe, proc_io
 from broker.metrics.topics import TopicMetrics, TopicStats
@@ -49,6 +49,7 @@ class BrokerMetrics:
         self.failed_isr_updates = reg.meter("kafka.server", "ReplicaManager", "FailedIsrUpdatesPerSec")
         self.cluster = ClusterMetrics(reg, broker, self._post)
         self.replica_gauges = ReplicaGauges(reg, broker, reg.clock.monotonic)
+        self.fetcher_metrics = FetcherMetrics(reg, self._active_fetchers)
         self._conn_created = SampledRate(reg.clock)
         self._conn_closed = SampledRate(reg.clock)
         self._gc = GcStats()
@@ -121,6 +122,10 @@ class BrokerMetrics:
         reg.gauge_family("kafkascope.log", "LogDir", "FreeBytes",
                          lambda: (((("logDir", str(d)),), free_bytes(d)) for d in dirs))
         reg.raw(self._gc.families)
+
+    def _active_fetchers(self) -> list:
+        fetchers = self.broker.replicas.fetchers
+        return fetchers.active() if fetchers is not None else []
 
     def _group_states(self) -> list[str]:
         groups = getattr(self.broker.group_coordinator, "_groups", {})
@@ -197,6 +202,7 @@ class BrokerMetrics:
         fetchers = self.broker.replicas.fetchers
         if fetchers is not None:
             fetchers.on_bytes_in = self.topics.replication_bytes_in.mark
+            fetchers.on_fetch_request = self.fetcher_metrics.on_fetch_request
         self.cluster.wire()
         if cfg.prometheus_listener:
             from exporter.collector import build_prometheus_registry, render

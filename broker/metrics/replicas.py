@@ -7,10 +7,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from exporter.registry import Registry
+from exporter.registry import Meter, MetricName, Registry
 
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from broker.replication.fetcher import ReplicaFetcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,3 +151,34 @@ class ReplicaGauges:
                   clientId="Replica")
         for name, fn in PARTITION_GAUGES:
             reg.gauge_family("kafka.cluster", "Partition", name, lambda fn=fn: partition_rows(self.states(), fn))
+
+
+class FetcherMetrics:
+    """Each replica fetcher's ``kafka.server:type=FetcherStats,name=RequestsPerSec`` meter (clientId
+    ReplicaFetcherThread-0-<leader>, brokerHost, brokerPort: one fetcher per leader, as num.replica.fetchers=1) and
+    ReplicaFetcherManager MinFetchRate: the smallest one-minute request rate over the fetchers following
+    something, 0 with none (AbstractFetcherManager). A fetcher left with nothing to follow keeps its meter, which
+    decays to 0; Kafka shuts such a fetcher down and drops it."""
+
+    def __init__(self, reg: Registry, active: Callable[[], list[ReplicaFetcher]]) -> None:
+        self._reg = reg
+        self._active = active
+        self._rates: dict[int, tuple[MetricName, Meter]] = {}
+        reg.gauge("kafka.server", "ReplicaFetcherManager", "MinFetchRate", self.min_fetch_rate, clientId="Replica")
+
+    def on_fetch_request(self, fetcher: ReplicaFetcher) -> None:
+        host, port = fetcher.endpoint or ("", 0)
+        name = MetricName.of("kafka.server", "FetcherStats", "RequestsPerSec",
+                             clientId=f"ReplicaFetcherThread-0-{fetcher.leader_id}", brokerHost=host, brokerPort=port)
+        known = self._rates.get(fetcher.leader_id)
+        if known is None or known[0] != name:  # first request, or the leader moved to another endpoint
+            if known is not None:
+                self._reg.remove(known[0])
+            known = self._rates[fetcher.leader_id] = (name, self._reg.meter(name.domain, name.type, name.name,
+                                                                            **dict(name.tags)))
+        known[1].mark()
+
+    def min_fetch_rate(self) -> float:
+        rates = [(self._rates[f.leader_id][1].one_minute_rate if f.leader_id in self._rates else 0.0)
+                 for f in self._active()]
+        return min(rates, default=0.0)

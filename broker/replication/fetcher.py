@@ -38,6 +38,7 @@ class ReplicaFetcher:
         self.leader_id = leader_id
         self.targets: dict[tuple[str, int], FetchTarget] = {}
         self._conn: BrokerConnection | None = None
+        self.endpoint: tuple[str, int] | None = None  # the leader's (host, port) once connected
         self._changed = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{leader_id}")
 
@@ -65,6 +66,7 @@ class ReplicaFetcher:
             conn = BrokerConnection(endpoint.host, endpoint.port, f"replica-fetcher-{self.manager.broker_id}")
             await conn.connect(timeout_s=5)
             self._conn = conn
+            self.endpoint = (endpoint.host, endpoint.port)
         return self._conn
 
     async def _run(self) -> None:
@@ -134,11 +136,15 @@ class ReplicaFetcher:
                 "fetch_offset": plog.log_end_offset, "last_fetched_epoch": -1,
                 "log_start_offset": plog.log_start_offset, "partition_max_bytes": cfg.replica_fetch_max_bytes})
         wait_ms = cfg.replica_fetch_wait_max_ms
-        resp = await conn.request(FETCH, FETCH_VERSION, {
-            "replica_id": self.manager.broker_id, "max_wait": wait_ms, "min_bytes": 1,
-            "max_bytes": cfg.replica_fetch_response_max_bytes, "isolation_level": 0, "session_id": 0,
-            "session_epoch": -1, "topics": [{"topic": n, "partitions": ps} for n, ps in topics.items()],
-            "forgotten_topics_data": [], "rack_id": ""}, timeout_s=wait_ms / 1000 + 30)
+        try:
+            resp = await conn.request(FETCH, FETCH_VERSION, {
+                "replica_id": self.manager.broker_id, "max_wait": wait_ms, "min_bytes": 1,
+                "max_bytes": cfg.replica_fetch_response_max_bytes, "isolation_level": 0, "session_id": 0,
+                "session_epoch": -1, "topics": [{"topic": n, "partitions": ps} for n, ps in topics.items()],
+                "forgotten_topics_data": [], "rack_id": ""}, timeout_s=wait_ms / 1000 + 30)
+        finally:  # counted answered or not, as Kafka's fetcherStats.requestRate
+            if self.manager.fetchers is not None:
+                self.manager.fetchers.on_fetch_request(self)
         progressed = False
         for topic in resp.responses:
             for p in topic.partitions:
@@ -187,6 +193,8 @@ class ReplicaFetcherManager:
         self._leader_of: dict[tuple[str, int], int] = {}
         # Bytes of every batch appended as follower (the metrics set it: ReplicationBytesInPerSec).
         self.on_bytes_in: Callable[[int], None] = lambda n: None
+        # Every Fetch a fetcher sends (the metrics set it: FetcherStats RequestsPerSec, MinFetchRate).
+        self.on_fetch_request: Callable[[ReplicaFetcher], None] = lambda fetcher: None
 
     def follow(self, part: Partition, leader_id: int, leader_epoch: int) -> None:
         key = (part.topic, part.index)
@@ -207,9 +215,15 @@ class ReplicaFetcherManager:
             fetcher.reconnect()
 
     def max_lag(self) -> int:
-        """ReplicaFetcherManager MaxLag: the largest (leader high watermark - our log end offset) seen."""
-        return max((t.leader_high_watermark - t.partition.log.log_end_offset
+        """ReplicaFetcherManager MaxLag: the largest lag over every followed partition, a partition's lag being
+        max(0, leader high watermark - our log end offset) as AbstractFetcherThread sets it; 0 with none, never
+        negative (a follower is often ahead of the high watermark the leader last told it)."""
+        return max((max(0, t.leader_high_watermark - t.partition.log.log_end_offset)
                     for f in self._fetchers.values() for t in f.targets.values()), default=0)
+
+    def active(self) -> list[ReplicaFetcher]:
+        """The fetchers following something (Kafka shuts the others down)."""
+        return [f for f in self._fetchers.values() if f.targets]
 
     def stop(self) -> None:
         for fetcher in self._fetchers.values():

@@ -155,7 +155,7 @@ def test_standalone_replication_and_broker_gauges(metrics_broker):
     assert ("process_cpu_seconds_total", ()) in got and ("process_open_fds", ()) in got
     assert ("python_gc_pause_seconds_count", (("generation", "0"),)) in got
     assert got[("kafka_network_requestmetrics_requestqueuetimems", (("quantile", "0.50"),
-                                                                   ("request", "DeleteGroups")))] == 0
+                                                                   ("request", "ListPartitionReassignments")))] == 0
 
 
 def test_fetch_long_poll_is_remote_time_and_purgatory(metrics_broker, topic_name):

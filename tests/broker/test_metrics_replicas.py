@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from broker.metrics.replicas import PartitionStats, ReplicaGauges
+import pytest
+
+from broker.metrics.replicas import FetcherMetrics, PartitionStats, ReplicaGauges
+from broker.replication.fetcher import ReplicaFetcherManager
 from exporter.registry import ManualClock, MetricName, Registry
 
 
@@ -69,3 +72,42 @@ def test_min_isr_is_the_effective_one():
     assert partition_values(reg, "AtMinIsr") == {("rf1", 0): 1, ("rf3", 0): 0}
     assert value(reg, "UnderMinIsrPartitionCount") == 1
     assert value(reg, "AtMinIsrPartitionCount") == 1
+
+
+def lagging(hw: int, leo: int):
+    return SimpleNamespace(leader_high_watermark=hw, partition=SimpleNamespace(log=SimpleNamespace(log_end_offset=leo)))
+
+
+def test_max_lag_is_never_negative():
+    """AbstractFetcherManager MaxLag folds max(0, ...) over lags that are themselves max(0, hw - next offset):
+    a follower ahead of the high watermark it was last told, or not yet answered (hw -1), lags 0."""
+    m = ReplicaFetcherManager(SimpleNamespace())
+    assert m.max_lag() == 0
+    m._fetchers = {1: SimpleNamespace(targets={("t", 0): lagging(hw=-1, leo=0), ("t", 1): lagging(hw=8, leo=10)})}
+    assert m.max_lag() == 0
+    m._fetchers[2] = SimpleNamespace(targets={("u", 0): lagging(hw=25, leo=20)})
+    assert m.max_lag() == 5
+
+
+def test_min_fetch_rate_over_the_active_fetchers():
+    reg = Registry(ManualClock())
+    active: list = []
+    fm = FetcherMetrics(reg, lambda: active)
+    min_rate = reg.get(MetricName.of("kafka.server", "ReplicaFetcherManager", "MinFetchRate", clientId="Replica"))
+    assert min_rate.value == 0.0                       # no fetcher
+    fast = SimpleNamespace(leader_id=1, endpoint=("127.0.0.1", 9001))
+    slow = SimpleNamespace(leader_id=2, endpoint=("127.0.0.1", 9002))
+    active[:] = [fast, slow]
+    for _ in range(20):
+        fm.on_fetch_request(fast)
+    assert min_rate.value == 0.0                       # slow has sent nothing yet
+    for _ in range(5):
+        fm.on_fetch_request(slow)
+    reg.clock.advance(5)
+    reg.tick()
+    assert min_rate.value == pytest.approx(5 / 5)      # Yammer's first tick: events / 5 s
+    requests = reg.get(MetricName.of("kafka.server", "FetcherStats", "RequestsPerSec",
+                                     clientId="ReplicaFetcherThread-0-1", brokerHost="127.0.0.1", brokerPort=9001))
+    assert requests.count == 20
+    active[:] = [fast]                                 # slow follows nothing any more
+    assert min_rate.value == pytest.approx(20 / 5)

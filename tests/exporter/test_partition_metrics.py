@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.exporter.test_cluster_metrics import LAG_MS, PROPS, Samples, controller_id, scrape
-from tests.replication.helpers import create_topic, metadata, topic_name
+from tests.replication.helpers import create_topic, metadata, produce_raw, topic_name
 from tests.support.cluster import Cluster, wait_for
 
 GAUGES = ("underreplicated", "underminisr", "atminisr", "replicascount", "insyncreplicascount",
@@ -95,3 +95,21 @@ def test_under_replicated_and_at_min_isr_sum_to_the_partition_count(cluster):
     # the resumed follower hosts both partitions and reports them, as a follower: all zeros
     for gauge in GAUGES:
         assert partition_series(pages[paused], gauge, topic) == {0: 0, 1: 0}, gauge
+
+
+def test_followers_report_fetch_rate_and_a_lag_never_negative(cluster):
+    """Every broker follows something here (RF 3): MinFetchRate > 0 once the one-minute rate has ticked; MaxLag is
+    never negative, also while records arrive."""
+    c = cluster
+    topic = topic_name("fetch-rate")
+    create_topic(c, topic, 3)
+    clients = {"clientId": "Replica"}
+    key = ("kafka_server_replicafetchermanager_minfetchrate", tuple(clients.items()))
+    for b in c.broker_ids:
+        wait_for(lambda b=b: scrape(c, b)[key] > 0, 15, 0.2, what=f"MinFetchRate > 0 on broker {b}")
+    lead = metadata(c, [topic]).part(topic, 0).leader
+    for i in range(20):
+        produce_raw(c.broker(lead).port, topic, 0, [b"x" * 100] * 10, acks=1)
+        pages = {b: scrape(c, b) for b in c.broker_ids}
+        lags = {b: s[("kafka_server_replicafetchermanager_maxlag", tuple(clients.items()))] for b, s in pages.items()}
+        assert all(v >= 0 for v in lags.values()), (i, lags)
