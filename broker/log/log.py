@@ -85,34 +85,39 @@ class PartitionLog:
         self.config = config
         self.clock = clock
         self.lock = threading.RLock()
-        directory.mkdir(parents=True, exist_ok=True)
-        names = os.listdir(directory)
-        if CLEANER_TMP_DIR in names or any(n.endswith(SWAP_SUFFIX) for n in names):
-            self._finish_interrupted_swap()
+        # Held while loading: a segment file opened here may otherwise be closed by another thread's opening
+        # (segment.open_log_files), which takes only free partition locks.
+        with self.lock:
+            directory.mkdir(parents=True, exist_ok=True)
             names = os.listdir(directory)
-        bases = self._segment_bases(names)
-        # Only the active segment is checked now: the others were fsynced when they rolled, and are read (and
-        # recovered if need be) on first use, as Kafka opens their indexes lazily.
-        self.segments: list[LogSegment] = [
-            LogSegment.open(directory, base, config.index_interval_bytes, lazy=i < len(bases) - 1)
-            for i, base in enumerate(bases)
-        ]
-        stored_start = _read_int_file(directory / LOG_START_OFFSET_FILE) or 0
-        if not self.segments:
-            self.segments.append(LogSegment.create(directory, stored_start, config.index_interval_bytes))
-        self._bases = [s.base_offset for s in self.segments]
-        self.log_end_offset = self.segments[-1].next_offset
-        self.log_start_offset = min(max(stored_start, self.segments[0].base_offset), self.log_end_offset)
-        # Standalone the high watermark follows the log end offset; a replicated partition's leader moves it
-        # (replication/replica_manager.py sets `auto_high_watermark` off).
-        self.high_watermark = self.log_end_offset
-        self.auto_high_watermark = True
-        self.leader_epochs = LeaderEpochCache(directory)
-        self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
-        self.producer_state = ProducerStateManager(directory)
-        self._snapshot_offset = self._load_producer_state()
-        for seg in self.segments:
-            seg.release_file()  # a partition holds no descriptor until it is read or written
+            if CLEANER_TMP_DIR in names or any(n.endswith(SWAP_SUFFIX) for n in names):
+                self._finish_interrupted_swap()
+                names = os.listdir(directory)
+            bases = self._segment_bases(names)
+            # Only the active segment is checked now: the others were fsynced when they rolled, and are read (and
+            # recovered if need be) on first use, as Kafka opens their indexes lazily.
+            self.segments: list[LogSegment] = [
+                LogSegment.open(directory, base, config.index_interval_bytes, lazy=i < len(bases) - 1,
+                                lock=self.lock)
+                for i, base in enumerate(bases)
+            ]
+            stored_start = _read_int_file(directory / LOG_START_OFFSET_FILE) or 0
+            if not self.segments:
+                self.segments.append(LogSegment.create(directory, stored_start, config.index_interval_bytes,
+                                                       self.lock))
+            self._bases = [s.base_offset for s in self.segments]
+            self.log_end_offset = self.segments[-1].next_offset
+            self.log_start_offset = min(max(stored_start, self.segments[0].base_offset), self.log_end_offset)
+            # Standalone the high watermark follows the log end offset; a replicated partition's leader moves it
+            # (replication/replica_manager.py sets `auto_high_watermark` off).
+            self.high_watermark = self.log_end_offset
+            self.auto_high_watermark = True
+            self.leader_epochs = LeaderEpochCache(directory)
+            self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
+            self.producer_state = ProducerStateManager(directory)
+            self._snapshot_offset = self._load_producer_state()
+            for seg in self.segments:
+                seg.release_file()  # a partition holds no descriptor until it is read or written
 
     # ---------------------------------------------------------------- recovery
 
@@ -310,7 +315,7 @@ class PartitionLog:
         with self.lock:
             self.active_segment.seal()
             self.active_segment.release_file()  # reopened if read: only segments in use hold a descriptor
-            seg = LogSegment.create(self.directory, self.log_end_offset, self.config.index_interval_bytes)
+            seg = LogSegment.create(self.directory, self.log_end_offset, self.config.index_interval_bytes, self.lock)
             self.segments.append(seg)
             self._bases.append(seg.base_offset)
             self.snapshot_producer_state()
@@ -365,7 +370,7 @@ class PartitionLog:
         with self.lock:
             for seg in self.segments:
                 seg.delete_files()
-            self.segments = [LogSegment.create(self.directory, offset, self.config.index_interval_bytes)]
+            self.segments = [LogSegment.create(self.directory, offset, self.config.index_interval_bytes, self.lock)]
             self._bases = [offset]
             self.log_start_offset = self.log_end_offset = self.high_watermark = offset
             self._persist_log_start()
@@ -507,7 +512,7 @@ class PartitionLog:
                 seg.delete_files()
             for suffix in (".index", ".timeindex", LOG_SUFFIX):
                 os.replace(self.directory / (name + suffix + SWAP_SUFFIX), self.directory / (name + suffix))
-            new = LogSegment.open(self.directory, staged_base, self.config.index_interval_bytes)
+            new = LogSegment.open(self.directory, staged_base, self.config.index_interval_bytes, lock=self.lock)
             self.segments[i: i + len(old)] = [new]
             self._bases = [s.base_offset for s in self.segments]
             return True

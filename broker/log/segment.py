@@ -6,7 +6,9 @@ import errno
 import logging
 import mmap
 import os
+import resource
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,64 @@ LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 # load (an index rebuilt) does not hold up the opening of other segments' files.
 _load_lock = threading.Lock()
 _open_lock = threading.Lock()
+
+
+class OpenLogFiles:
+    """The segments holding their `.log` open, at most `limit` of them (half the soft open-file limit unless
+    set): past it the least recently used is closed, to be reopened on its next use. A broker writing to more
+    partitions than it may open files then pays reopens instead of failing requests with EMFILE (Kafka keeps
+    every segment open and relies on the operator's `ulimit -n`).
+
+    Only a segment whose partition lock can be taken at once is closed: every use of a segment's descriptor
+    happens under that lock, and no caller keeps a descriptor across another segment's opening. Called under
+    `_open_lock`.
+    """
+
+    def __init__(self) -> None:
+        self.limit: int | None = None
+        self._lru: OrderedDict[LogSegment, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def _limit(self) -> int:
+        if self.limit is None:  # read at the first open, after the broker raised its limit
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            self.limit = 1 << 20 if soft == resource.RLIM_INFINITY else max(16, soft // 2)
+        return self.limit
+
+    def opened(self, seg: LogSegment) -> None:
+        excess = len(self._lru) + 1 - self._limit()
+        if excess > 0:
+            self.evict(excess)
+        self._lru[seg] = None
+
+    def forget(self, seg: LogSegment) -> None:
+        self._lru.pop(seg, None)
+
+    def evict(self, n: int) -> int:
+        """Close up to `n` descriptors, least recently used first (a used one gets a second chance, one in use
+        elsewhere is skipped); returns how many."""
+        closed = 0
+        for _ in range(2 * len(self._lru)):
+            if closed >= n or not self._lru:
+                break
+            seg, _ = self._lru.popitem(last=False)
+            lock = seg.lock
+            if seg._used or lock is None or not lock.acquire(blocking=False):
+                seg._used = False
+                self._lru[seg] = None
+                continue
+            try:
+                os.close(seg._fd)
+                seg._fd = -1
+            finally:
+                lock.release()
+            closed += 1
+        return closed
+
+
+open_log_files = OpenLogFiles()
 
 
 class FileRegion:
@@ -66,18 +126,23 @@ class LogSegment:
     track the largest batch maxTimestamp (retention, ListOffsets -3).
 
     Nothing is held open until used, so a broker with tens of thousands of partitions starts within its
-    open-file limit: the `.log` descriptor is opened on the first read or append and kept until `close` (or
-    `release_file`); index files are read on first use and only opened to write an entry (see index.py). A
-    sealed segment opened with `lazy` is not even read before its first use (Kafka's LazyIndex).
+    open-file limit: the `.log` descriptor is opened on the first read or append and kept until `close`,
+    `release_file` or eviction by `open_log_files`; index files are read on first use and only opened to write
+    an entry (see index.py). A sealed segment opened with `lazy` is not even read before its first use (Kafka's
+    LazyIndex).
     """
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
+                 lock: threading.RLock | None = None) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
+        # The partition's lock, held by every user of the descriptor; without one the file is never evicted.
+        self.lock = lock
         stem = directory / segment_name(base_offset)
         self.log_path = stem.with_suffix(LOG_SUFFIX)
         self._fd = -1
+        self._used = False
         self._closed = False
         self._offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset)
         self._time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset)
@@ -135,7 +200,7 @@ class LogSegment:
         return self._rolling_base_ms
 
     def _file(self) -> int:
-        """The `.log` descriptor, opened on first use."""
+        """The `.log` descriptor, opened on first use (and again after `open_log_files` closed it)."""
         fd = self._fd
         if fd < 0:
             with _open_lock:
@@ -143,14 +208,26 @@ class LogSegment:
                     # Deleted (or shut down) meanwhile: the cleaner treats a vanished file as "log changed".
                     raise FileNotFoundError(errno.ENOENT, "segment is closed", str(self.log_path))
                 if self._fd < 0:
-                    self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+                    self._fd = self._open_file()
+                    open_log_files.opened(self)
                 fd = self._fd
+        self._used = True
         return fd
+
+    def _open_file(self) -> int:
+        try:
+            return os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+        except OSError as e:
+            # Sockets and in-flight Fetch regions took the room: give back half of the segments' share.
+            if e.errno != errno.EMFILE or not open_log_files.evict(max(1, len(open_log_files) // 2)):
+                raise
+        return os.open(self.log_path, os.O_RDWR | os.O_APPEND)
 
     def release_file(self) -> None:
         """Close the `.log` descriptor until the next use. Only while nothing else can be using the segment
         (its partition's lock held, or the partition not yet shared)."""
         with _open_lock:
+            open_log_files.forget(self)
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
@@ -158,16 +235,18 @@ class LogSegment:
     # ---------------------------------------------------------------- open / recover
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
+    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int,
+               lock: threading.RLock | None = None) -> LogSegment:
         """A new empty segment (any stale files with this name are emptied)."""
-        seg = cls(directory, base_offset, index_interval_bytes)
+        seg = cls(directory, base_offset, index_interval_bytes, lock)
         os.close(os.open(seg.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         seg._offset_index.reset()
         seg._time_index.reset()
         return seg
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, index_interval_bytes: int, lazy: bool = False) -> LogSegment:
+    def open(cls, directory: Path, base_offset: int, index_interval_bytes: int, lazy: bool = False,
+             lock: threading.RLock | None = None) -> LogSegment:
         """Open an existing segment; recover its tail and rebuild its indexes only if they are unusable.
 
         The tail is checked from the last offset-index entry: every batch after it must be complete and pass its
@@ -175,7 +254,7 @@ class LogSegment:
         segment, fsynced when it was rolled) that check waits for the segment's first use; without, it runs now
         and the file is closed again afterwards.
         """
-        seg = cls(directory, base_offset, index_interval_bytes)
+        seg = cls(directory, base_offset, index_interval_bytes, lock)
         seg.size = os.stat(seg.log_path).st_size
         if lazy:
             seg._loaded = False
@@ -377,6 +456,7 @@ class LogSegment:
     def close(self) -> None:
         with _open_lock:
             self._closed = True
+            open_log_files.forget(self)
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1

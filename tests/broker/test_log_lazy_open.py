@@ -3,11 +3,14 @@ thousands of partitions must start within its open-file limit (issue 14)."""
 
 import logging
 import os
+import sys
+import threading
 
 import pytest
 
 from broker.clock import ManualClock
 from broker.config import LogConfig
+from broker.log import segment
 from broker.log.manager import LogManager
 from tests.broker.test_log_support import batch, make_log, read_all
 
@@ -84,3 +87,55 @@ def test_sealed_segments_are_read_on_first_use(tmp_path, clock, caplog):
     assert str(sealed) not in open_files_under(tmp_path)
     again.close()
     assert open_files_under(tmp_path) == []
+
+
+@pytest.fixture
+def few_open_files(monkeypatch):
+    """At most 4 segments hold their .log open in this test."""
+    monkeypatch.setattr(segment.open_log_files, "limit", 4)
+    monkeypatch.setattr(segment.open_log_files, "_lru", type(segment.open_log_files._lru)())
+
+
+def test_more_partitions_in_use_than_open_files_allowed(tmp_path, clock, few_open_files):
+    m = LogManager([tmp_path], clock, lambda topic: LogConfig())
+    for round_ in range(3):
+        for p in range(30):
+            assert m.get_or_create("t", p).append_as_leader(batch(ts=clock.now_ms(), value=b"%d" % p), 0
+                                                            ).base_offset == round_
+            assert len(open_files_under(tmp_path)) <= 4
+    for p in range(30):
+        assert [r.value for r in read_all(m.get("t", p))] == [b"%d" % p] * 3
+    assert len(open_files_under(tmp_path)) <= 4
+    m.close()
+    assert open_files_under(tmp_path) == []
+
+
+def test_evictions_never_close_a_file_in_use(tmp_path, clock, few_open_files):
+    """Two threads write and read their own partitions while each opening evicts another's file."""
+    m = LogManager([tmp_path], clock, lambda topic: LogConfig())
+    errors: list[BaseException] = []
+
+    def work(name: str) -> None:
+        try:
+            for i in range(300):
+                plog = m.get_or_create(name, i % 10)
+                plog.append_as_leader(batch(ts=clock.now_ms(), value=b"%s-%d" % (name.encode(), i % 10)), 0)
+                assert read_all(plog, plog.log_end_offset - 1)[0].value == b"%s-%d" % (name.encode(), i % 10)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in ("a", "b")]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible, to meet the races if there are any
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    for name in ("a", "b"):
+        for p in range(10):
+            assert [r.value for r in read_all(m.get(name, p))] == [b"%s-%d" % (name.encode(), p)] * 30
+    m.close()

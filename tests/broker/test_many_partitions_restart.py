@@ -1,5 +1,5 @@
-"""A broker with more partitions than it may open files restarts after kill -9 and serves (issue 14: with
-~20,000 partitions it died at start on `[Errno 24] Too many open files`)."""
+"""A broker with more partitions than it may open files restarts after kill -9 and serves, even a write to
+every partition (issue 14: with ~20,000 partitions it died at start on `[Errno 24] Too many open files`)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,15 @@ def _produce(port: int, topic: str, partition: int, value: bytes) -> int:
     return p.base_offset
 
 
+def _produce_everywhere(port: int, topic: str, partitions: int) -> list[int]:
+    """One Produce request with a record for every partition; their error codes."""
+    batch = build_batch([Record(timestamp=1, key=None, value=b"everywhere")])
+    with WireClient(port, timeout_s=60) as w:
+        resp = w.call(PRODUCE, 9, {"transactional_id": None, "acks": 1, "timeout": 30000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": p, "records": batch} for p in range(partitions)]}]})
+    return [p.error_code for p in sorted(resp.responses[0].partition_responses, key=lambda p: p.index)]
+
+
 def test_restarts_after_kill9_with_more_partitions_than_file_descriptors(tmp_path):
     if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < HARD:
         pytest.skip(f"the hard open-file limit is below {HARD}")
@@ -50,5 +59,9 @@ def test_restarts_after_kill9_with_more_partitions_than_file_descriptors(tmp_pat
             assert _produce(b.port, "many", p, b"after") == 1
         assert _produce(b.port, "many", 1234, b"first") == 0
         assert list_offset(b.port, "many", PARTITIONS - 1) == 2
+        # Writing to every partition needs more .log files than the limit: the least recently used are closed.
+        assert _produce_everywhere(b.port, "many", PARTITIONS) == [ErrorCode.none] * PARTITIONS
+        assert [r.value for r in records(b.port, "many", 999)] == [b"before-999", b"after", b"everywhere"]
+        assert [r.value for r in records(b.port, "many", 1)] == [b"everywhere"]
     finally:
         b.stop()
