@@ -21,8 +21,9 @@ runs instead the many-partitions mode (issue 14: a broker with ~20,000 partition
 after a kill -9, out of file descriptors): for ``--many-baseline`` partitions, then ``--many``, in the same
 run, each on a fresh standalone broker: create them (CreateTopics of at most 10,000 partitions per request),
 write one small record to every 20th partition, stop cleanly and start (timed as above), write again,
-``kill -9`` and start again (ready also requires ListOffsets to find both records); after each start the
-broker's open descriptors are counted (``/proc/PID/fd``). Ratios: ``--many`` against the baseline count.
+``kill -9`` and start again (ready also requires ListOffsets to find both records), then write a record to
+every partition; after each start and write the broker's open descriptors are counted (``/proc/PID/fd``).
+Ratios: ``--many`` against the baseline count.
 """
 
 from __future__ import annotations
@@ -94,13 +95,13 @@ def _create_many(port: int, partitions: int) -> list[tuple[str, int]]:
     return topics
 
 
-def _write_every(port: int, topics: list[tuple[str, int]]) -> int:
-    """One 100-byte record to every WRITE_EVERY-th partition, one Produce request per topic; partitions written."""
+def _write_every(port: int, topics: list[tuple[str, int]], every: int = WRITE_EVERY) -> int:
+    """One 100-byte record to every `every`-th partition, one Produce request per topic; partitions written."""
     batch = build_batch([Record(timestamp=int(time.time() * 1000), key=None, value=b"x" * 100)])
     written = 0
     with WireClient(port, timeout_s=120) as c:
         for name, count in topics:
-            parts = range(0, count, WRITE_EVERY)
+            parts = range(0, count, every)
             r = c.call(0, 9, {"transactional_id": None, "acks": 1, "timeout": 30_000, "topic_data": [
                 {"name": name, "partition_data": [{"index": p, "records": batch} for p in parts]}]})
             failed = [p.error_code for p in r.responses[0].partition_responses if p.error_code]
@@ -138,6 +139,9 @@ def many_partitions_run(root: Path, partitions: int) -> dict:
         b.kill()
         crash = timed_start(b, partitions, topic=topics[-1][0], expect_offset=2)
         crash.update(fds=_open_fds(b), rss_mb=_rss_mb(b))
+        t0 = time.perf_counter()  # then a record to every partition: more .log files than may stay open
+        _write_every(b.port, topics, every=1)
+        r["write_all"] = {"s": round(time.perf_counter() - t0, 2), "fds": _open_fds(b), "rss_mb": _rss_mb(b)}
         limits = [ln for ln in Path(f"/proc/{b.proc.pid}/limits").read_text().splitlines() if "open files" in ln]
         r["open_file_limit"] = " ".join(limits[0].split()[3:5]) if limits else None
         r.update(clean_start=clean, restart_after_kill9=crash)
@@ -159,7 +163,8 @@ def many_main(args: argparse.Namespace) -> dict:
             print(f"  {n:,} partitions: created in {r['create_s']:.1f} s; {r['written_partitions']:,} written "
                   f"({r['fds_after_writes']:,} fds); clean start ready {c['ready_s']:.2f} s ({c['fds']} fds, "
                   f"{c['rss_mb']:.0f} MB); restart after kill -9 ready {k['ready_s']:.2f} s ({k['fds']} fds, "
-                  f"{k['rss_mb']:.0f} MB); open-file limit (soft hard) {r['open_file_limit']}", flush=True)
+                  f"{k['rss_mb']:.0f} MB); then a record to every partition in {r['write_all']['s']:.1f} s "
+                  f"({r['write_all']['fds']:,} fds); open-file limit (soft hard) {r['open_file_limit']}", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     base, many = result["baseline"], result["many"]
