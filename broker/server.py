@@ -14,7 +14,7 @@ import os
 import socket
 import struct
 from collections import Counter
-from time import perf_counter
+from time import perf_counter, perf_counter_ns
 from typing import TYPE_CHECKING
 
 from broker.errors import ErrorCode, InvalidRequest
@@ -162,6 +162,7 @@ class KafkaServer:
         self._accept_task: asyncio.Task | None = None
         self._per_ip: Counter[str] = Counter()
         self._connections: dict[Connection, asyncio.Task] = {}
+        self._slot_freed = asyncio.Event()
         self.request_pool = MemoryPool(self.config.queued_max_request_bytes)
         load_handlers()
 
@@ -196,9 +197,10 @@ class KafkaServer:
         while True:
             sock, addr = await loop.sock_accept(self._listener)
             host = addr[0]
-            if (len(self._connections) >= self.config.max_connections
-                    or self._per_ip[host] >= self.config.max_connections_per_ip):
-                log.warning("connection from %s refused: connection limit reached", host)
+            if len(self._connections) >= self.config.max_connections:
+                await self._wait_for_connection_slot()
+            if self._per_ip[host] >= self.config.max_connections_per_ip:
+                log.warning("connection from %s refused: max.connections.per.ip reached", host)
                 sock.close()
                 continue
             sock.setblocking(False)
@@ -206,6 +208,16 @@ class KafkaServer:
             conn = Connection(sock, loop)
             self._per_ip[host] += 1
             self._connections[conn] = asyncio.create_task(self._serve(conn, host))
+
+    async def _wait_for_connection_slot(self) -> None:
+        """At max.connections the acceptor waits for a connection to close, holding the new one (Kafka's
+        ConnectionQuotas.waitForConnectionSlot); the wait is AcceptorBlockedPercent's (nanoseconds)."""
+        start = perf_counter_ns()
+        while len(self._connections) >= self.config.max_connections:  # ends as connections close
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+        if self.broker.metrics is not None:
+            self.broker.metrics.acceptor_blocked(perf_counter_ns() - start)
 
     async def _serve(self, conn: Connection, host: str) -> None:
         metrics = self.broker.metrics
@@ -227,6 +239,7 @@ class KafkaServer:
             log.exception("unexpected failure on a connection from %s", host)
         finally:
             self._connections.pop(conn, None)
+            self._slot_freed.set()
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]

@@ -28,6 +28,10 @@ response is encoded, t4 the last byte is handed to the kernel.
   NetworkProcessorAvgIdlePercent is a gauge of the same meter's OneMinuteRate.
 * socket-server-metrics{listener,networkProcessor="0"}: connection-count (live), connection-creation/close-rate
   (Kafka's Rate: 2 × 30 s samples) and -total.
+* Acceptor AcceptorBlockedPercent{listener}: at max.connections the accept loop holds the new connection until one
+  closes (Kafka's ConnectionQuotas.waitForConnectionSlot; max.connections.per.ip still refuses) and marks the wait
+  in nanoseconds on a meter whose rate unit is ns, so its rates read as the 0..1 share of time blocked (0 when
+  never blocked).
 
 Topic throughput (``kafka.server:type=BrokerTopicMetrics[,topic=T]``; per topic created on first event, topics that
 exist only): MessagesInPerSec (record count from the batch header of each appended batch, duplicates excluded),

@@ -33,6 +33,10 @@ class BrokerMetrics:
         self.registry = reg = registry or Registry(broker.clock)
         self._loop_idle = reg.meter("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent",
                                     scale=1e-9)
+        self._listener = broker.config.listener.name or "PLAINTEXT"
+        # Kafka marks it with the acceptor's blocked nanoseconds, rate unit ns: its rates read as a 0..1 share.
+        self._acceptor_blocked = reg.meter("kafka.network", "Acceptor", "AcceptorBlockedPercent", scale=1e-9,
+                                           listener=self._listener)
         self._live_stats: set[RequestStats] = set()
         self.topics = TopicMetrics(reg)
         self._groups: dict[int, RequestGroup] = {}
@@ -101,7 +105,7 @@ class BrokerMetrics:
                   lambda: sum(1 for s in self._live_stats if s.phase == 2))
         reg.gauge("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent",
                   lambda: min(1.0, self._loop_idle.one_minute_rate))
-        ssm = dict(listener=b.config.listener.name or "PLAINTEXT", networkProcessor="0")
+        ssm = dict(listener=self._listener, networkProcessor="0")
         reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-count",
                          lambda: b.server.connection_count, **ssm)
         reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-creation-rate",
@@ -146,6 +150,10 @@ class BrokerMetrics:
         if stats is not None:
             self._live_stats.discard(stats)
         self._conn_closed.record()
+
+    def acceptor_blocked(self, ns: int) -> None:
+        """The accept loop waited `ns` for a connection slot (max.connections)."""
+        self._acceptor_blocked.mark(ns)
 
     def request_done(self, s: RequestStats, t0: float, t3: float, t4: float) -> None:
         """One served request: stamps t0 (read) .. t4 (written), the rest from ``s`` (seconds)."""
