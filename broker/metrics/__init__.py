@@ -27,7 +27,13 @@ response is encoded, t4 the last byte is handed to the kernel.
   nanosecond rate unit (as Kafka), so MeanRate/OneMinuteRate read as a 0..1 fraction;
   NetworkProcessorAvgIdlePercent is a gauge of the same meter's OneMinuteRate.
 * socket-server-metrics{listener,networkProcessor="0"}: connection-count (live), connection-creation/close-rate
-  (Kafka's Rate: 2 × 30 s samples) and -total.
+  (Kafka's Rate: 2 × 30 s samples) and -total; ``connections{clientSoftwareName,clientSoftwareVersion,listener,
+  networkProcessor}`` (KIP-511): live connections per client software, every connection "unknown"/"unknown" until a
+  valid ApiVersions v3+ names it; a gauge that falls to 0 stays until a new one needs room (at most 100, Kafka's
+  IntGaugeSuite).
+* DeprecatedRequestsPerSec{request,version,clientSoftwareName,clientSoftwareVersion} (KIP-724): marked, on first
+  use, for requests of the versions Kafka 3.9's schemas deprecate (``clients.DEPRECATED_UP_TO``: e.g. Metadata
+  v0-3, Produce v3-6 of those we serve); modern clients send none, so it usually does not exist, as on Kafka.
 * Acceptor AcceptorBlockedPercent{listener}: at max.connections the accept loop holds the new connection until one
   closes (Kafka's ConnectionQuotas.waitForConnectionSlot; max.connections.per.ip still refuses) and marks the wait
   in nanoseconds on a meter whose rate unit is ns, so its rates read as the 0..1 share of time blocked (0 when

@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from broker.metrics.clients import ConnectionsByClient, client_information, is_deprecated
 from broker.metrics.cluster import ClusterMetrics
 from broker.metrics.replicas import FetcherMetrics, ReplicaGauges, ReplicaView
 from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, RequestStats, count_errors
 from broker.metrics.runtime import GcStats, free_bytes, install_idle_probe, proc_io
 from broker.metrics.topics import TopicMetrics, TopicStats
-from exporter.registry import Registry, SampledRate
+from exporter.registry import MetricName, Registry, SampledRate
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 DELAYED_OPERATIONS = ("Produce", "Fetch")
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 BROKER_STATE_RUNNING = 3
+API_VERSIONS = 18
 
 
 class BrokerMetrics:
@@ -38,6 +40,7 @@ class BrokerMetrics:
         self._acceptor_blocked = reg.meter("kafka.network", "Acceptor", "AcceptorBlockedPercent", scale=1e-9,
                                            listener=self._listener)
         self._live_stats: set[RequestStats] = set()
+        self._clients = ConnectionsByClient(self._add_client_gauge, self._remove_client_gauge)
         self.topics = TopicMetrics(reg)
         self._groups: dict[int, RequestGroup] = {}
         from broker.protocol.api import HANDLERS, load_handlers
@@ -141,15 +144,40 @@ class BrokerMetrics:
     # ------------------------------------------------------------ recording (called from the edges)
 
     def new_request_stats(self) -> RequestStats:
+        """A new connection: its stats object, counted as an unknown client until ApiVersions v3+ says more."""
         s = RequestStats()
         self._live_stats.add(s)
         self._conn_created.record()
+        self._clients.increment(s.client)
         return s
 
     def connection_closed(self, stats: RequestStats | None) -> None:
         if stats is not None:
             self._live_stats.discard(stats)
+            self._clients.decrement(stats.client)
         self._conn_closed.record()
+
+    def _client_software(self, s: RequestStats) -> None:
+        """KIP-511: a valid ApiVersions v3+ names the connection's client software (Kafka's SocketServer)."""
+        body = s.body
+        info = client_information(getattr(body, "client_software_name", None),
+                                  getattr(body, "client_software_version", None))
+        if info is not None and info != s.client:
+            self._clients.decrement(s.client)
+            s.client = info
+            self._clients.increment(info)
+
+    def _add_client_gauge(self, key: tuple[str, str]) -> None:
+        self.registry.kafka_metric("kafka.server", "socket-server-metrics", "connections",
+                                   lambda: self._clients.value(key), **self._client_tags(key))
+
+    def _remove_client_gauge(self, key: tuple[str, str]) -> None:
+        self.registry.remove(MetricName.of("kafka.server", "socket-server-metrics", "connections",
+                                           **self._client_tags(key)))
+
+    def _client_tags(self, key: tuple[str, str]) -> dict[str, str]:
+        return dict(clientSoftwareName=key[0], clientSoftwareVersion=key[1], listener=self._listener,
+                    networkProcessor="0")
 
     def acceptor_blocked(self, ns: int) -> None:
         """The accept loop waited `ns` for a connection slot (max.connections)."""
@@ -164,12 +192,19 @@ class BrokerMetrics:
         queue, local, respq, send, total = (t1 - t0) * 1e3, (t2 - t1 - remote) * 1e3, (t3 - t2) * 1e3, \
             (t4 - t3) * 1e3, (t4 - t0) * 1e3
         remote *= 1e3
-        api_key = s.api_key
+        api_key, version = s.api_key, s.version
+        if api_key == API_VERSIONS and version >= 3:
+            self._client_software(s)
         g = self._groups.get(api_key) or self._group(api_key)
-        g.record(s.version, queue, local, remote, respq, send, total)
+        g.record(version, queue, local, remote, respq, send, total)
+        deprecated = is_deprecated(api_key, version)
+        if deprecated:
+            g.deprecated(version, s.client)
         if api_key == FETCH:
             split = self.fetch_follower if getattr(s.body, "replica_id", -1) >= 0 else self.fetch_consumer
-            split.record(s.version, queue, local, remote, respq, send, total)
+            split.record(version, queue, local, remote, respq, send, total)
+            if deprecated:
+                split.deprecated(version, s.client)
         result = s.result
         if result is not None:
             errors: dict[int, int] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.errors import ErrorCode
+from broker.metrics.clients import UNKNOWN_CLIENT
 from exporter.registry import Meter, Registry
 
 API_NAMES = {
@@ -57,9 +58,10 @@ def count_errors(body: Any, out: dict[int, int]) -> None:
 class RequestStats:
     """Reused per connection: what dispatch learnt about the request being served."""
 
-    __slots__ = ("api_key", "version", "t1", "t2", "ctx", "result", "body", "phase")
+    __slots__ = ("api_key", "version", "t1", "t2", "ctx", "result", "body", "phase", "client")
 
     def __init__(self) -> None:
+        self.client = UNKNOWN_CLIENT  # the connection's KIP-511 (software name, version)
         self.api_key = -1
         self.version = 0
         self.t1 = self.t2 = 0.0
@@ -70,7 +72,7 @@ class RequestStats:
 class RequestGroup:
     """The RequestMetrics of one request name: timers registered at once, meters on first use (as Kafka)."""
 
-    __slots__ = ("name", "timers", "requests", "errors", "_reg")
+    __slots__ = ("name", "timers", "requests", "errors", "_deprecated", "_reg")
 
     def __init__(self, reg: Registry, name: str) -> None:
         self._reg = reg
@@ -78,6 +80,16 @@ class RequestGroup:
         self.timers = tuple(reg.timer("kafka.network", "RequestMetrics", t, request=name) for t in REQUEST_TIMERS)
         self.requests: dict[int, Meter] = {}
         self.errors: dict[int, Meter] = {}
+        self._deprecated: dict[tuple[int, tuple[str, str]], Meter] = {}
+
+    def deprecated(self, version: int, client: tuple[str, str]) -> None:
+        """A request of a version Kafka 3.9 deprecates (KIP-724), by the client software that sent it."""
+        m = self._deprecated.get((version, client))
+        if m is None:
+            m = self._deprecated[(version, client)] = self._reg.meter(
+                "kafka.network", "RequestMetrics", "DeprecatedRequestsPerSec", request=self.name, version=version,
+                clientSoftwareName=client[0], clientSoftwareVersion=client[1])
+        m.mark()
 
     def record(self, version: int, queue: float, local: float, remote: float, respq: float, send: float,
                total: float) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.broker.inproc import inproc_broker, metric
+from tests.broker.inproc import inproc_broker, metric, names, wait_until_async
 from tests.support.wire import WireClient
 
-API_VERSIONS = 18
+METADATA, API_VERSIONS = 3, 18
 
 
 def answered(port: int, **body: str) -> WireClient:
@@ -44,3 +44,36 @@ async def test_acceptor_blocked_percent_times_the_wait_for_a_connection_slot(tmp
         await asyncio.to_thread(clients)
         assert blocked.count >= 0.5e9  # ns: at least the half second the third client waited
         assert 0 < blocked.mean_rate <= 1.0  # the meter's rate unit is ns: a share of time
+
+
+def connections(b, name: str, version: str):
+    return metric(b, "kafka.server", "socket-server-metrics", "connections", clientSoftwareName=name,
+                  clientSoftwareVersion=version, listener="PLAINTEXT", networkProcessor="0")
+
+
+async def test_connections_per_client_software_and_deprecated_requests(tmp_path):
+    """KIP-511: every connection counts as unknown/unknown until a valid ApiVersions v3+ names it; KIP-724:
+    requests of versions Kafka 3.9 deprecates are marked per request, version and client software."""
+    async with inproc_broker(tmp_path) as (b, port):
+        def clients() -> list[WireClient]:
+            k1, k2 = answered(port, name="kcat", version="1.7.0"), answered(port, name="kcat", version="1.7.0")
+            old = WireClient(port)
+            old.call(API_VERSIONS, 2, {})                          # no software fields before v3
+            bad = answered(port, name="bad name!", version="1")     # invalid: not registered
+            k1.call(METADATA, 1, {"topics": []})                   # deprecated in 3.9 (v0-3)
+            k1.call(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                   "include_topic_authorized_operations": False})
+            return [k1, k2, old, bad]
+
+        conns = await asyncio.to_thread(clients)
+        assert connections(b, "kcat", "1.7.0").read() == 2
+        assert connections(b, "unknown", "unknown").read() == 2   # the v2 one and the invalid one
+        assert connections(b, "bad name!", "1") is None
+        deprecated = names(b, "kafka.network", "RequestMetrics", "DeprecatedRequestsPerSec")
+        assert [dict(n.tags) for n in deprecated] == [{"request": "Metadata", "version": "1",
+                                                        "clientSoftwareName": "kcat", "clientSoftwareVersion": "1.7.0"}]
+        assert b.metrics.registry.get(deprecated[0]).count == 1
+        await asyncio.to_thread(lambda: [c.close() for c in conns[:3]])
+        await wait_until_async(lambda: connections(b, "unknown", "unknown").read() == 1, what="closes counted")
+        assert connections(b, "kcat", "1.7.0").read() == 0      # the gauge stays, at 0 (Kafka's IntGaugeSuite)
+        conns[3].close()
