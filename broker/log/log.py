@@ -56,6 +56,7 @@ class AppendResult:
     log_start_offset: int
     record_count: int
     duplicate: bool = False
+    converted: int = 0  # records rebuilt to the topic's compression.type (Kafka counts them as conversions)
 
 
 def _read_int_file(path: Path) -> int | None:
@@ -249,14 +250,16 @@ class PartitionLog:
         buf = bytearray(records)
         h = self._validate(buf)
         target = COMPRESSION_NAMES.get(self.config.compression_type)  # None: keep the producer's codec
+        converted = 0
         if target is not None and target != h.compression:
             buf = bytearray(self._recompress(buf, h, target))
             h = read_header(buf)
+            converted = h.record_count
         with self.lock:
             dup = self.producer_state.check(h)
             if dup is not None:
                 return AppendResult(dup.first_offset, dup.last_offset, -1, self.log_start_offset,
-                                    h.record_count, duplicate=True)
+                                    h.record_count, duplicate=True, converted=converted)
             now = self.clock.now_ms()
             self._maybe_roll(h.size, h.last_offset_delta, now)
             h.base_offset = self.log_end_offset
@@ -273,7 +276,8 @@ class PartitionLog:
             if self.auto_high_watermark:
                 self.high_watermark = self.log_end_offset
             self.producer_state.update(h)
-            return AppendResult(h.base_offset, h.last_offset, append_time, self.log_start_offset, h.record_count)
+            return AppendResult(h.base_offset, h.last_offset, append_time, self.log_start_offset, h.record_count,
+                                converted=converted)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> None:
         """Append batches that already carry offsets (replication). Batches below the log end offset are

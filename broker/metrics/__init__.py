@@ -45,7 +45,10 @@ BytesInPerSec (appended batch bytes); every leader append counts, the group coor
 too (offset commits, group metadata: Kafka's go through ReplicaManager.appendRecords), except the tombstones of
 offset expiry, OffsetDelete and DeleteGroups, which Kafka writes to the partition directly (uncounted);
 BytesOutPerSec (consumer-fetch record bytes returned; follower fetches go to ReplicationBytesOutPerSec),
-BytesRejectedPerSec (batch bytes refused as too large or corrupt), Total/FailedProduceRequestsPerSec and Total/FailedFetchRequestsPerSec (per partition in the request, as
+BytesRejectedPerSec (batch bytes refused as too large or corrupt), ProduceMessageConversionsPerSec (records of
+batches rebuilt to the topic's compression.type, Kafka's non-in-place LogValidator path; per topic from the first
+one), FetchMessageConversionsPerSec (all topics only, 0: stored batches are magic 2 and Fetch below v4 is not
+served, so nothing is down-converted), Total/FailedProduceRequestsPerSec and Total/FailedFetchRequestsPerSec (per partition in the request, as
 ReplicaManager; "failed" excludes the errors Kafka does not count as failures: unknown partition, not leader,
 too large, corrupt, storage).
 

@@ -217,8 +217,8 @@ class BrokerMetrics:
         """A request answered by closing the connection (unsupported version, invalid request, handler failure)."""
         self._group(api_key).error(code)
 
-    def produced(self, topic: str, nbytes: int, nrecords: int) -> None:
-        self.topics.produced(topic, nbytes, nrecords)
+    def produced(self, topic: str, nbytes: int, nrecords: int, converted: int = 0) -> None:
+        self.topics.produced(topic, nbytes, nrecords, converted)
 
     def produce_failed(self, topic: str, code: int, nbytes: int) -> None:
         self.topics.produce_failed(topic, code, nbytes)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.errors import ErrorCode
-from exporter.registry import Registry
+from exporter.registry import Meter, Registry
 
 TOPIC_METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
                 "TotalProduceRequestsPerSec", "FailedProduceRequestsPerSec", "TotalFetchRequestsPerSec",
@@ -34,6 +34,11 @@ class TopicMetrics:
         self._reg = reg
         self._topics: dict[str, TopicStats] = {}
         self.all_topics = TopicStats(reg, None)
+        # Kafka registers these for all topics at once and per topic on the first conversion; nothing is ever
+        # converted on fetch (every stored batch is magic 2, and Fetch below v4 is not served).
+        self.produce_conversions = reg.meter("kafka.server", "BrokerTopicMetrics", "ProduceMessageConversionsPerSec")
+        self.fetch_conversions = reg.meter("kafka.server", "BrokerTopicMetrics", "FetchMessageConversionsPerSec")
+        self._topic_conversions: dict[str, Meter] = {}
         self.replication_bytes_out = reg.meter("kafka.server", "BrokerTopicMetrics", "ReplicationBytesOutPerSec")
         self.replication_bytes_in = reg.meter("kafka.server", "BrokerTopicMetrics", "ReplicationBytesInPerSec")
 
@@ -43,7 +48,8 @@ class TopicMetrics:
             s = self._topics[topic] = TopicStats(self._reg, topic)
         return s
 
-    def produced(self, topic: str, nbytes: int, nrecords: int) -> None:
+    def produced(self, topic: str, nbytes: int, nrecords: int, converted: int = 0) -> None:
+        """An append as leader; `converted` records were rebuilt to the topic's compression.type."""
         t, a = self.topic(topic), self.all_topics
         t.total_produce.mark()
         a.total_produce.mark()
@@ -51,6 +57,13 @@ class TopicMetrics:
         a.bytes_in.mark(nbytes)
         t.messages_in.mark(nrecords)
         a.messages_in.mark(nrecords)
+        if converted:
+            m = self._topic_conversions.get(topic)
+            if m is None:
+                m = self._topic_conversions[topic] = self._reg.meter(
+                    "kafka.server", "BrokerTopicMetrics", "ProduceMessageConversionsPerSec", topic=topic)
+            m.mark(converted)
+            self.produce_conversions.mark(converted)
 
     def produce_failed(self, topic: str, code: int, nbytes: int) -> None:
         known = code != ErrorCode.unknown_topic_or_partition

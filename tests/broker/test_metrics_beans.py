@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.log.records import Record, build_batch
 from tests.broker.inproc import inproc_broker, metric, names, wait_until_async
+from tests.e2e.helpers import create_topic
 from tests.support.wire import WireClient
 
 METADATA, API_VERSIONS = 3, 18
@@ -77,3 +79,29 @@ async def test_connections_per_client_software_and_deprecated_requests(tmp_path)
         await wait_until_async(lambda: connections(b, "unknown", "unknown").read() == 1, what="closes counted")
         assert connections(b, "kcat", "1.7.0").read() == 0      # the gauge stays, at 0 (Kafka's IntGaugeSuite)
         conns[3].close()
+
+
+async def test_produce_message_conversions_count_recompressed_records(tmp_path):
+    """A batch rebuilt to the topic's compression.type counts its records as conversions (Kafka's LogValidator
+    counts a non-in-place rebuild so), per topic from the first one and for all topics from the start."""
+    async with inproc_broker(tmp_path) as (b, port):
+        def conversions(**topic: str):
+            return metric(b, "kafka.server", "BrokerTopicMetrics", "ProduceMessageConversionsPerSec", **topic)
+
+        assert conversions().count == 0
+        assert metric(b, "kafka.server", "BrokerTopicMetrics", "FetchMessageConversionsPerSec").count == 0
+
+        def produce_both() -> None:
+            create_topic(port, "gz", **{"compression.type": "gzip"})
+            create_topic(port, "as-sent")
+            batch = build_batch([Record(timestamp=1, value=b"v") for _ in range(4)])   # uncompressed
+            for topic in ("gz", "as-sent"):
+                with WireClient(port) as w:
+                    resp = w.call(0, 9, {"transactional_id": None, "acks": 1, "timeout": 5000, "topic_data": [
+                        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+                assert resp.responses[0].partition_responses[0].error_code == 0
+
+        await asyncio.to_thread(produce_both)
+        assert conversions(topic="gz").count == 4
+        assert conversions().count == 4
+        assert conversions(topic="as-sent") is None   # never converted: no per-topic meter, as Kafka

@@ -33,7 +33,8 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                 if acks == -1:
                     replicating.append((entry, part, result.last_offset))
                 if metrics is not None:
-                    metrics.produced(t.name, len(p.records), 0 if result.duplicate else result.record_count)
+                    metrics.produced(t.name, len(p.records), 0 if result.duplicate else result.record_count,
+                                     result.converted)
             except KafkaError as e:
                 entry["error_code"] = e.code
                 entry["error_message"] = e.message
