@@ -80,10 +80,11 @@ Cluster mode only (a standalone broker has no honest values for these, so they a
   controller times whole BrokerChange events under this name; ours times each partition's election.)
 * ReplicationBytesInPerSec: bytes of every batch a replica fetcher appends as follower
   (``ReplicaFetcherManager.on_bytes_in``); ReplicationBytesOutPerSec is the leader side (follower fetches).
-* ZooKeeper client (``kafka.server:type=SessionExpireListener``): ZooKeeperSyncConnectsPerSec,
-  ZooKeeperDisconnectsPerSec and ZooKeeperExpiresPerSec are marked on kazoo's CONNECTED, SUSPENDED and LOST
-  transitions (a connection-state listener); SessionState is Kafka's string gauge made numeric as a state set,
-  ``SessionState{state=S}`` = 1 for kazoo's current client state S (CONNECTED, CONNECTING, CONNECTED_RO,
+* ZooKeeper client (``kafka.server:type=SessionExpireListener``): Kafka's six ZooKeeper<event>PerSec meters, marked
+  from kazoo's connection-state listener as the KeeperState event Kafka's watcher would get (``cluster.zk_event``):
+  CONNECTED is SyncConnects (ReadOnlyConnects if read-only), SUSPENDED Disconnects, LOST Expires or AuthFailures
+  (our own close is none); SaslAuthentications stays 0 (no SASL to ZooKeeper). SessionState is Kafka's string
+  gauge made numeric as a state set, ``SessionState{state=S}`` = 1 for kazoo's current client state S (CONNECTED, CONNECTING, CONNECTED_RO,
   EXPIRED_SESSION, AUTH_FAILED, CLOSED), 0 for the others. ``ZooKeeperClientMetrics`` ZooKeeperRequestLatencyMs
   (timer, ms): every request kazoo queues (``KazooClient._call``), from queueing to its result.
 

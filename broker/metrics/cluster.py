@@ -17,6 +17,21 @@ if TYPE_CHECKING:
     from broker.broker import Broker
 
 ZK_CLIENT_STATES = ("CONNECTED", "CONNECTING", "CONNECTED_RO", "EXPIRED_SESSION", "AUTH_FAILED", "CLOSED")
+# Kafka's ZooKeeperClient meters, one per KeeperState event: ZooKeeper<event>PerSec.
+ZK_EVENTS = ("Disconnects", "SyncConnects", "AuthFailures", "ReadOnlyConnects", "SaslAuthentications", "Expires")
+
+
+def zk_event(kazoo_state: str, client_state: str) -> str | None:
+    """The KeeperState event Kafka's watcher would see for a kazoo state change (listener state, then the client's
+    KeeperState): CONNECTED is SyncConnected or ConnectedReadOnly, SUSPENDED Disconnected, LOST Expired or
+    AuthFailed; LOST from our own close is no ZooKeeper event. SaslAuthenticated never happens (no SASL)."""
+    if kazoo_state == "CONNECTED":
+        return "ReadOnlyConnects" if client_state == "CONNECTED_RO" else "SyncConnects"
+    if kazoo_state == "SUSPENDED":
+        return "Disconnects"
+    if kazoo_state == "LOST":
+        return {"EXPIRED_SESSION": "Expires", "AUTH_FAILED": "AuthFailures"}.get(client_state)
+    return None
 
 
 class ClusterMetrics:
@@ -29,9 +44,7 @@ class ClusterMetrics:
         if not broker.clustered:
             return
         sel = ("kafka.server", "SessionExpireListener")
-        self.zk_sync_connects = reg.meter(*sel, "ZooKeeperSyncConnectsPerSec")
-        self.zk_disconnects = reg.meter(*sel, "ZooKeeperDisconnectsPerSec")
-        self.zk_expires = reg.meter(*sel, "ZooKeeperExpiresPerSec")
+        self.zk_events = {e: reg.meter(*sel, f"ZooKeeper{e}PerSec") for e in ZK_EVENTS}
         self.zk_request_latency = reg.timer("kafka.server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs")
         reg.gauge_family(*sel, "SessionState", self._zk_session_state)
 
@@ -55,11 +68,11 @@ class ClusterMetrics:
         if unclean:
             self.unclean_elections.mark()
 
-    def _on_zk_state(self, state: str) -> None:  # kazoo thread; never block
-        meter = {"CONNECTED": self.zk_sync_connects, "SUSPENDED": self.zk_disconnects,
-                 "LOST": self.zk_expires}.get(str(state))
-        if meter is not None:
-            self._post(meter.mark)
+    def _on_zk_state(self, state: str) -> None:  # kazoo thread, which has just set its client state; never block
+        zk = getattr(self._broker.metadata, "_zk", None)
+        event = zk_event(str(state), str(zk.client_state) if zk is not None else "")
+        if event is not None:
+            self._post(self.zk_events[event].mark)
 
     def _zk_session_state(self) -> Iterable[tuple]:
         zk = getattr(self._broker.metadata, "_zk", None)
