@@ -95,6 +95,18 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _naming(v: str) -> str:
+    """prometheus.naming: strimzi, confluent or rules:/path/to/jmx_exporter.yml, read now so a bad file stops us."""
+    from exporter.naming import load  # here: the exporter is only needed when the key is given
+
+    s = v.strip()
+    try:
+        load(s)
+    except ValueError as e:  # JmxConfigError is one too
+        raise ValueError(str(e)) from None
+    return s
+
+
 def _cleanup_policy(v: str) -> str:
     parts = sorted({p.strip() for p in v.split(",") if p.strip()})
     if not parts or any(p not in ("compact", "delete") for p in parts):
@@ -243,7 +255,7 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "broker.rack": ("broker_rack", _str),
     "cluster.id": ("cluster_id", _str),
     "prometheus.listener": ("prometheus_listener", _str),
-    "prometheus.naming": ("prometheus_naming", _choice("strimzi", "confluent")),
+    "prometheus.naming": ("prometheus_naming", _naming),
     "hdr.log.dir": ("hdr_log_dir", _str),
 }
 

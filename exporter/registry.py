@@ -280,16 +280,25 @@ class Registry:
         return g  # type: ignore[return-value]
 
     def timer(self, domain: str, type_: str, name: str, **tags: object):
+        """A Yammer Timer: the Histogram attributes plus a Meter's (``Count``, ``MeanRate``, ``*MinuteRate``)."""
+        return self._timer(domain, type_, name, True, tags)
+
+    def histogram(self, domain: str, type_: str, name: str, **tags: object):
+        """A Yammer Histogram (Kafka's ``RequestMetrics`` ``*TimeMs``): ``Count``, ``Min``..``StdDev``, percentiles."""
+        return self._timer(domain, type_, name, False, tags)
+
+    def _timer(self, domain: str, type_: str, name: str, rates: bool, tags: dict):
         from exporter.timer import Timer
 
         def make() -> Timer:
             t = Timer(self.intervals)
+            if rates:
+                t.meter = Meter(self.clock)
+                self._meters.append(t.meter)
             self._timers.append(t)
             return t
 
         return self._get(MetricName.of(domain, type_, name, **tags), make, "timer")
-
-    histogram = timer  # a Yammer Histogram is a Timer without the meter attributes; we export them alike
 
     def kafka_metric(self, domain: str, type_: str, attribute: str, read: Callable[[], float],
                      counter: bool = False, **tags: object) -> KafkaMetric:
@@ -307,6 +316,8 @@ class Registry:
             self._meters.remove(m)
         elif m is not None and getattr(m, "kind", "") == "timer":
             self._timers.remove(m)
+            if m.meter is not None:  # type: ignore[attr-defined]
+                self._meters.remove(m.meter)  # type: ignore[attr-defined]
 
     def on_interval(self, fn: Callable[[float, float], None]) -> None:
         """Call `fn(start, end)` (monotonic seconds) after each completed timer interval."""
@@ -317,6 +328,9 @@ class Registry:
     def tick(self) -> None:
         """Advance meters (5 s ticks) and timer windows (interval rotation) to the clock's now."""
         now = self.clock.monotonic()
+        for t in self._timers:
+            if t.meter is not None and t.count != t.meter.count:
+                t.meter.mark(t.count - t.meter.count)  # a Timer's meter counts its updates (no hot-path cost)
         ticks = int((now - self._last_tick) // TICK_INTERVAL_S)
         if ticks > 0:
             self._last_tick += ticks * TICK_INTERVAL_S

@@ -47,6 +47,13 @@ class Timer:
     def __init__(self, intervals: int = 6, buckets_s: tuple[float, ...] = DEFAULT_BUCKETS_S) -> None:
         self.count = 0          # cumulative, since creation
         self.sum_ms = 0.0       # cumulative
+        # Cumulative Min/Max/StdDev (Yammer's Histogram attributes), from the µs values as they are drained.
+        self._min_us: int | None = None
+        self._max_us = 0
+        self._drained = 0
+        self._sum_us = 0
+        self._sumsq_us = 0
+        self.meter = None       # a Yammer Timer's rates (Registry.timer sets it); None for a Histogram
         self._pending: dict[int, int] = {}
         self._current: dict[int, int] = {}
         self._ring: deque[dict[int, int]] = deque(maxlen=intervals)  # completed intervals, newest last
@@ -78,7 +85,7 @@ class Timer:
             w = self._window = new_hdr(word_size=4)
         cur = self._current
         bounds, buckets = self._bounds_us, self._bucket_counts
-        n = 0
+        n = s = sq = 0
         for v, c in pending.items():
             if v < 0:
                 v = 0
@@ -88,6 +95,14 @@ class Timer:
             cur[v] = cur.get(v, 0) + c
             buckets[bisect_left(bounds, v)] += c
             n += c
+            s += v * c
+            sq += v * v * c
+        lo, hi = min(max(min(pending), 0), HIGHEST_US), max(min(max(pending), HIGHEST_US), 0)
+        self._min_us = lo if self._min_us is None else min(self._min_us, lo)
+        self._max_us = max(self._max_us, hi)
+        self._drained += n
+        self._sum_us += s
+        self._sumsq_us += sq
         self._window_count += n
         self._cache = None
 
@@ -131,6 +146,16 @@ class Timer:
         if qs is QUANTILES:
             self._cache = out
         return out
+
+    def moments(self) -> tuple[float, float, float, float]:
+        """Yammer's cumulative ``Min``, ``Max``, ``Mean``, ``StdDev`` (ms; sample deviation; zeros when empty)."""
+        self.drain()
+        n = self._drained
+        if not n:
+            return 0.0, 0.0, 0.0, 0.0
+        var = (self._sumsq_us - self._sum_us * self._sum_us / n) / (n - 1) if n > 1 else 0.0
+        mean = self.sum_ms / self.count if self.count else 0.0
+        return max(self._min_us or 0, 0) / 1000.0, self._max_us / 1000.0, mean, max(var, 0.0) ** 0.5 / 1000.0
 
     def snapshot(self) -> HdrHistogram:
         """A fresh HDR (µs) holding the window's values."""

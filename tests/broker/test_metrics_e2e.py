@@ -150,7 +150,9 @@ def test_standalone_replication_and_broker_gauges(metrics_broker):
     assert got[("kafka_server_delayedoperationpurgatory_purgatorysize", (("delayedOperation", "Fetch"),))] >= 0
     assert got[("kafka_server_socket_server_metrics_connection_creation_total",
                 (("listener", "PLAINTEXT"), ("networkProcessor", "0")))] >= 1
-    assert ("kafka_coordinator_group_groupmetadatamanager_numgroups", ()) in got
+    # Strimzi's rules (kafka.(\w+)<...) cannot match the dotted kafka.coordinator.group domain, so under them
+    # Kafka's GroupMetadataManager gauges are not exported, ours neither; Confluent's rules name them.
+    assert not any(name.startswith("kafka_coordinator_") for name, _ in got)
     assert got[("kafka_server_kafkaserver_linux_disk_write_bytes", ())] >= 0
     assert ("process_cpu_seconds_total", ()) in got and ("process_open_fds", ()) in got
     assert ("python_gc_pause_seconds_count", (("generation", "0"),)) in got

@@ -1,109 +1,74 @@
-"""Naming rules against jmx_exporter's documented behaviour (kafka_metrics.md §1-§3)."""
+"""prometheus.naming: aliases are the shipped upstream rule files, ``rules:`` takes any jmx_exporter file, and
+:func:`series_for` names an attribute as the recorded jmx_exporter output does."""
+
+import re
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.naming import CONFLUENT, STRIMZI, Series, quantile_label, safe_name, series_for
+from broker.config import BrokerConfig, ConfigError
+from exporter.naming import ALIASES, OWN_RULES, load, quantile_label, rules_path, safe_name, series_for
+from tests.exporter.jmx_beans import beans, split_name
+from tests.exporter.jmx_compare import reference_path
 
 
-def s(domain, type_, name, attr, conv=STRIMZI, **tags):
-    return series_for(domain, type_, name, tuple(tags.items()), attr, conv)
+def test_aliases_are_the_upstream_files_with_their_source_named():
+    assert set(ALIASES) == {"strimzi", "confluent"}
+    for alias, repo in (("strimzi", "strimzi/strimzi-kafka-operator"), ("confluent", "confluentinc/jmx-monitoring-stacks")):
+        head = ALIASES[alias].read_text().split("\n", 4)[:4]
+        assert repo in " ".join(head) and re.search(r"commit [0-9a-f]{40}", " ".join(head)), alias
+        assert load(alias).rules
+    assert rules_path("rules:/etc/x.yml").as_posix() == "/etc/x.yml"
+    for bad in ("graphite", "rules:", ""):
+        with pytest.raises(ValueError):
+            rules_path(bad)
+
+
+def test_broker_key_accepts_a_rule_file_and_refuses_a_bad_one(tmp_path):
+    good = tmp_path / "mine.yml"
+    good.write_text("lowercaseOutputName: true\nrules:\n- pattern: kafka.server<type=(.+), name=(.+)><>Value\n"
+                    "  name: mine_$1_$2\n")
+    assert BrokerConfig.from_properties({"prometheus.naming": f"rules:{good}"}).prometheus_naming == f"rules:{good}"
+    assert BrokerConfig.from_properties({"prometheus.naming": "confluent"}).prometheus_naming == "confluent"
+    bad = tmp_path / "bad.yml"
+    bad.write_text("rules:\n- name: x\n")
+    for value in (f"rules:{bad}", f"rules:{tmp_path / 'missing.yml'}", "graphite"):
+        with pytest.raises(ConfigError, match="prometheus.naming"):
+            BrokerConfig.from_properties({"prometheus.naming": value})
 
 
 def test_safe_name_and_quantile_labels():
     assert safe_name("socket-server-metrics") == "socket_server_metrics"
-    assert safe_name("a--b__c") == "a_b_c"
-    assert [quantile_label(a) for a in ("50thPercentile", "75thPercentile", "95thPercentile", "98thPercentile",
-                                         "99thPercentile", "999thPercentile")] == \
-        ["0.50", "0.75", "0.95", "0.98", "0.99", "0.999"]
+    assert safe_name("a--b__c") == "a_b_c" and safe_name("9lives") == "_9lives"
+    assert quantile_label("999thPercentile") == "0.999" and quantile_label("50thPercentile") == "0.50"
     assert quantile_label("Mean") is None
 
 
-@pytest.mark.parametrize(("args", "tags", "expected"), [
-    (("kafka.server", "ReplicaManager", "UnderReplicatedPartitions", "Value"), {},
-     Series("kafka_server_replicamanager_underreplicatedpartitions", (), "gauge")),
-    (("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", "Count"), {"topic": "orders"},
-     Series("kafka_server_brokertopicmetrics_messagesin", (("topic", "orders"),), "counter")),
-    (("kafka.server", "BrokerTopicMetrics", "BytesInPerSec", "Count"), {},
-     Series("kafka_server_brokertopicmetrics_bytesin", (), "counter")),
-    (("kafka.network", "RequestMetrics", "TotalTimeMs", "99thPercentile"), {"request": "Produce"},
-     Series("kafka_network_requestmetrics_totaltimems", (("request", "Produce"), ("quantile", "0.99")), "gauge")),
-    (("kafka.network", "RequestMetrics", "TotalTimeMs", "Count"), {"request": "Produce"},
-     Series("kafka_network_requestmetrics_totaltimems_count", (("request", "Produce"),), "counter")),
-    (("kafka.network", "RequestMetrics", "RequestsPerSec", "Count"), {"request": "Produce", "version": "9"},
-     Series("kafka_network_requestmetrics_requests", (("request", "Produce"), ("version", "9")), "counter")),
-    (("kafka.network", "RequestMetrics", "ErrorsPerSec", "Count"), {"request": "Produce", "error": "NONE"},
-     Series("kafka_network_requestmetrics_errors", (("request", "Produce"), ("error", "NONE")), "counter")),
-    (("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent", "Value"), {},
-     Series("kafka_network_socketserver_networkprocessoravgidle_percent", (), "gauge")),
-    (("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent", "MeanRate"), {},
-     Series("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent", (), "gauge")),
-    (("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent", "Count"), {},
-     Series("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count", (), "counter")),
-    (("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", "Value"), {"delayedOperation": "Produce"},
-     Series("kafka_server_delayedoperationpurgatory_purgatorysize", (("delayedOperation", "Produce"),), "gauge")),
-    (("kafka.log", "Log", "Size", "Value"), {"topic": "t", "partition": "0"},
-     Series("kafka_log_log_size", (("topic", "t"), ("partition", "0")), "gauge")),
-    (("kafka.controller", "ControllerStats", "UncleanLeaderElectionsPerSec", "Count"), {},
-     Series("kafka_controller_controllerstats_uncleanleaderelections", (), "counter")),
-    (("kafka.server", "ReplicaManager", "IsrShrinksPerSec", "Count"), {},
-     Series("kafka_server_replicamanager_isrshrinks", (), "counter")),
-    (("kafka.server", "KafkaServer", "linux-disk-read-bytes", "Value"), {},
-     Series("kafka_server_kafkaserver_linux_disk_read_bytes", (), "gauge")),
-    (("kafka.coordinator.group", "GroupMetadataManager", "NumGroupsStable", "Value"), {},
-     Series("kafka_coordinator_group_groupmetadatamanager_numgroupsstable", (), "gauge")),
-    (("kafka.server", "socket-server-metrics", None, "connection-count"),
-     {"listener": "PLAINTEXT", "networkProcessor": "0"},
-     Series("kafka_server_socket_server_metrics_connection_count",
-            (("listener", "PLAINTEXT"), ("networkProcessor", "0")), "gauge")),
-    (("kafka.server", "socket-server-metrics", None, "connection-creation-total"),
-     {"listener": "PLAINTEXT", "networkProcessor": "0"},
-     Series("kafka_server_socket_server_metrics_connection_creation_total",
-            (("listener", "PLAINTEXT"), ("networkProcessor", "0")), "counter")),
-])
-def test_strimzi(args, tags, expected):
-    assert s(*args, **tags) == expected
+@pytest.mark.parametrize("convention", ["strimzi", "confluent"])
+def test_series_for_names_attributes_as_jmx_exporter(convention):
+    recorded = {(s.name, frozenset(s.labels.items()))
+                for fam in text_string_to_metric_families(reference_path(convention, "broker").read_text())
+                for s in fam.samples}
+    checked = 0
+    for name, attr, v in beans("broker"):
+        domain, props = split_name(name)
+        if not domain.startswith("kafka."):
+            continue
+        s = series_for(domain, props[0][1], dict(props).get("name"),
+                       tuple(p for p in props[1:] if p[0] != "name"), attr, convention, v)
+        if s is None:
+            continue
+        sample = s.name + "_total" if s.type == "counter" else s.name
+        labels = frozenset(s.labels)
+        objectname = domain + "<" + ", ".join(f"{k}={x}" for k, x in props) + "><>" + attr
+        assert (sample, labels) in recorded or (sample, labels | {("_objectname", objectname)}) in recorded, \
+            (name, attr, s)
+        checked += 1
+    assert checked > 1000
 
 
-@pytest.mark.parametrize("attr", ["MeanRate", "OneMinuteRate", "Min", "Max", "Mean", "StdDev"])
-def test_strimzi_does_not_export_rates_or_moments(attr):
-    assert s("kafka.network", "RequestMetrics", "TotalTimeMs", attr, request="Produce") is None
-    assert s("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", attr) is None
-
-
-def test_strimzi_drops_dotted_domains_other_than_coordinator_gauges():
-    assert s("kafka.log.remote", "RemoteLogManager", "X", "Value") is None
-
-
-@pytest.mark.parametrize(("args", "tags", "expected"), [
-    (("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec", "Count"), {"topic": "t"},
-     Series("kafka_server_brokertopicmetrics_messagesinpersec", (("topic", "t"),), "untyped")),
-    (("kafka.network", "RequestMetrics", "RequestsPerSec", "Count"), {"request": "Fetch", "version": "11"},
-     Series("kafka_network_requestmetrics_requestspersec", (("request", "Fetch"), ("version", "11")), "untyped")),
-    (("kafka.network", "RequestMetrics", "TotalTimeMs", "Count"), {"request": "Produce"},
-     Series("kafka_network_requestmetrics_totaltimems", (("request", "Produce"),), "untyped")),
-    (("kafka.network", "RequestMetrics", "TotalTimeMs", "999thPercentile"), {"request": "Produce"},
-     Series("kafka_network_requestmetrics_totaltimems", (("request", "Produce"), ("quantile", "0.999")), "untyped")),
-    (("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent", "Value"), {},
-     Series("kafka_network_socketserver_networkprocessoravgidlepercent", (), "untyped")),
-    (("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent", "OneMinuteRate"), {},
-     Series("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_oneminuterate", (), "untyped")),
-    (("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", "Value"), {"delayedOperation": "Fetch"},
-     Series("kafka_server_delayedoperationpurgatory_purgatorysize", (("delayedoperation", "Fetch"),), "untyped")),
-    (("kafka.server", "socket-server-metrics", None, "connection-count"),
-     {"listener": "PLAINTEXT", "networkProcessor": "0"},
-     Series("kafka_server_socketservermetrics_connection_count",
-            (("listener", "PLAINTEXT"), ("network_processor", "0")), "untyped")),
-    (("kafka.server", "BrokerTopicMetrics", "BytesInPerSec", "OneMinuteRate"), {},
-     Series("kafka_server_brokertopicmetrics_bytesinpersec_oneminuterate_alltopics", (), "untyped")),
-    (("kafka.server", "ReplicaManager", "IsrShrinksPerSec", "Count"), {},
-     Series("kafka_server_replicamanager_isrshrinkspersec", (), "untyped")),
-    (("kafka.controller", "ControllerStats", "UncleanLeaderElectionsPerSec", "Count"), {},
-     Series("kafka_controller_controllerstats_uncleanleaderelectionspersec", (), "untyped")),
-])
-def test_confluent(args, tags, expected):
-    assert s(*args[:3], args[3], CONFLUENT, **tags) == expected
-
-
-def test_unknown_convention_is_an_error():
-    with pytest.raises(ValueError):
-        series_for("kafka.server", "ReplicaManager", "LeaderCount", (), "Value", "graphite")
+def test_own_mbeans_fall_back_to_our_rules():
+    assert OWN_RULES.is_file()
+    for convention in ("strimzi", "confluent"):
+        s = series_for("kafkascope.log", "LogDir", "FreeBytes", (("logDir", "/d"),), "Value", convention, 5)
+        assert s is not None and s.name == "kafkascope_log_logdir_freebytes" and s.labels == (("logDir", "/d"),)

@@ -89,3 +89,33 @@ def test_out_of_range_values_are_clamped_not_dropped():
     t.update(10 * 3600 * 1000.0)
     t.drain()
     assert t.window_count == 2
+
+
+def test_moments_are_yammers_cumulative_min_max_mean_and_sample_deviation():
+    import statistics
+
+    t = Timer()
+    assert t.moments() == (0.0, 0.0, 0.0, 0.0)
+    values = [1.0, 2.0, 3.0, 4.0, 250.5]
+    for ms in values:
+        t.update(ms)
+    t.rotate(10)  # the window empties; Min/Max/Mean/StdDev are since creation, as Yammer's
+    lo, hi, mean, sd = t.moments()
+    assert (lo, hi, mean) == (1.0, 250.5, statistics.mean(values))
+    assert abs(sd - statistics.stdev(values)) < 1e-9
+
+
+def test_registry_timer_has_rates_and_histogram_has_not():
+    from exporter.registry import ManualClock, Registry
+
+    clock = ManualClock()
+    reg = Registry(clock)
+    timer = reg.timer("kafka.controller", "ControllerStats", "LeaderElectionRateAndTimeMs")
+    hist = reg.histogram("kafka.network", "RequestMetrics", "TotalTimeMs", request="Produce")
+    for _ in range(10):
+        timer.update(1.0)
+        hist.update(1.0)
+    clock.advance(5.0)
+    reg.tick()
+    assert hist.meter is None
+    assert timer.meter.count == 10 and timer.meter.one_minute_rate == 2.0 and timer.meter.mean_rate == 2.0

@@ -1,0 +1,279 @@
+"""jmx_exporter 1.0.1's naming applied to MBean attributes: ``JmxCollector.Receiver.recordBean`` and
+``MatchedRuleToMetricSnapshotsConverter``, with client_java 1.3.1's name rules (what the agent runs with).
+
+For one attribute of one MBean the match string is ``domain<k1=v1, k2=v2><>attribute: value`` (``<cache>`` in
+place of the value for ``cache: true`` rules); the first rule whose ``^.*(?:pattern).*$`` matches it names the
+sample: ``name`` (made safe, maybe lowercased), ``labels``, ``help``, ``type``, ``value``/``valueFactor``. A rule
+without ``name`` exports the default format: ``domain_<first key's value>_attribute`` with the other keys as
+labels. Then client_java strips ``_total``/``_created``/``_bucket``/``_info`` from the name; samples with one name
+form one family whose type is the rules' type when they agree and UNKNOWN otherwise; a family where two samples
+have the same labels gets an ``_objectname`` label on every sample; a COUNTER is exposed as ``<name>_total``.
+
+Speed: rules are compiled once. The outcome for an (MBean, attribute) is kept while it cannot depend on the value:
+always for ``cache: true`` rules, and for the others when :mod:`exporter.jregex` shows the pattern cannot reach
+into the value. Only the rest (e.g. ``current-state: (.+)`` on a string) is matched again at each scrape.
+Where jmx_exporter would fail a whole scrape (a negative counter, an illegal or repeated label name) the one
+sample is dropped instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from exporter.jmx_config import JmxConfig, Rule, canonical, java_value_str, parse_java_double
+
+log = logging.getLogger(__name__)
+
+Props = tuple[tuple[str, str], ...]
+_RESERVED = ("_total", "_created", "_bucket", "_info", ".total", ".created", ".bucket", ".info")
+_LABEL_NAME = re.compile(r"[a-zA-Z_.][a-zA-Z0-9_.]*")
+_UNSAFE_RUN = re.compile(r"[^a-zA-Z0-9:]+")  # '_' included: a run of unsafe characters and '_' is one '_'
+_TYPES = {"COUNTER": "counter", "GAUGE": "gauge"}  # anything else is UNKNOWN (exposed as untyped)
+
+
+def safe_name(name: str) -> str:
+    """jmx_exporter's safeName: a leading digit gets ``_``; each run of illegal characters and ``_`` becomes one ``_``."""
+    if not name:
+        return name
+    out = _UNSAFE_RUN.sub("_", name)
+    return "_" + out if name[0].isdigit() else out
+
+
+def snake_case(attr: str) -> str:
+    """jmx_exporter's toSnakeAndLowerCase (``attrNameSnakeCase: true``)."""
+    if not attr:
+        return attr
+    prev_upper = attr[0].isupper() or attr[0] == "_"
+    out = [attr[0].lower()]
+    for c in attr[1:]:
+        up = c.isupper()
+        if not prev_upper and up:
+            out.append("_")
+        out.append(c.lower())
+        prev_upper = up or c == "_"
+    return "".join(out)
+
+
+def sanitize_metric_name(name: str) -> str:
+    """client_java 1.3.1 PrometheusNaming.sanitizeMetricName on a safe name: reserved suffixes stripped, repeatedly."""
+    name = "".join(c if c in ":." or c.isascii() and c.isalpha() or i > 0 and c.isdigit() else "_"
+                   for i, c in enumerate(name))
+    for _ in range(len(name) + 1):
+        for suffix in _RESERVED:
+            if name == suffix:
+                return suffix[1:]
+        stripped = next((name[: -len(s)] for s in _RESERVED if name.endswith(s)), None)
+        if stripped is None:
+            return name
+        name = stripped
+    return name
+
+
+def _valid_label(name: str) -> bool:
+    return bool(_LABEL_NAME.fullmatch(name)) and not name.startswith(("__", "._", "..", "_."))
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One matched (MBean, attribute), everything but the attribute's value: reusable across scrapes."""
+
+    name: str                  # the family name (sanitized, without the counter's _total)
+    labels: Props              # sorted by label name
+    type: str                  # COUNTER, GAUGE or anything else (UNKNOWN)
+    help: str
+    objectname: str            # the match string up to its last ':' (jmx_exporter's _objectname label)
+    value: float | None        # the rule's `value:`, replacing the attribute's
+    factor: float
+
+
+@dataclass
+class Family:
+    name: str
+    type: str                  # "counter" | "gauge" | "unknown"
+    help: str
+    points: list[tuple[dict[str, str], float]]
+
+
+_DROP = object()  # recordBean returned without a sample, whatever later rules say
+_UNSEEN = object()
+_MAX_PLANS = 500_000  # a bound, not a working size: callers forget() when their MBeans change
+
+
+@dataclass(frozen=True, slots=True)
+class _From:
+    """A kept plan: match again at every scrape from rule `index` (earlier rules cannot match any value)."""
+
+    index: int
+
+
+class JmxEngine:
+    """Names MBean attributes as jmx_exporter does under one configuration."""
+
+    def __init__(self, config: JmxConfig) -> None:
+        self.config = config
+        self._plans: dict[tuple, Sample | _From | None] = {}
+        self._beans: dict[tuple[str, Props], bool] = {}
+
+    # -------------------------------------------------------------------------------------------- MBeans
+
+    def bean_exported(self, domain: str, props: Props) -> bool:
+        """includeObjectNames / excludeObjectNames (queryMBeans semantics)."""
+        key = (domain, props)
+        ok = self._beans.get(key)
+        if ok is None:
+            cfg, d = self.config, dict(props)
+            ok = (cfg.include is None or any(p.matches(domain, d) for p in cfg.include)) and \
+                not any(p.matches(domain, d) for p in cfg.exclude)
+            self._beans[key] = ok
+        return ok
+
+    def attribute_excluded(self, domain: str, props: Props, attr: str) -> bool:
+        ex = self.config.exclude_attributes
+        return bool(ex) and attr in ex.get(canonical(domain, props), ())
+
+    # -------------------------------------------------------------------------------------------- matching
+
+    def match(self, domain: str, props: Props, attr: str, value: object) -> Sample | None:
+        """The sample one attribute becomes (None: not exported)."""
+        return self.match_settled(domain, props, attr, value)[0]
+
+    def match_settled(self, domain: str, props: Props, attr: str, value: object) -> tuple[Sample | None, bool]:
+        """(sample or None, whether that outcome holds for every value of the attribute)."""
+        key = (domain, props, attr)
+        plan = self._plans.get(key, _UNSEEN)
+        if plan is not _UNSEEN and plan.__class__ is not _From:
+            return plan, True  # type: ignore[return-value]
+        start = plan.index if plan.__class__ is _From else 0  # type: ignore[union-attr]
+        result, dynamic_from = self._resolve(domain, props, attr, value, start)
+        if result is _DROP:
+            result = None
+        if start == 0:
+            if len(self._plans) > _MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = result if dynamic_from is None else _From(dynamic_from)
+        return result, dynamic_from is None  # type: ignore[return-value]
+
+    def forget(self) -> None:
+        """Drop every kept outcome (the set of MBeans changed a lot)."""
+        self._plans.clear()
+        self._beans.clear()
+
+    def _resolve(self, domain: str, props: Props, attr: str, value: object, start: int) -> tuple[object, int | None]:
+        """recordBean from rule `start` on: (Sample, None or _DROP; the first rule whose verdict may depend on the
+        value, None when the outcome holds for every value)."""
+        cfg = self.config
+        prefix = domain + "<" + ", ".join(f"{k}={v}" for k, v in props) + "><>"
+        numeric = value.__class__ in (int, float)
+        vstr = java_value_str(value)
+        dynamic_from = None
+        for idx in range(start, len(cfg.rules)):
+            rule = cfg.rules[idx]
+            attribute = snake_case(attr) if rule.attr_snake_case else attr
+            fixed = prefix + attribute + ": "
+            text = fixed + ("<cache>" if rule.cache else vstr)
+            if dynamic_from is None and not rule.cache and not (numeric and not rule.dynamic and (
+                    rule.value_prefix is None or not rule.value_prefix.search(fixed))):
+                dynamic_from = idx
+            m = None
+            if rule.pattern is not None:
+                if any(lit not in text for lit in rule.literals):
+                    continue
+                m = rule.pattern.fullmatch(text)
+                if m is None:
+                    continue
+            return self._sample(rule, m, text, domain, props, attribute, attr), dynamic_from
+        return None, dynamic_from
+
+    def _sample(self, rule: Rule, m: re.Match | None, text: str, domain: str, props: Props, attribute: str,
+                attr: str):
+        cfg = self.config
+        value = None
+        if rule.value is not None:
+            value = parse_java_double(rule.value.apply(m))  # type: ignore[arg-type]
+            if value is None:
+                return _DROP
+        d = dict(props)
+        help_ = f"{domain}:name={d.get('name', 'null')},type={d.get('type', 'null')},attribute={attr}"
+        objectname = text[: text.rfind(":")]
+        if rule.name is None:
+            return self._default_export(domain, props, attribute, help_, objectname, value, rule)
+        name = safe_name(rule.name.apply(m))  # type: ignore[arg-type]
+        if not name:
+            return _DROP
+        if cfg.lowercase_output_name:
+            name = name.lower()
+        if rule.help is not None:
+            help_ = rule.help.apply(m)  # type: ignore[arg-type]
+        labels: dict[str, str] = {}
+        for name_tpl, value_tpl in rule.labels or ():
+            label = safe_name(name_tpl.apply(m))  # type: ignore[arg-type]
+            label_value = value_tpl.apply(m)  # type: ignore[arg-type]
+            if cfg.lowercase_output_label_names:
+                label = label.lower()
+            if label and label_value:
+                if label in labels or not _valid_label(label):
+                    log.warning("%s: %s gives label name %r twice or illegally; sample dropped (jmx_exporter "
+                                "fails the scrape)", cfg.source, objectname, label)
+                    return _DROP
+                labels[label] = label_value
+        return Sample(sanitize_metric_name(name), tuple(sorted(labels.items())), rule.type, help_, objectname, value,
+                      rule.value_factor)
+
+    def _default_export(self, domain: str, props: Props, attribute: str, help_: str, objectname: str,
+                        value: float | None, rule: Rule) -> Sample:
+        cfg = self.config
+        name = domain + (f"_{props[0][1]}" if props else "") + "_" + attribute
+        name = safe_name(name)
+        if cfg.lowercase_output_name:
+            name = name.lower()
+        labels = []
+        for k, v in props[1:]:
+            label = safe_name(k)
+            labels.append((label.lower() if cfg.lowercase_output_label_names else label, v))
+        return Sample(sanitize_metric_name(name), tuple(sorted(labels)), rule.type, help_, objectname, value,
+                      rule.value_factor)
+
+    # -------------------------------------------------------------------------------------------- families
+
+    @staticmethod
+    def families(matched: Iterable[tuple[Sample, object]]) -> list[Family]:
+        """Group samples by name, sorted by name, as MetricSnapshots is: type, uniqueness and values resolved."""
+        by_name: dict[str, list[tuple[Sample, object]]] = {}
+        for s, v in matched:
+            pts = by_name.get(s.name)
+            if pts is None:
+                by_name[s.name] = [(s, v)]
+            else:
+                pts.append((s, v))
+        out = []
+        for name in sorted(by_name):
+            pts = by_name[name]
+            first = pts[0][0]
+            typ = first.type if all(s.type == first.type for s, _ in pts) else "UNKNOWN"
+            unique = len(pts) == 1 or len({s.labels for s, _ in pts}) == len(pts)
+            fam = Family(name, _TYPES.get(typ, "unknown"), first.help, [])
+            for s, v in pts:
+                x = _number(s, v)
+                if x is None or (fam.type == "counter" and x < 0):
+                    continue
+                labels = dict(s.labels)
+                if not unique:
+                    labels["_objectname"] = s.objectname
+                fam.points.append((labels, x))
+            if fam.points:
+                out.append(fam)
+        return out
+
+
+def _number(s: Sample, v: object) -> float | None:
+    if s.value is not None:
+        return s.value * s.factor
+    if v.__class__ is bool:
+        return 1.0 if v else 0.0  # jmx_exporter: booleans are 1/0, valueFactor not applied
+    if isinstance(v, int | float):
+        return float(v) * s.factor
+    return None
+
