@@ -96,8 +96,12 @@ Logs (``kafka.log:type=Log,topic,partition``): Size, LogEndOffset, LogStartOffse
 Group coordinator: NumGroups and NumGroups<State>. Process: linux-disk-read/write-bytes (/proc/self/io),
 free bytes per log dir, OfflineLogDirectoryCount (dirs not writable), BrokerState (3 = RUNNING),
 ``process_*`` (CPU, open fds, memory; prometheus-client's process collector), Python GC collections and pause time
-per generation (``gc.callbacks``) as ``python_gc_pause_seconds{generation}`` and, for the JVM GC panels,
-``jvm_gc_collection_seconds{gc="python-gen<N>"}``.
+per generation (``gc.callbacks``) as ``python_gc_pause_seconds{generation}``. The JVM panels' series, mapped onto
+this process (``jvm`` module, docs/metrics-jvm-mapping.md): ``jvm_memory_used_bytes{area}`` (heap = resident
+anonymous memory, nonheap = resident file-backed), ``jvm_memory_max_bytes{area}`` (the tightest of RLIMIT_AS,
+RLIMIT_DATA and the cgroup limit, -1 for none), the same under 0.x's ``jvm_memory_bytes_used/max``,
+``jvm_threads_current`` (OS threads) and ``jvm_gc_collection_seconds{gc="python-gen<N>"}``.
+There is no ControlPlaneRequestHandlerAvgIdlePercent: Kafka 3.9 has it only with control.plane.listener.name set.
 """
 
 from broker.metrics.core import BrokerMetrics

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.metrics.clients import ConnectionsByClient, client_information, is_deprecated
 from broker.metrics.cluster import ClusterMetrics
+from broker.metrics.jvm import jvm_families
 from broker.metrics.replicas import FetcherMetrics, ReplicaGauges, ReplicaView
 from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, RequestStats, count_errors
 from broker.metrics.runtime import GcStats, free_bytes, install_idle_probe, proc_io
@@ -99,6 +100,7 @@ class BrokerMetrics:
             reg.gauge("kafka.server", "DelayedOperationPurgatory", "NumDelayedOperations",
                       lambda op=op: b.purgatory.delayed(op), delayedOperation=op)
         cg = ("kafka.coordinator.group", "GroupMetadataManager")
+        reg.gauge(*cg, "NumOffsets", self._num_offsets)
         reg.gauge(*cg, "NumGroups", lambda: len(self._group_states()))
         for st in GROUP_STATES:
             reg.gauge(*cg, f"NumGroups{st}", lambda st=st: sum(1 for s in self._group_states() if s == st))
@@ -129,10 +131,16 @@ class BrokerMetrics:
         reg.gauge_family("kafkascope.log", "LogDir", "FreeBytes",
                          lambda: (((("logDir", str(d)),), free_bytes(d)) for d in dirs))
         reg.raw(self._gc.families)
+        reg.raw(jvm_families)
 
     def _active_fetchers(self) -> list:
         fetchers = self.broker.replicas.fetchers
         return fetchers.active() if fetchers is not None else []
+
+    def _num_offsets(self) -> int:
+        """Committed offsets (group, partition) held for the groups this broker coordinates, as Kafka's."""
+        groups = getattr(self.broker.group_coordinator, "_groups", {})
+        return sum(len(g.offsets) for g in groups.values())
 
     def _group_states(self) -> list[str]:
         groups = getattr(self.broker.group_coordinator, "_groups", {})

@@ -105,3 +105,22 @@ async def test_produce_message_conversions_count_recompressed_records(tmp_path):
         assert conversions(topic="gz").count == 4
         assert conversions().count == 4
         assert conversions(topic="as-sent") is None   # never converted: no per-topic meter, as Kafka
+
+
+async def test_group_metadata_manager_counts_offsets_and_groups(tmp_path):
+    async with inproc_broker(tmp_path) as (b, port):
+        def gauge(name: str) -> float:
+            return metric(b, "kafka.coordinator.group", "GroupMetadataManager", name).value
+
+        assert gauge("NumOffsets") == gauge("NumGroups") == 0
+
+        def commit(group: str, partitions: int) -> None:
+            with WireClient(port) as w:
+                w.call(8, 8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                              "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                                  {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1,
+                                   "committed_metadata": ""} for p in range(partitions)]}]})
+
+        await asyncio.to_thread(lambda: (create_topic(port, "t", 3), commit("g1", 3), commit("g2", 2)))
+        assert gauge("NumOffsets") == 5
+        assert gauge("NumGroups") == gauge("NumGroupsEmpty") == 2

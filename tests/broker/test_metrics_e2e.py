@@ -210,3 +210,19 @@ def test_hdr_interval_logs_are_written(metrics_broker, topic_name):
 def test_metrics_off_without_listener(shared_broker):
     # shared_broker has no prometheus.listener: nothing listens, nothing is recorded (no BrokerMetrics).
     assert "prometheus.listener" not in shared_broker.props
+
+
+def test_jvm_and_process_series_the_dashboards_chart(metrics_broker):
+    """No JVM here: heap = resident anonymous memory, nonheap = resident file-backed, max = the memory limit or -1,
+    threads = OS threads, GC = CPython's generations (broker/metrics/jvm.py); process_* from prometheus-client."""
+    got = scrape(metrics_broker.metrics_port)
+    heap = got[("jvm_memory_used_bytes", (("area", "heap"),))]
+    nonheap = got[("jvm_memory_used_bytes", (("area", "nonheap"),))]
+    assert heap > 1 << 20 and nonheap > 0
+    assert heap + nonheap <= 1.5 * got[("process_resident_memory_bytes", ())]  # the RSS, read a moment apart
+    assert got[("jvm_memory_bytes_max", (("area", "heap"),))] == got[("jvm_memory_max_bytes", (("area", "heap"),))]
+    assert got[("jvm_threads_current", ())] >= 1
+    assert ("jvm_gc_collection_seconds_count", (("gc", "python-gen0"),)) in got
+    assert ("jvm_gc_collection_seconds_sum", (("gc", "python-gen2"),)) in got
+    for name in ("process_cpu_seconds_total", "process_open_fds", "process_resident_memory_bytes"):
+        assert (name, ()) in got, name
