@@ -140,11 +140,12 @@ class MetadataPoller:
     earliest offsets, published to `monitor.cluster_meta`. Its own thread and client, so a slow or paused broker
     delays only this, never the collector's reading of `__consumer_offsets` and log ends."""
 
-    def __init__(self, bootstrap: str, monitor: LagMonitor, clock: Callable[[], int] = wall_ms) -> None:
+    def __init__(self, bootstrap: str, monitor: LagMonitor, clock: Callable[[], int] = wall_ms,
+                 admin: AdminClient | None = None) -> None:
         self.monitor = monitor
         self.clock = clock
-        self.admin = AdminClient({"bootstrap.servers": bootstrap,
-                                  "client.id": f"kafkascope-lag-meta-{monitor.config.cluster}"})
+        self.admin = admin or AdminClient({"bootstrap.servers": bootstrap,
+                                           "client.id": f"kafkascope-lag-meta-{monitor.config.cluster}"})
 
     def _publish(self, meta: topics.ClusterMeta) -> None:
         with self.monitor.lock:
