@@ -12,9 +12,12 @@ response is encoded, t4 the last byte is handed to the kernel.
 * RequestQueueTimeMs = t1 - t0 (*analogue*: no handler pool queue; header parse + context, i.e. time before the
   handler runs). LocalTimeMs = t2 - t1 - remote. RemoteTimeMs = time parked in the purgatory (Fetch long-poll;
   acks=all waits once replication exists). ResponseQueueTimeMs = t3 - t2 (*analogue*: response encoding).
-  ResponseSendTimeMs = t4 - t3. TotalTimeMs = t4 - t0. All HDR timers (exporter.timer): 60 s window quantiles,
-  cumulative count, and a ``..._seconds`` classic histogram.
-* RequestsPerSec{request,version}: meter marked once per request. ErrorsPerSec{request,error}: every
+  ResponseSendTimeMs = t4 - t3. TotalTimeMs = t4 - t0. ThrottleTimeMs = 0 for every request (no quotas). All
+  HDR timers (exporter.timer): 60 s window quantiles, cumulative count, and a ``..._seconds`` classic histogram.
+  They are registered at start for every API ApiVersions advertises and FetchConsumer/FetchFollower, as Kafka's
+  RequestChannel.Metrics does for its APIs (not RequestBytes, MessageConversionsTimeMs, TemporaryMemoryBytes).
+* RequestsPerSec{request,version}: meter marked once per request; it and ErrorsPerSec appear on first use, as
+  Kafka's. ErrorsPerSec{request,error}: every
   ``error_code`` field in the response body (top level and per topic/partition, as Kafka's ``errorCounts``),
   marked by its count, error = the Errors enum name (NONE included); requests the broker cannot parse or serve
   (the connection is closed) count once under their error: UNSUPPORTED_VERSION, INVALID_REQUEST for a frame

@@ -72,12 +72,14 @@ class RequestStats:
 class RequestGroup:
     """The RequestMetrics of one request name: timers registered at once, meters on first use (as Kafka)."""
 
-    __slots__ = ("name", "timers", "requests", "errors", "_deprecated", "_reg")
+    __slots__ = ("name", "timers", "throttle", "requests", "errors", "_deprecated", "_reg")
 
     def __init__(self, reg: Registry, name: str) -> None:
         self._reg = reg
         self.name = name
         self.timers = tuple(reg.timer("kafka.network", "RequestMetrics", t, request=name) for t in REQUEST_TIMERS)
+        # Kafka updates it for every request; no quota ever throttles here, so every value is 0.
+        self.throttle = reg.timer("kafka.network", "RequestMetrics", "ThrottleTimeMs", request=name)
         self.requests: dict[int, Meter] = {}
         self.errors: dict[int, Meter] = {}
         self._deprecated: dict[tuple[int, tuple[str, str]], Meter] = {}
@@ -100,6 +102,7 @@ class RequestGroup:
         trq.update(respq)
         ts.update(send)
         tt.update(total)
+        self.throttle.update(0.0)
         m = self.requests.get(version)
         if m is None:
             m = self.requests[version] = self._reg.meter("kafka.network", "RequestMetrics", "RequestsPerSec",

@@ -124,3 +124,22 @@ async def test_group_metadata_manager_counts_offsets_and_groups(tmp_path):
         await asyncio.to_thread(lambda: (create_topic(port, "t", 3), commit("g1", 3), commit("g2", 2)))
         assert gauge("NumOffsets") == 5
         assert gauge("NumGroups") == gauge("NumGroupsEmpty") == 2
+
+
+async def test_request_metrics_are_registered_for_every_advertised_api_at_start(tmp_path):
+    """As Kafka's RequestChannel.Metrics: each API's histograms exist before its first request (so a dashboard's
+    rate over a request type never seen reads 0, not "no data"), and FetchConsumer/FetchFollower too; the
+    RequestsPerSec{version} and ErrorsPerSec{error} meters come on first use, as Kafka's."""
+    from broker.metrics import API_NAMES
+    from broker.protocol.handlers.api_versions import advertised
+
+    async with inproc_broker(tmp_path) as (b, _port):
+        expected = {API_NAMES[a["api_key"]] for a in advertised()} | {"FetchConsumer", "FetchFollower"}
+        for timer in ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ThrottleTimeMs", "ResponseQueueTimeMs",
+                      "ResponseSendTimeMs", "TotalTimeMs"):
+            registered = {dict(n.tags)["request"] for n in names(b, "kafka.network", "RequestMetrics", timer)}
+            assert registered == expected, timer
+            t = metric(b, "kafka.network", "RequestMetrics", timer, request="DescribeCluster")
+            assert t.count == 0 and t.quantiles() == (0.0,) * 6
+        assert names(b, "kafka.network", "RequestMetrics", "ErrorsPerSec") == []
+        assert names(b, "kafka.network", "RequestMetrics", "RequestsPerSec") == []
