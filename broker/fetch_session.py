@@ -15,7 +15,7 @@ milliseconds is passed in. Only name-based sessions exist (Fetch v7-v12; topic i
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,36 +42,42 @@ def next_epoch(epoch: int) -> int:
 
 @dataclass(slots=True)
 class PartitionData:
-    """One partition of a Fetch request (FetchRequest.PartitionData). `log_start_offset` is the fetcher's."""
+    """One partition of a Fetch request (FetchRequest.PartitionData) under kio's attribute names, so that kio's
+    request partitions serve as they are. `log_start_offset` is the fetcher's."""
 
+    partition: int
     fetch_offset: int
     log_start_offset: int = -1
-    max_bytes: int = 0
+    partition_max_bytes: int = 0
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
 
 
+# A request's partitions: (topic, partitions) in request order; a partition is anything with PartitionData's
+# attributes (kio's request partitions; those of versions without an attribute read as -1).
+FetchData = Iterable[tuple[str, Iterable[Any]]]
+
+
 class CachedPartition:
-    """A partition remembered by a session: the fetcher's last request parameters (same attribute names as
-    :class:`PartitionData`, so the handler reads either) and what was last sent (high watermark, log start)."""
+    """A partition remembered by a session: the fetcher's last request parameters (PartitionData's attributes,
+    so the handler reads either) and what was last sent (high watermark, local log start offset)."""
 
-    __slots__ = ("topic", "partition", "fetch_offset", "log_start_offset", "max_bytes", "current_leader_epoch",
-                 "last_fetched_epoch", "high_watermark", "local_log_start_offset")
+    __slots__ = ("topic", "partition", "fetch_offset", "log_start_offset", "partition_max_bytes",
+                 "current_leader_epoch", "last_fetched_epoch", "high_watermark", "local_log_start_offset")
 
-    def __init__(self, topic: str, partition: int, data: PartitionData, high_watermark: int = -1,
-                 local_log_start_offset: int = -1) -> None:
+    def __init__(self, topic: str, data: Any, high_watermark: int = -1, local_log_start_offset: int = -1) -> None:
         self.topic = topic
-        self.partition = partition
+        self.partition = data.partition
         self.update_request_params(data)
         self.high_watermark = high_watermark
         self.local_log_start_offset = local_log_start_offset
 
-    def update_request_params(self, data: PartitionData) -> None:
+    def update_request_params(self, data: Any) -> None:
         self.fetch_offset = data.fetch_offset
-        self.log_start_offset = data.log_start_offset
-        self.max_bytes = data.max_bytes
-        self.current_leader_epoch = data.current_leader_epoch
-        self.last_fetched_epoch = data.last_fetched_epoch
+        self.log_start_offset = getattr(data, "log_start_offset", -1)
+        self.partition_max_bytes = data.partition_max_bytes
+        self.current_leader_epoch = getattr(data, "current_leader_epoch", -1)
+        self.last_fetched_epoch = getattr(data, "last_fetched_epoch", -1)
 
     def maybe_update_response_data(self, entry: Mapping[str, Any], update: bool) -> bool:
         """Whether an incremental response must carry this partition (response `entry`, kio field names); with
@@ -102,7 +108,7 @@ class CachedPartition:
 
     def __repr__(self) -> str:
         return (f"CachedPartition({self.topic}-{self.partition}, fetch_offset={self.fetch_offset}, "
-                f"max_bytes={self.max_bytes}, high_watermark={self.high_watermark}, "
+                f"partition_max_bytes={self.partition_max_bytes}, high_watermark={self.high_watermark}, "
                 f"local_log_start_offset={self.local_log_start_offset})")
 
 
@@ -130,19 +136,20 @@ class FetchSession:
         """Eviction order: unprivileged before privileged, then fewer partitions, then lower id."""
         return (self.privileged, self.cached_size, self.id)
 
-    def update(self, fetch_data: Mapping[TopicPartition, PartitionData],
-               to_forget: Iterable[TopicPartition]) -> tuple[list, list, list]:
+    def update(self, fetch_data: FetchData, to_forget: Iterable[TopicPartition]) -> tuple[list, list, list]:
         """Apply an incremental request: (added, updated, removed) partitions."""
         added, updated, removed = [], [], []
         parts = self.partitions
-        for tp, data in fetch_data.items():
-            cached = parts.get(tp)
-            if cached is None:
-                parts[tp] = CachedPartition(tp[0], tp[1], data)
-                added.append(tp)
-            else:
-                cached.update_request_params(data)
-                updated.append(tp)
+        for topic, datas in fetch_data:
+            for data in datas:
+                tp = (topic, data.partition)
+                cached = parts.get(tp)
+                if cached is None:
+                    parts[tp] = CachedPartition(topic, data)
+                    added.append(tp)
+                else:
+                    cached.update_request_params(data)
+                    updated.append(tp)
         for tp in to_forget:
             if parts.pop(tp, None) is not None:
                 removed.append(tp)
@@ -291,45 +298,28 @@ class FetchSessionCache:
 
 # ---------------------------------------------------------------- contexts
 
-# One partition read by the handler: (topic, partition, the request data it read with, response entry).
-Read = tuple[str, int, Any, dict]
-
 
 @dataclass(slots=True)
 class FetchResult:
-    """The top level of a Fetch response: error, session id, and the partitions to send, in order."""
+    """The top level of a Fetch response: error, session id, and the topics to send (kio field names)."""
 
     error_code: int
     session_id: int
-    reads: list[Read]
-
-
-def group_topics(reads: Iterable[Read]) -> list[dict]:
-    """Response topics (kio field names): consecutive partitions of one topic share an entry, as Kafka's
-    FetchResponse groups them (a topic may appear twice when a session's order interleaves topics)."""
-    topics: list[dict] = []
-    last = None
-    parts: list[dict] = []
-    for topic, _, _, entry in reads:
-        if topic != last:
-            parts = []
-            topics.append({"topic": topic, "partitions": parts})
-            last = topic
-        parts.append(entry)
-    return topics
+    topics: list[dict]
 
 
 class FetchContext:
-    """What one Fetch request reads (:meth:`partitions`) and how the reads become its response (:meth:`respond`)."""
+    """What one Fetch request reads (:meth:`topics`) and how the reads become its response (:meth:`respond`).
 
-    session_id = INVALID_SESSION_ID
+    The handler reads the partitions in the order given and hands back the response topics it built (kio field
+    names, one entry per partition read) with `datas`, the partition data each entry was read with, in the
+    same order."""
 
-    def partitions(self) -> Iterator[tuple[str, int, Any]]:
-        """(topic, partition, data) to read; data has PartitionData's attributes."""
-        return iter(())
+    def topics(self) -> FetchData:
+        return ()
 
-    def respond(self, reads: list[Read], now_ms: int) -> FetchResult:
-        return FetchResult(ErrorCode.none, INVALID_SESSION_ID, reads)
+    def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
+        return FetchResult(ErrorCode.none, INVALID_SESSION_ID, topics)
 
 
 class SessionErrorContext(FetchContext):
@@ -338,37 +328,44 @@ class SessionErrorContext(FetchContext):
     def __init__(self, error: int) -> None:
         self.error = error
 
-    def respond(self, reads: list[Read], now_ms: int) -> FetchResult:
+    def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         return FetchResult(self.error, INVALID_SESSION_ID, [])
 
 
 class SessionlessFetchContext(FetchContext):
-    """A full fetch that keeps no session (epoch -1, every pre-v7 request, or an emptied session)."""
+    """A full fetch that keeps no session (epoch -1, every pre-v7 request, or an emptied session): the request's
+    partitions are read as they are and all answered."""
 
-    def __init__(self, fetch_data: Mapping[TopicPartition, PartitionData]) -> None:
+    def __init__(self, fetch_data: FetchData) -> None:
         self.fetch_data = fetch_data
 
-    def partitions(self) -> Iterator[tuple[str, int, Any]]:
-        return ((tp[0], tp[1], data) for tp, data in self.fetch_data.items())
+    def topics(self) -> FetchData:
+        return self.fetch_data
 
 
 class FullFetchContext(SessionlessFetchContext):
     """A full fetch that asks for a session: the response carries the new session's id, or 0 when the cache
     has no room for it."""
 
-    def __init__(self, cache: FetchSessionCache, fetch_data: Mapping[TopicPartition, PartitionData],
-                 is_follower: bool) -> None:
+    def __init__(self, cache: FetchSessionCache, fetch_data: FetchData, is_follower: bool) -> None:
         super().__init__(fetch_data)
         self.cache = cache
         self.is_follower = is_follower
 
-    def respond(self, reads: list[Read], now_ms: int) -> FetchResult:
+    def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         def create() -> dict[TopicPartition, CachedPartition]:
-            return {(topic, p): CachedPartition(topic, p, data, entry["high_watermark"], entry["log_start_offset"])
-                    for topic, p, data, entry in reads}
+            out: dict[TopicPartition, CachedPartition] = {}
+            i = 0
+            for t in topics:
+                topic = t["topic"]
+                for e in t["partitions"]:
+                    d = datas[i]
+                    i += 1
+                    out[(topic, d.partition)] = CachedPartition(topic, d, e["high_watermark"], e["log_start_offset"])
+            return out
 
-        sid = self.cache.next_shard().maybe_create_session(now_ms, self.is_follower, len(reads), create)
-        return FetchResult(ErrorCode.none, sid, reads)
+        sid = self.cache.next_shard().maybe_create_session(now_ms, self.is_follower, len(datas), create)
+        return FetchResult(ErrorCode.none, sid, topics)
 
 
 class IncrementalFetchContext(FetchContext):
@@ -376,27 +373,47 @@ class IncrementalFetchContext(FetchContext):
 
     def __init__(self, session: FetchSession, request_epoch: int) -> None:
         self.session = session
-        self.session_id = session.id
         self.request_epoch = request_epoch
 
-    def partitions(self) -> Iterator[tuple[str, int, Any]]:
-        return ((c.topic, c.partition, c) for c in self.session.partitions.values())
+    def topics(self) -> FetchData:
+        """The session's partitions in its order, consecutive partitions of a topic together."""
+        out: list[tuple[str, list[CachedPartition]]] = []
+        last = None
+        for c in self.session.partitions.values():
+            if c.topic != last:
+                out.append((c.topic, []))
+                last = c.topic
+            out[-1][1].append(c)
+        return out
 
-    def respond(self, reads: list[Read], now_ms: int) -> FetchResult:
+    def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         session = self.session
         if session.epoch != next_epoch(self.request_epoch):
             # Another request of this session came in between (a duplicate): this one is stale.
             return FetchResult(ErrorCode.invalid_fetch_session_epoch, session.id, [])
         parts = session.partitions
-        kept = []
-        for read in reads:
-            cached, entry = read[2], read[3]
-            if cached.maybe_update_response_data(entry, True):
-                kept.append(read)
-                records = entry.get("records")
+        kept: list[dict] = []
+        last = None
+        i = 0
+        for t in topics:
+            topic = t["topic"]
+            for entry in t["partitions"]:
+                cached = datas[i]
+                i += 1
+                records = entry["records"]
+                if (not records and entry["high_watermark"] == cached.high_watermark and not entry["error_code"]
+                        and entry["log_start_offset"] == cached.local_log_start_offset
+                        and entry["preferred_read_replica"] < 0):
+                    continue  # the common case, nothing new: maybe_update_response_data's answer, inlined
+                if not cached.maybe_update_response_data(entry, True):
+                    continue
+                if topic != last:  # regroup: leaving partitions out may join two runs of one topic
+                    kept.append({"topic": topic, "partitions": []})
+                    last = topic
+                kept[-1]["partitions"].append(entry)
                 if records is not None and len(records) > 0:
-                    tp = (read[0], read[1])
-                    if parts.pop(tp, None) is not None:
+                    tp = (topic, cached.partition)
+                    if parts.pop(tp, None) is not None:  # to the end: served in turn under a size limit
                         parts[tp] = cached
         return FetchResult(ErrorCode.none, session.id, kept)
 
@@ -407,9 +424,8 @@ class FetchManager:
     def __init__(self, cache: FetchSessionCache) -> None:
         self.cache = cache
 
-    def new_context(self, session_id: int, epoch: int, is_follower: bool,
-                    fetch_data: Mapping[TopicPartition, PartitionData], to_forget: Iterable[TopicPartition],
-                    now_ms: int) -> FetchContext:
+    def new_context(self, session_id: int, epoch: int, is_follower: bool, fetch_data: FetchData,
+                    to_forget: Iterable[TopicPartition], now_ms: int) -> FetchContext:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
                 self.cache.remove(session_id)  # a full fetch closes the session it names

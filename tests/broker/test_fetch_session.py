@@ -18,7 +18,6 @@ from broker.fetch_session import (
     PartitionData,
     SessionErrorContext,
     SessionlessFetchContext,
-    group_topics,
     next_epoch,
     register_metrics,
 )
@@ -33,18 +32,36 @@ def entry(partition, hw=10, log_start=0, records=b"", error=0, preferred=-1):
             "records": records}
 
 
-def request(*tps, offset=0, max_bytes=1024):
-    return {tp: PartitionData(offset, -1, max_bytes) for tp in tps}
+def request(*tps, offset=0, max_bytes=1024, at=None):
+    """FetchData of the partitions (consecutive ones of a topic together); `at`: {tp: (offset, max_bytes)}."""
+    at = at or {tp: (offset, max_bytes) for tp in tps}
+    out: list[tuple[str, list[PartitionData]]] = []
+    for (t, p), (off, mb) in at.items():
+        if not out or out[-1][0] != t:
+            out.append((t, []))
+        out[-1][1].append(PartitionData(p, off, -1, mb))
+    return out
+
+
+def read(ctx):
+    """(topic, partition, data) in the order the context has them read."""
+    return [(t, d.partition, d) for t, parts in ctx.topics() for d in parts]
 
 
 def serve(ctx, now=0, **per_tp):
-    """Read every partition of the context as the handler would: entry(...) kwargs per 'topic-partition'."""
-    reads = [(t, p, data, entry(p, **per_tp.get(f"{t}_{p}", {}))) for t, p, data in ctx.partitions()]
-    return ctx.respond(reads, now)
+    """Read every partition of the context as the handler would: entry(...) kwargs per 'topic_partition'."""
+    topics, datas = [], []
+    for t, parts in ctx.topics():
+        entries = []
+        for d in parts:
+            entries.append(entry(d.partition, **per_tp.get(f"{t}_{d.partition}", {})))
+            datas.append(d)
+        topics.append({"topic": t, "partitions": entries})
+    return ctx.respond(topics, datas, now)
 
 
 def sent(result):
-    return [(t, p) for t, p, _, _ in result.reads]
+    return [(t["topic"], e["partition_index"]) for t in result.topics for e in t["partitions"]]
 
 
 def open_session(manager, *tps, now=0, follower=False):
@@ -124,9 +141,9 @@ def test_unknown_session_and_wrong_epoch_are_session_errors_with_no_partitions()
                                     (sid, -3, ErrorCode.invalid_fetch_session_epoch)):
         ctx = m.new_context(session_id, epoch, False, request(B), [], 0)
         assert isinstance(ctx, SessionErrorContext)
-        assert list(ctx.partitions()) == []
+        assert list(ctx.topics()) == []
         result = serve(ctx)
-        assert (result.error_code, result.session_id, result.reads) == (code, INVALID_SESSION_ID, [])
+        assert (result.error_code, result.session_id, result.topics) == (code, INVALID_SESSION_ID, [])
     # the errors left the session as it was
     assert cache.get(sid).epoch == 1 and list(cache.get(sid).partitions) == [A]
 
@@ -135,16 +152,15 @@ def test_incremental_fetch_merges_added_and_changed_partitions_and_forgets():
     cache = FetchSessionCache(rng=random.Random(7))
     m = FetchManager(cache)
     sid = open_session(m, A, B, now=0)
-    ctx = m.new_context(sid, 1, False, {B: PartitionData(7, -1, 99), C: PartitionData(3, -1, 50)}, [A], now_ms=40)
+    ctx = m.new_context(sid, 1, False, request(at={B: (7, 99), C: (3, 50)}), [A], now_ms=40)
     assert isinstance(ctx, IncrementalFetchContext)
     session = cache.get(sid)
     assert session.epoch == 2 and session.last_used_ms == 40 and cache.total_partitions == 2
-    read = {(t, p): (d.fetch_offset, d.max_bytes) for t, p, d in ctx.partitions()}
-    assert read == {B: (7, 99), C: (3, 50)}
+    assert {(t, p): (d.fetch_offset, d.partition_max_bytes) for t, p, d in read(ctx)} == {B: (7, 99), C: (3, 50)}
     # the next request reuses the cached positions without naming them
     serve(ctx)
     ctx = m.new_context(sid, 2, False, {}, [], 41)
-    assert {(t, p): d.fetch_offset for t, p, d in ctx.partitions()} == {B: 7, C: 3}
+    assert {(t, p): d.fetch_offset for t, p, d in read(ctx)} == {B: 7, C: 3}
 
 
 def test_incremental_response_carries_only_partitions_with_news():
@@ -187,7 +203,7 @@ def test_partitions_that_returned_records_move_to_the_end_of_the_session():
     serve(m.new_context(sid, 1, False, {}, [], 0), a_0={"records": b"r" * 80})
     assert list(cache.get(sid).partitions) == [B, C, A]
     ctx = m.new_context(sid, 2, False, {}, [], 0)
-    assert [(t, p) for t, p, _ in ctx.partitions()] == [B, C, A]
+    assert [(t, p) for t, p, _ in read(ctx)] == [B, C, A]
 
 
 def test_a_response_built_after_another_request_of_its_session_is_stale():
@@ -198,7 +214,7 @@ def test_a_response_built_after_another_request_of_its_session_is_stale():
     assert isinstance(m.new_context(sid, 1, False, {}, [], 0), SessionErrorContext)  # duplicate epoch
     second = m.new_context(sid, 2, False, {}, [], 0)
     result = serve(first, a_0={"records": b"z" * 80})
-    assert (result.error_code, result.session_id, result.reads) == (ErrorCode.invalid_fetch_session_epoch, sid, [])
+    assert (result.error_code, result.session_id, result.topics) == (ErrorCode.invalid_fetch_session_epoch, sid, [])
     assert sent(serve(second, a_0={"records": b"z" * 80})) == [A]
 
 
@@ -209,15 +225,40 @@ def test_forgetting_every_partition_closes_the_session_and_answers_sessionless()
     ctx = m.new_context(sid, 1, False, {}, [A, B, ("zz", 9)], 0)
     assert isinstance(ctx, SessionlessFetchContext)
     result = serve(ctx)
-    assert (result.session_id, result.reads) == (INVALID_SESSION_ID, [])
+    assert (result.session_id, result.topics) == (INVALID_SESSION_ID, [])
     assert cache.get(sid) is None and cache.size == 0 and cache.total_partitions == 0
 
 
-def test_group_topics_groups_consecutive_partitions_only():
-    reads = [("a", 0, None, entry(0)), ("a", 1, None, entry(1)), ("b", 0, None, entry(0)),
-             ("a", 2, None, entry(2))]
-    assert [(t["topic"], [p["partition_index"] for p in t["partitions"]]) for t in group_topics(reads)] == [
-        ("a", [0, 1]), ("b", [0]), ("a", [2])]
+def test_incremental_response_groups_consecutive_partitions_of_a_topic():
+    """Session order a-0, b-0, a-1: read as three runs; with b-0 left out, a-0 and a-1 share one topic entry
+    (as Kafka's FetchResponse groups the partitions it keeps)."""
+    cache = FetchSessionCache(rng=random.Random(7))
+    m = FetchManager(cache)
+    sid = open_session(m, A, C)
+    serve(m.new_context(sid, 1, False, request(B), [], 0))
+    ctx = m.new_context(sid, 2, False, [], [], 0)
+    assert [(t, [d.partition for d in parts]) for t, parts in ctx.topics()] == [("a", [0]), ("b", [0]), ("a", [1])]
+    result = serve(ctx, a_0={"hw": 12}, a_1={"hw": 12})
+    assert [(t["topic"], [e["partition_index"] for e in t["partitions"]]) for t in result.topics] == [("a", [0, 1])]
+
+
+def test_kio_request_partitions_serve_as_partition_data():
+    """The handler passes kio's request partitions as they are; v7 ones lack the newer fields (read as -1)."""
+    from broker.protocol.codec import build, request_class
+
+    for version in (7, 12):
+        req = build(request_class(1, version), {
+            "cluster_id": None, "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 100,
+            "isolation_level": 0, "session_id": 0, "session_epoch": 0, "rack_id": "", "forgotten_topics_data": [],
+            "topics": [{"topic": "a", "partitions": [{"partition": 3, "current_leader_epoch": 4, "fetch_offset": 9,
+                                                      "last_fetched_epoch": 2, "log_start_offset": 1,
+                                                      "partition_max_bytes": 77}]}]})
+        cache = FetchSessionCache(rng=random.Random(7))
+        ctx = FetchManager(cache).new_context(0, 0, False, [(t.topic, t.partitions) for t in req.topics], [], 0)
+        sid = serve(ctx).session_id
+        c = cache.get(sid).partitions[("a", 3)]
+        assert (c.fetch_offset, c.partition_max_bytes, c.log_start_offset) == (9, 77, 1)
+        assert (c.current_leader_epoch, c.last_fetched_epoch) == ((4, 2) if version == 12 else (-1, -1))
 
 
 # ---------------------------------------------------------------- the cache

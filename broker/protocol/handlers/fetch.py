@@ -5,14 +5,7 @@ from time import perf_counter
 from typing import Any
 
 from broker.errors import ErrorCode, KafkaError
-from broker.fetch_session import (
-    FetchContext,
-    PartitionData,
-    Read,
-    SessionlessFetchContext,
-    TopicPartition,
-    group_topics,
-)
+from broker.fetch_session import FetchContext, SessionlessFetchContext
 from broker.protocol.api import RequestContext, handler
 from broker.protocol.codec import ms
 from broker.replication.replica_manager import hw_key, leo_key
@@ -20,62 +13,56 @@ from broker.replication.replica_manager import hw_key, leo_key
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 
-def _fetch_data(req) -> dict[TopicPartition, PartitionData]:
-    """The request's partitions by (topic, partition), in request order (a repeated partition: the last wins,
-    as in Kafka's map)."""
-    data: dict[TopicPartition, PartitionData] = {}
-    for t in req.topics:
-        topic = t.topic
-        for p in t.partitions:
-            data[(topic, p.partition)] = PartitionData(
-                p.fetch_offset, getattr(p, "log_start_offset", -1), p.partition_max_bytes,
-                getattr(p, "current_leader_epoch", -1), getattr(p, "last_fetched_epoch", -1))
-    return data
-
-
-def _new_context(ctx: RequestContext, req, follower: bool) -> FetchContext:
-    """Kafka's FetchManager.newContext; requests before v7 have no session fields (sessionless)."""
+def _new_context(ctx: RequestContext, req, follower: bool, now_ms: int) -> FetchContext:
+    """Kafka's FetchManager.newContext; requests before v7 have no session fields (sessionless). kio's request
+    partitions are the partition data as they are (nothing converted: this is the hot path)."""
+    fetch_data = [(t.topic, t.partitions) for t in req.topics]
     if ctx.api_version < 7:
-        return SessionlessFetchContext(_fetch_data(req))
+        return SessionlessFetchContext(fetch_data)
     forget = [(t.topic, p) for t in req.forgotten_topics_data for p in t.partitions]
-    return ctx.broker.fetch_manager.new_context(req.session_id, req.session_epoch, follower, _fetch_data(req),
-                                                forget, ctx.broker.clock.now_ms())
+    return ctx.broker.fetch_manager.new_context(req.session_id, req.session_epoch, follower, fetch_data, forget,
+                                                now_ms)
 
 
 def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int, max_bytes: int
-                     ) -> tuple[list[Read], int]:
-    """One pass over the context's partitions: (reads, bytes gathered).
+                     ) -> tuple[list[dict], list, int]:
+    """One pass over the context's partitions: (response topics, the data each entry was read with, bytes).
 
     Consumers read up to the high watermark; a follower (replica_id >= 0) reads up to the log end offset,
     and its fetch offset tells the leader how far it has replicated."""
     replicas = ctx.broker.replicas
     gathered = 0
-    reads: list[Read] = []
-    for topic, index, p in fetch.partitions():
-        entry = {"partition_index": index, "error_code": ErrorCode.none, "high_watermark": -1,
-                 "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-                 "preferred_read_replica": -1, "records": b""}
-        try:
-            part = replicas.leader_partition(topic, index, p.current_leader_epoch)
-            plog = part.log
-            if follower_id >= 0:
-                replicas.on_follower_fetch(part, follower_id, p.fetch_offset)
-            hw = plog.high_watermark
-            entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
-            # A caught-up consumer has nothing to read (read_region would answer None, after taking the lock).
-            caught_up = follower_id < 0 and p.fetch_offset == hw and plog.log_start_offset <= hw
-            budget = min(p.max_bytes, max_bytes - gathered)
-            if not caught_up and (budget > 0 or gathered == 0):
-                records = plog.read_region(p.fetch_offset, max(budget, 1),
-                                           max_offset=None if follower_id >= 0 else hw)
-                # KIP-74: only the first non-empty partition may exceed the budget.
-                if records and (len(records) <= budget or gathered == 0):
-                    entry["records"] = records
-                    gathered += len(records)
-        except KafkaError as e:
-            entry["error_code"] = e.code
-        reads.append((topic, index, p, entry))
-    return reads, gathered
+    topics = []
+    datas = []
+    for topic, partitions in fetch.topics():
+        parts = []
+        for p in partitions:
+            entry = {"partition_index": p.partition, "error_code": ErrorCode.none, "high_watermark": -1,
+                     "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                     "preferred_read_replica": -1, "records": b""}
+            try:
+                part = replicas.leader_partition(topic, p.partition, getattr(p, "current_leader_epoch", -1))
+                plog = part.log
+                if follower_id >= 0:
+                    replicas.on_follower_fetch(part, follower_id, p.fetch_offset)
+                hw = plog.high_watermark
+                entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
+                # A caught-up consumer has nothing to read (read_region would answer None, after taking the lock).
+                caught_up = follower_id < 0 and p.fetch_offset == hw and plog.log_start_offset <= hw
+                budget = min(p.partition_max_bytes, max_bytes - gathered)
+                if not caught_up and (budget > 0 or gathered == 0):
+                    records = plog.read_region(p.fetch_offset, max(budget, 1),
+                                               max_offset=None if follower_id >= 0 else hw)
+                    # KIP-74: only the first non-empty partition may exceed the budget.
+                    if records and (len(records) <= budget or gathered == 0):
+                        entry["records"] = records
+                        gathered += len(records)
+            except KafkaError as e:
+                entry["error_code"] = e.code
+            parts.append(entry)
+            datas.append(p)
+        topics.append({"topic": topic, "partitions": parts})
+    return topics, datas, gathered
 
 
 @handler(1, 4, 12)  # capped at 12: v13+ identifies topics by id (protocol.md §0.2)
@@ -84,27 +71,28 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
     follower_id = getattr(req, "replica_id", -1)
     follower = follower_id >= 0
-    fetch = _new_context(ctx, req, follower)
+    now_ms = ctx.broker.clock.now_ms()  # the session's time of use (Kafka takes it once per request too)
+    fetch = _new_context(ctx, req, follower, now_ms)
     wake_on = leo_key if follower else hw_key
-    keys = [wake_on(topic, index) for topic, index, _ in fetch.partitions()]
+    keys = [wake_on(topic, p.partition) for topic, parts in fetch.topics() for p in parts]
     while True:
-        reads, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes)
+        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes)
         remaining = deadline - ctx.broker.clock.monotonic()
-        errors = any(r[3]["error_code"] for r in reads)
+        errors = any(p["error_code"] for t in topics for p in t["partitions"])
         if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
             break
         parked = perf_counter()
         woken = await ctx.broker.purgatory.wait(keys, remaining)
         ctx.remote_s += perf_counter() - parked
         if not woken:
-            reads, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes)
+            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes)
             break
     if ctx.broker.metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
-        ctx.broker.metrics.fetched(group_topics(reads), follower)
-    result = fetch.respond(reads, ctx.broker.clock.now_ms())
+        ctx.broker.metrics.fetched(topics, follower)
+    result = fetch.respond(topics, datas, now_ms)
     return {"throttle_time": 0, "error_code": result.error_code, "session_id": result.session_id,
-            "responses": group_topics(result.reads)}
+            "responses": result.topics}
 
 
 def _per_partition(topics, topic_key: str, index_key: str, defaults: dict,
