@@ -374,9 +374,16 @@ class IncrementalFetchContext(FetchContext):
     def __init__(self, session: FetchSession, request_epoch: int) -> None:
         self.session = session
         self.request_epoch = request_epoch
+        self._topics: list[tuple[str, list[CachedPartition]]] | None = None
 
     def topics(self) -> FetchData:
-        """The session's partitions in its order, consecutive partitions of a topic together."""
+        """The session's partitions in its order, consecutive partitions of a topic together (taken once: a
+        long poll reads them again, and only this request's respond() reorders the session)."""
+        if self._topics is None:
+            self._topics = self._group()
+        return self._topics
+
+    def _group(self) -> list[tuple[str, list[CachedPartition]]]:
         out: list[tuple[str, list[CachedPartition]]] = []
         last = None
         for c in self.session.partitions.values():
