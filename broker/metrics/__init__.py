@@ -74,7 +74,8 @@ over followed partitions, 0 with none (never negative); MinFetchRate = the small
 per-leader ``FetcherStats`` RequestsPerSec meters (every Fetch a fetcher sends) over fetchers following
 something, 0 with none.
 
-Cluster mode only (a standalone broker has no honest values for these, so they are not defined there):
+Cluster mode (the ZooKeeper beans are not defined standalone, where they have no honest values; the two election
+beans are, and stay at 0: a standalone broker, its own controller, never elects):
 * LeaderElectionRateAndTimeMs (timer, ms) and UncleanLeaderElectionsPerSec (meter): the controller thread calls
   ``Controller.on_leader_election(ms, unclean)`` for every leader it elects (a dead or shutting-down leader
   replaced, a new partition's first leader, preferred-leader and reassignment moves); ms = from the start of
