@@ -1,113 +1,43 @@
-"""Render a :class:`exporter.registry.Registry` through prometheus-client's custom-collector API.
+"""Render a :class:`exporter.registry.Registry` as a Prometheus page.
 
-The registry is read as the MBeans Kafka would register (:func:`mbeans`: object names, Yammer/common.metrics
-attribute names and values) and named by the ``prometheus.naming`` rule file with jmx_exporter's semantics
-(:mod:`exporter.naming`, :mod:`exporter.jmx_engine`). Each timer that has recorded anything is also exported as a
-classic Prometheus histogram (``..._seconds_bucket{le=...}``, ``_sum``, ``_count``; cumulative since start, ours
-rather than JMX's) so latency can be aggregated across brokers and SLO thresholds read exactly at a bucket bound.
+The registry is read as Kafka's MBeans (:mod:`exporter.mbeans`) and named by the ``prometheus.naming`` rule file
+with jmx_exporter's semantics (:mod:`exporter.naming`, :mod:`exporter.jmx_engine`); MBeans of our own domains that
+the file leaves out are named by ``exporter/rules/kafkascope.yaml``. Each timer that has recorded anything is also
+exported as a classic Prometheus histogram (``..._seconds_bucket{le=...}``, ``_sum``, ``_count``; cumulative since
+start; ours, not JMX's) so latency can be aggregated across brokers and SLO thresholds read exactly at a bucket bound.
+
+Speed: an attribute's outcome is kept on the registry's metric object (a list per gauge/meter/timer, a dict per
+gauge family), so a scrape reads values only for attributes that are exported, and the line start of every sample
+(``name{labels} ``) is built once; :func:`render` writes those lines itself, byte for byte what prometheus-client's
+``generate_latest`` writes for the same metrics (tested), and leaves the rest to it.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
 
 from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import (
+    ALLOWUTF8,
+    UNDERSCORES,
+    _escape,
+    escape_label_name,
+    escape_metric_name,
+)
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.utils import floatToGoString
 
 from exporter import naming
 from exporter.jmx_config import JmxConfig
-from exporter.jmx_engine import Family, JmxEngine, Props, Sample
-from exporter.registry import GaugeFamily, KafkaMetric, Meter, MetricName, Registry
-from exporter.timer import Timer
+from exporter.jmx_engine import Family, JmxEngine, Sample
+from exporter.mbeans import attributes, props
+from exporter.registry import MetricName, Registry
 
 log = logging.getLogger(__name__)
 
-METER_ATTRS = ("Count", "MeanRate", "OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate")
-HISTOGRAM_ATTRS = ("Count", "Min", "Max", "Mean", "StdDev", *naming.PERCENTILE_ATTRS)
-COMMON = "common.metrics"
-_PLAIN_VALUE = re.compile(r"[\w\-%. \t]*")  # Kafka's Sanitizer.jmxSanitize leaves these unquoted
-
-
-def jmx_sanitize(value: str) -> str:
-    """Kafka's ``Sanitizer.jmxSanitize``: a tag value ObjectName cannot hold as is is quoted (ObjectName.quote)."""
-    if _PLAIN_VALUE.fullmatch(value):
-        return value
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("*", "\\*").replace("?", "\\?") \
-        .replace("\n", "\\n")
-    return f'"{escaped}"'
-
-
-def _props(type_: str, name: str | None, tags: tuple) -> Props:
-    head = (("type", type_),) if name is None else (("type", type_), ("name", name))
-    return head + tuple((k, jmx_sanitize(v)) for k, v in tags)
-
-
-def _meter_values(m: Meter) -> tuple[float, ...]:
-    return (m.count, m.mean_rate, m.one_minute_rate, m.five_minute_rate, m.fifteen_minute_rate)
-
-
-def _gauge_value(v: object) -> object:
-    return int(v) if v.__class__ is bool else v  # ours are numbers; Kafka's gauges have no Boolean values
-
-
-def mbeans(reg: Registry) -> Iterator[tuple[tuple, MetricName, tuple, str, object]]:
-    """Every MBean attribute the registry stands for: (cache key, metric name, tags, attribute, value).
-
-    Yammer gauges have ``Value``; meters ``Count`` and the rates; histograms ``Count``, ``Min``, ``Max``,
-    ``Mean``, ``StdDev`` and the percentiles; timers both; common.metrics MBeans (cache key ``(m, COMMON)``) one
-    attribute per metric (dashed names, Double values). Values are ints where Java's are longs, else floats.
-    """
-    for mn, m in reg.items():
-        kind = m.kind  # type: ignore[attr-defined]
-        if kind == "gauge":
-            try:
-                v = _gauge_value(m.value)  # type: ignore[attr-defined]
-            except Exception:  # a gauge must never break the scrape
-                continue
-            yield (m, 0), mn, mn.tags, "Value", v
-        elif kind == "meter":
-            for i, (attr, v) in enumerate(zip(METER_ATTRS, _meter_values(m), strict=True)):  # type: ignore[arg-type]
-                yield (m, i), mn, mn.tags, attr, v
-        elif kind == "timer":
-            yield from _timer_attrs(mn, m)  # type: ignore[arg-type]
-        elif kind == "gauge_family":
-            f: GaugeFamily = m  # type: ignore[assignment]
-            try:
-                rows = list(f.fn())
-            except Exception:
-                continue
-            for tags, v in rows:
-                yield (m, tags), mn, tags, "Value", _gauge_value(v)
-        elif kind == "kafka_metric":
-            km: KafkaMetric = m  # type: ignore[assignment]
-            try:
-                v = float(km.read())
-            except Exception:
-                continue
-            yield (m, COMMON), mn, mn.tags, mn.name, v
-
-
-def bean(key: tuple, mn: MetricName, tags: tuple) -> tuple[str, Props]:
-    """The (domain, key properties) of the MBean an :func:`mbeans` row belongs to."""
-    return mn.domain, _props(mn.type, None if key[1] is COMMON else mn.name, tags)
-
-
-def mbean_list(reg: Registry) -> list[tuple[str, Props, str, object]]:
-    """(domain, key properties, attribute, value) of every MBean attribute, e.g. to feed the real jmx_exporter."""
-    reg.tick()
-    return [(*bean(key, mn, tags), attr, v) for key, mn, tags, attr, v in mbeans(reg)]
-
-
-def _timer_attrs(mn: MetricName, t: Timer) -> Iterator[tuple[tuple, MetricName, tuple, str, object]]:
-    values = (t.count, *t.moments(), *t.quantiles())
-    for i, (attr, v) in enumerate(zip(HISTOGRAM_ATTRS, values, strict=True)):
-        yield (t, i), mn, mn.tags, attr, v
-    if t.meter is not None:
-        for i, (attr, v) in enumerate(zip(METER_ATTRS[1:], _meter_values(t.meter)[1:], strict=True)):
-            yield (t, 100 + i), mn, mn.tags, attr, v
+_UNSET = object()  # not matched yet (or matched by a rule that reads the value: matched again each scrape)
 
 
 def family_metrics(families: list[Family]) -> Iterator[Metric]:
@@ -115,20 +45,44 @@ def family_metrics(families: list[Family]) -> Iterator[Metric]:
     for fam in families:
         metric = Metric(fam.name, fam.help, fam.type)
         sample_name = fam.name + "_total" if fam.type == "counter" else fam.name
-        for labels, v in fam.points:
-            metric.add_sample(sample_name, labels, v)
+        for s, v in fam.points:
+            metric.add_sample(sample_name, fam.labels(s), v)
         yield metric
+
+
+def families_text(families: list[Family]) -> str:
+    """What ``generate_latest`` writes for :func:`family_metrics`, with each sample's line start built once."""
+    out: list[str] = []
+    add = out.append
+    for fam in families:
+        mname = escape_metric_name(fam.name + "_total" if fam.type == "counter" else fam.name, UNDERSCORES)
+        doc = fam.help.replace("\\", r"\\").replace("\n", r"\n")
+        add(f"# HELP {mname} {doc}\n# TYPE {mname} {'untyped' if fam.type == 'unknown' else fam.type}\n")
+        variant = (mname, fam.unique)
+        for s, v in fam.points:
+            head = s.text.get(variant)
+            if head is None:
+                head = s.text[variant] = _line_head(mname, fam.labels(s))
+            add(head)
+            add(floatToGoString(v))
+            add("\n")
+    return "".join(out)
+
+
+def _line_head(mname: str, labels: dict[str, str]) -> str:
+    if not labels:
+        return mname + " "
+    inner = ",".join(f'{escape_label_name(k, UNDERSCORES)}="{_escape(v, ALLOWUTF8, False)}"'
+                     for k, v in sorted(labels.items()))
+    return f"{mname}{{{inner}}} "
 
 
 def _fmt_le(le: float) -> str:
     return "+Inf" if le == float("inf") else repr(float(le))
 
 
-_UNSETTLED = object()
-
-
 class RegistryCollector:
-    """A prometheus-client collector over our registry (``collect()`` only; register with auto_describe off)."""
+    """Our registry as prometheus-client metrics (``collect()``; register with auto_describe off)."""
 
     def __init__(self, registry: Registry, naming_spec: str = naming.STRIMZI, config: JmxConfig | None = None) -> None:
         self.registry = registry
@@ -136,40 +90,100 @@ class RegistryCollector:
         self.config = config if config is not None else naming.load(naming_spec)
         self.engine = JmxEngine(self.config)
         self.own = JmxEngine(JmxConfig.load(naming.OWN_RULES))
-        self._samples: dict[tuple, Sample | None] = {}  # settled outcomes by cache key
+        self._plans: dict[object, list | dict] = {}  # metric object -> outcome per attribute (or per row)
 
-    def _sample(self, key: tuple, mn: MetricName, tags: tuple, attr: str, value: object) -> Sample | None:
-        domain, props = bean(key, mn, tags)
+    # -------------------------------------------------------------------------------------------- matching
+
+    def _match(self, mn: MetricName, name: str | None, tags: tuple, attr: str, value: object) -> tuple[object, bool]:
+        """(Sample or None, settled) for one attribute, through the configured file, then our own rules."""
+        domain, p = mn.domain, props(mn.type, name, tags)
         e = self.engine
-        if e.bean_exported(domain, props) and not e.attribute_excluded(domain, props, attr):
-            s, settled = e.match_settled(domain, props, attr, value)
+        if e.bean_exported(domain, p) and not e.attribute_excluded(domain, p, attr):
+            s, settled = e.match_settled(domain, p, attr, value)
         else:
             s, settled = None, True
         if s is None and not naming.is_kafka_domain(domain):
-            s, own_settled = self.own.match_settled(domain, props, attr, value)
+            s, own_settled = self.own.match_settled(domain, p, attr, value)
             settled = settled and own_settled
-        if settled:
-            self._samples[key] = s
-        return s
+        return s, settled
 
-    def collect(self) -> Iterator[Metric]:
+    def matched(self) -> list[tuple[Sample, object]]:
+        """(sample, value) of every exported attribute now."""
         reg = self.registry
         reg.tick()
-        matched: list[tuple[Sample, object]] = []
-        cache = self._samples
-        for key, mn, tags, attr, value in mbeans(reg):
-            s = cache.get(key, _UNSETTLED)
-            if s is _UNSETTLED:
-                s = self._sample(key, mn, tags, attr, value)
-            if s is not None:
-                matched.append((s, value))  # type: ignore[arg-type]
-        if len(cache) > 2 * len(matched) + 10_000:  # MBeans came and went: start afresh rather than grow
-            cache.clear()
+        out: list[tuple[Sample, object]] = []
+        add = out.append
+        plans_of = self._plans
+        for mn, m in reg.items():
+            kind = m.kind  # type: ignore[attr-defined]
+            plans = plans_of.get(m)
+            if kind == "gauge_family":
+                if plans is None:
+                    plans = plans_of[m] = {}
+                self._rows(mn, m, plans, add)  # type: ignore[arg-type]
+                continue
+            if kind == "kafka_metric":
+                attrs: tuple = ((mn.name, _read),)
+                name, first_tags = None, mn.tags
+            else:
+                attrs, name, first_tags = attributes(m), mn.name, mn.tags
+            if plans is None:
+                plans = plans_of[m] = [_UNSET] * len(attrs)
+            for i, (attr, get) in enumerate(attrs):
+                s = plans[i]
+                if s is None:
+                    continue
+                try:
+                    v = get(m)
+                except Exception:  # a gauge must never break the scrape
+                    continue
+                if s is _UNSET:
+                    s, settled = self._match(mn, name, first_tags, attr, v)
+                    if settled:
+                        plans[i] = s
+                    if s is None:
+                        continue
+                add((s, v))  # type: ignore[arg-type]
+        if len(plans_of) > 2 * len(reg._metrics) + 1000:  # metrics were removed: start afresh rather than grow
+            plans_of.clear()
             self.engine.forget()
             self.own.forget()
-        yield from family_metrics(JmxEngine.families(matched))
+        return out
+
+    def _rows(self, mn: MetricName, m: object, plans: dict, add) -> None:  # noqa: ANN001
+        try:
+            rows = list(m.fn())  # type: ignore[attr-defined]
+        except Exception:
+            return
+        if len(plans) > 2 * len(rows) + 100:  # rows went away (deleted topics): forget them
+            plans.clear()
+        for tags, v in rows:
+            s = plans.get(tags, _UNSET)
+            if s is None:
+                continue
+            if v.__class__ is bool:
+                v = int(v)
+            if s is _UNSET:
+                s, settled = self._match(mn, mn.name, tags, "Value", v)
+                if settled:
+                    plans[tags] = s
+                if s is None:
+                    continue
+            add((s, v))
+
+    def families(self) -> list[Family]:
+        return JmxEngine.families(self.matched())
+
+    # -------------------------------------------------------------------------------------------- output
+
+    def collect(self) -> Iterator[Metric]:
+        yield from family_metrics(self.families())
+        yield from self.extras()
+
+    def extras(self) -> Iterator[Metric]:
+        """What is ours rather than JMX's: the classic histograms and the raw families (process, Python)."""
         yield from self._histograms()
-        for raw in reg.raw_families():
+        for raw in self.registry.raw_families():
             fam = Metric(raw.name, raw.help, raw.type)
             for s in raw.samples:
                 fam.add_sample(raw.name + s.suffix, s.labels, float(s.value))
@@ -191,19 +205,44 @@ class RegistryCollector:
             yield fam
 
 
+def _read(km: object) -> float:
+    return float(km.read())  # type: ignore[attr-defined]
+
+
+class _Collected:
+    def __init__(self, metrics: Iterator[Metric]) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        return self.metrics
+
+
+class PrometheusRegistry(CollectorRegistry):
+    """A prometheus-client registry whose :func:`render` takes the fast path for our collector."""
+
+    def __init__(self, ours: RegistryCollector) -> None:
+        super().__init__(auto_describe=False)
+        self.ours = ours
+        self.others = CollectorRegistry(auto_describe=False)
+        self.register(ours)
+
+
 def build_prometheus_registry(registry: Registry, naming_spec: str = naming.STRIMZI,
                               process: bool = True) -> CollectorRegistry:
     """A prometheus-client registry rendering ours (and, on Linux, ``process_*`` from /proc).
 
     `naming_spec` is a ``prometheus.naming`` value: ``strimzi``, ``confluent`` or ``rules:/path/to/file.yml``.
     """
-    prom = CollectorRegistry(auto_describe=False)
-    prom.register(RegistryCollector(registry, naming_spec))
+    prom = PrometheusRegistry(RegistryCollector(registry, naming_spec))
     if process:
-        ProcessCollector(registry=prom)
+        proc = ProcessCollector(registry=prom.others)
+        prom.register(proc)
     return prom
 
 
 def render(prom: CollectorRegistry) -> bytes:
     """The Prometheus text exposition (format 0.0.4)."""
-    return generate_latest(prom)
+    if not isinstance(prom, PrometheusRegistry):
+        return generate_latest(prom)
+    jmx = families_text(prom.ours.families()).encode()
+    return jmx + generate_latest(_Collected(prom.ours.extras())) + generate_latest(prom.others)  # type: ignore

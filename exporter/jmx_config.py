@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from exporter.jregex import analyse, translate
+from exporter.jregex import VALUE_CHARS, analyse, translate
 
 
 class JmxConfigError(ValueError):
@@ -229,8 +229,20 @@ class Replacement:
         parts.append(n)
         return i
 
+    def __post_init__(self) -> None:
+        # A str.format string and the groups to fill it with: the groups are fetched in one C call.
+        groups = tuple(p for p in self.parts if isinstance(p, int))
+        fmt = "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str) else "{}" for p in self.parts)
+        object.__setattr__(self, "_groups", groups)
+        object.__setattr__(self, "_format", fmt if groups else fmt.replace("{{", "{").replace("}}", "}"))
+
     def apply(self, m: re.Match) -> str:
-        return "".join(p if isinstance(p, str) else (m.group(p) or "") for p in self.parts)
+        groups: tuple[int, ...] = self._groups  # type: ignore[attr-defined]
+        if not groups:
+            return self._format  # type: ignore[attr-defined]
+        if len(groups) == 1:
+            return self._format.format(m.group(groups[0]) or "")  # type: ignore[attr-defined]
+        return self._format.format(*[g or "" for g in m.group(*groups)])  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -248,6 +260,7 @@ class Rule:
     value_prefix: re.Pattern | None = None  # see exporter.jregex.analyse
     dynamic: bool = False
     literals: tuple[str, ...] = ()
+    fixed_literals: tuple[str, ...] = ()  # literals no value can supply: absent before the value, never a match
 
 
 @dataclass
@@ -319,7 +332,10 @@ def _rule(y: dict) -> Rule:
         groups = a.groups
         names = dict(_named_groups(a.python))
         r.pattern = re.compile(f"^{translate('.')}*(?:{a.python}){translate('.')}*{translate('$')}", re.ASCII)
-        r.dynamic, r.literals = a.dynamic, a.literals
+        # Longest first: the selective ones (``><>Count``, ``PerSec``) fail fast, ``kafka`` is everywhere.
+        r.literals = tuple(sorted(a.literals, key=len, reverse=True))
+        r.dynamic = a.dynamic
+        r.fixed_literals = tuple(lit for lit in r.literals if _outside_value(lit))
         r.value_prefix = None if a.value_prefix is None else re.compile(f"(?:{a.value_prefix})\\Z", re.ASCII)
 
     def repl(key: str) -> Replacement | None:
@@ -344,6 +360,14 @@ def _rule(y: dict) -> Rule:
     if r.name is not None and r.pattern is None:
         raise JmxConfigError(f"Must provide pattern, if name is given: {y}")
     return r
+
+
+def _outside_value(lit: str) -> bool:
+    """No occurrence of `lit` in ``...: <value>`` can use the value's characters: it has a character no number
+    prints, and no ``' '`` followed only by such characters (the value follows ``': '``)."""
+    if all(c in VALUE_CHARS for c in lit):
+        return False
+    return not any(lit[j - 1] == " " and all(c in VALUE_CHARS for c in lit[j:]) for j in range(1, len(lit)))
 
 
 def _named_groups(python: str) -> list[tuple[str, int]]:

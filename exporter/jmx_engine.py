@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 
 from exporter.jmx_config import JmxConfig, Rule, canonical, java_value_str, parse_java_double
 
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 Props = tuple[tuple[str, str], ...]
 _RESERVED = ("_total", "_created", "_bucket", "_info", ".total", ".created", ".bucket", ".info")
+_LEGACY_NAME = re.compile(r"[a-zA-Z_:.][a-zA-Z0-9_:.]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_.][a-zA-Z0-9_.]*")
 _UNSAFE_RUN = re.compile(r"[^a-zA-Z0-9:]+")  # '_' included: a run of unsafe characters and '_' is one '_'
 _TYPES = {"COUNTER": "counter", "GAUGE": "gauge"}  # anything else is UNKNOWN (exposed as untyped)
@@ -59,8 +61,9 @@ def snake_case(attr: str) -> str:
 
 def sanitize_metric_name(name: str) -> str:
     """client_java 1.3.1 PrometheusNaming.sanitizeMetricName on a safe name: reserved suffixes stripped, repeatedly."""
-    name = "".join(c if c in ":." or c.isascii() and c.isalpha() or i > 0 and c.isdigit() else "_"
-                   for i, c in enumerate(name))
+    if not _LEGACY_NAME.fullmatch(name):  # safe names always pass; anything else as replaceIllegalChars does
+        name = "".join(c if c in ":." or c.isascii() and c.isalpha() or i > 0 and c.isascii() and c.isdigit()
+                       else "_" for i, c in enumerate(name))
     for _ in range(len(name) + 1):
         for suffix in _RESERVED:
             if name == suffix:
@@ -76,7 +79,7 @@ def _valid_label(name: str) -> bool:
     return bool(_LABEL_NAME.fullmatch(name)) and not name.startswith(("__", "._", "..", "_."))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Sample:
     """One matched (MBean, attribute), everything but the attribute's value: reusable across scrapes."""
 
@@ -87,6 +90,11 @@ class Sample:
     objectname: str            # the match string up to its last ':' (jmx_exporter's _objectname label)
     value: float | None        # the rule's `value:`, replacing the attribute's
     factor: float
+    key: str = field(default="", compare=False)  # the labels as one string: cheap to compare across samples
+    text: dict = field(default_factory=dict, compare=False, repr=False)  # exposition line starts, by variant
+
+    def __post_init__(self) -> None:
+        self.key = "\x00".join(chain.from_iterable(self.labels))
 
 
 @dataclass
@@ -94,7 +102,14 @@ class Family:
     name: str
     type: str                  # "counter" | "gauge" | "unknown"
     help: str
-    points: list[tuple[dict[str, str], float]]
+    points: list[tuple[Sample, float]]
+    unique: bool               # False: every sample carries an _objectname label
+
+    def labels(self, s: Sample) -> dict[str, str]:
+        out = dict(s.labels)
+        if not self.unique:
+            out["_objectname"] = s.objectname
+        return out
 
 
 _DROP = object()  # recordBean returned without a sample, whatever later rules say
@@ -116,6 +131,12 @@ class JmxEngine:
         self.config = config
         self._plans: dict[tuple, Sample | _From | None] = {}
         self._beans: dict[tuple[str, Props], bool] = {}
+        self._names: dict[str, str] = {}  # name as the rule writes it -> family name
+        # Every literal a rule needs before the value, as one bit: an attribute's text is searched for each
+        # distinct literal once, and a rule whose bits are not all present is passed over at the cost of an AND.
+        lits = sorted({lit for r in config.rules for lit in r.fixed_literals}, key=len, reverse=True)
+        self._lits = tuple(lits)
+        self._need = [sum(1 << lits.index(lit) for lit in set(r.fixed_literals)) for r in config.rules]
 
     # -------------------------------------------------------------------------------------------- MBeans
 
@@ -127,6 +148,8 @@ class JmxEngine:
             cfg, d = self.config, dict(props)
             ok = (cfg.include is None or any(p.matches(domain, d) for p in cfg.include)) and \
                 not any(p.matches(domain, d) for p in cfg.exclude)
+            if len(self._beans) > _MAX_PLANS:
+                self._beans.clear()
             self._beans[key] = ok
         return ok
 
@@ -169,14 +192,25 @@ class JmxEngine:
         numeric = value.__class__ in (int, float)
         vstr = java_value_str(value)
         dynamic_from = None
+        plain = prefix + attr + ": "
+        present = self._present(plain)
+        snake = ""
+        snake_present = 0
+        need = self._need
         for idx in range(start, len(cfg.rules)):
             rule = cfg.rules[idx]
-            attribute = snake_case(attr) if rule.attr_snake_case else attr
-            fixed = prefix + attribute + ": "
-            text = fixed + ("<cache>" if rule.cache else vstr)
+            attribute, fixed, have = attr, plain, present
+            if rule.attr_snake_case:
+                if not snake:
+                    snake = prefix + snake_case(attr) + ": "
+                    snake_present = self._present(snake)
+                attribute, fixed, have = snake_case(attr), snake, snake_present
+            if need[idx] & have != need[idx]:
+                continue  # a literal no value can supply is missing: no match whatever the value
             if dynamic_from is None and not rule.cache and not (numeric and not rule.dynamic and (
                     rule.value_prefix is None or not rule.value_prefix.search(fixed))):
                 dynamic_from = idx
+            text = fixed + ("<cache>" if rule.cache else vstr)
             m = None
             if rule.pattern is not None:
                 if any(lit not in text for lit in rule.literals):
@@ -186,6 +220,13 @@ class JmxEngine:
                     continue
             return self._sample(rule, m, text, domain, props, attribute, attr), dynamic_from
         return None, dynamic_from
+
+    def _present(self, fixed: str) -> int:
+        bits = 0
+        for i, lit in enumerate(self._lits):
+            if lit in fixed:
+                bits |= 1 << i
+        return bits
 
     def _sample(self, rule: Rule, m: re.Match | None, text: str, domain: str, props: Props, attribute: str,
                 attr: str):
@@ -200,11 +241,18 @@ class JmxEngine:
         objectname = text[: text.rfind(":")]
         if rule.name is None:
             return self._default_export(domain, props, attribute, help_, objectname, value, rule)
-        name = safe_name(rule.name.apply(m))  # type: ignore[arg-type]
+        raw = rule.name.apply(m)  # type: ignore[arg-type]
+        name = self._names.get(raw)
+        if name is None:
+            name = safe_name(raw)
+            if name and cfg.lowercase_output_name:
+                name = name.lower()
+            name = sanitize_metric_name(name) if name else ""
+            if len(self._names) > _MAX_PLANS:
+                self._names.clear()
+            self._names[raw] = name
         if not name:
             return _DROP
-        if cfg.lowercase_output_name:
-            name = name.lower()
         if rule.help is not None:
             help_ = rule.help.apply(m)  # type: ignore[arg-type]
         labels: dict[str, str] = {}
@@ -219,8 +267,7 @@ class JmxEngine:
                                 "fails the scrape)", cfg.source, objectname, label)
                     return _DROP
                 labels[label] = label_value
-        return Sample(sanitize_metric_name(name), tuple(sorted(labels.items())), rule.type, help_, objectname, value,
-                      rule.value_factor)
+        return Sample(name, tuple(sorted(labels.items())), rule.type, help_, objectname, value, rule.value_factor)
 
     def _default_export(self, domain: str, props: Props, attribute: str, help_: str, objectname: str,
                         value: float | None, rule: Rule) -> Sample:
@@ -252,18 +299,26 @@ class JmxEngine:
         for name in sorted(by_name):
             pts = by_name[name]
             first = pts[0][0]
-            typ = first.type if all(s.type == first.type for s, _ in pts) else "UNKNOWN"
-            unique = len(pts) == 1 or len({s.labels for s, _ in pts}) == len(pts)
-            fam = Family(name, _TYPES.get(typ, "unknown"), first.help, [])
+            typ = first.type
+            for s, _ in pts:
+                if s.type != typ:
+                    typ = "UNKNOWN"
+                    break
+            unique = len(pts) == 1 or len({s.key for s, _ in pts}) == len(pts)
+            fam = Family(name, _TYPES.get(typ, "unknown"), first.help, [], unique)
+            counter = fam.type == "counter"
+            points = fam.points
             for s, v in pts:
-                x = _number(s, v)
-                if x is None or (fam.type == "counter" and x < 0):
+                if s.value is None and s.factor == 1.0 and v.__class__ in (int, float):
+                    x = float(v)  # the common case, inline
+                else:
+                    x = _number(s, v)  # type: ignore[assignment]
+                    if x is None:
+                        continue
+                if counter and x < 0:
                     continue
-                labels = dict(s.labels)
-                if not unique:
-                    labels["_objectname"] = s.objectname
-                fam.points.append((labels, x))
-            if fam.points:
+                points.append((s, x))
+            if points:
                 out.append(fam)
         return out
 

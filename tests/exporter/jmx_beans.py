@@ -69,7 +69,7 @@ async def _broker_beans() -> list[Bean]:
     from broker.broker import Broker
     from broker.config import BrokerConfig
     from broker.log.records import Record, build_batch
-    from exporter.collector import mbean_list
+    from exporter.mbeans import mbeans
     from tests.e2e.helpers import create_topic, fetch_raw
     from tests.support.wire import WireClient
 
@@ -93,7 +93,7 @@ async def _broker_beans() -> list[Bean]:
 
             await asyncio.to_thread(workload)
             await asyncio.sleep(0.2)
-            beans = mbean_list(b.metrics.registry)
+            beans = list(mbeans(b.metrics.registry))
         finally:
             await b.stop()
     return [(object_name(dom, props), attr, v) for dom, props, attr, v in beans]

@@ -13,7 +13,7 @@ from pathlib import Path
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.collector import family_metrics
+from exporter.collector import families_text, family_metrics
 from exporter.jmx_config import JmxConfig
 from exporter.jmx_engine import JmxEngine
 from tests.exporter.jmx_beans import RULE_FILES, rules_text, split_name
@@ -30,8 +30,9 @@ class _Collected:
         return iter(self.metrics)
 
 
-def ours(beans: list[tuple[str, str, object]], rules: str) -> str:
-    """The text our engine exposes for these MBean attributes under rule file `rules` (a RULE_FILES key)."""
+def ours(beans: list[tuple[str, str, object]], rules: str, fast: bool = False) -> str:
+    """The text our engine exposes for these MBean attributes under rule file `rules` (a RULE_FILES key), through
+    prometheus-client (or our own writer, `fast`)."""
     engine = JmxEngine(JmxConfig.from_yaml(rules_text(rules), str(RULE_FILES[rules])))
     matched = []
     for name, attr, value in beans:
@@ -41,7 +42,10 @@ def ours(beans: list[tuple[str, str, object]], rules: str) -> str:
         s = engine.match(domain, props, attr, value)
         if s is not None:
             matched.append((s, value))
-    return generate_latest(_Collected(list(family_metrics(JmxEngine.families(matched))))).decode()  # type: ignore
+    families = JmxEngine.families(matched)
+    if fast:
+        return families_text(families)
+    return generate_latest(_Collected(list(family_metrics(families)))).decode()  # type: ignore
 
 
 def parse(text: str) -> Page:

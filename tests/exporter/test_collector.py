@@ -87,3 +87,13 @@ def test_http_endpoint_serves_on_loopback():
     names = {f.name for f in text_string_to_metric_families(text)}
     assert "kafka_server_replicamanager_underreplicatedpartitions" in names
     assert "process_cpu_seconds" in names
+
+
+def test_render_is_generate_latest_byte_for_byte():
+    from prometheus_client.exposition import generate_latest
+
+    for naming in ("strimzi", "confluent"):
+        reg = _registry()
+        prom = build_prometheus_registry(reg, naming, process=False)
+        for _ in range(2):  # the second time from the kept outcomes and line starts
+            assert render(prom) == generate_latest(prom)

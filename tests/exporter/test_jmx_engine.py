@@ -131,3 +131,9 @@ def test_double_value_of():
     assert parse_java_double(" 1.5d ") == 1.5 and parse_java_double("1e3") == 1000.0
     assert parse_java_double("0x1p4") == 16.0 and math.isnan(parse_java_double("NaN"))
     assert parse_java_double("1_000") is None and parse_java_double("inf") is None and parse_java_double("") is None
+
+
+@pytest.mark.parametrize("rules", list(RULE_FILES))
+def test_fast_writer_writes_what_prometheus_client_writes(rules):
+    for bean_set in BEAN_SETS:
+        assert ours(beans(bean_set), rules, fast=True) == ours(beans(bean_set), rules), (rules, bean_set)
