@@ -5,8 +5,9 @@
 
 The SLOs (names, targets, 14-day period) come from slo/specs/default.yaml, the same file the SLO report reads.
 Metric names are the ones our components export (broker: strimzi naming of broker/metrics.py; xmonitor:
-xmonitor/metrics.py; lag monitor: slo/lag/api.py; ZooKeeper: exporter/zk.py); tests/dashboards checks every name
-used here against a live scrape of each of them.
+xmonitor/metrics.py; lag monitor: slo/lag/api.py; ZooKeeper: exporter/zk.py; host: the Prometheus node exporter and
+kafkascope/node_exporter.py's log-dir textfile); tests/dashboards checks every name used here against a live scrape
+of each of them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ RULE_FILES = (RECORDING_FILE, ALERTS_FILE)
 
 # Prometheus job names (scrape_config() and every `up{job=...}` below).
 JOB_BROKER, JOB_XMONITOR, JOB_LAG, JOB_ZK = "kafka-broker", "xmonitor", "lag-monitor", "zookeeper"
+JOB_NODE = "node"  # the node exporter (node-mixin's job name)
 
 
 class M:
@@ -85,6 +87,7 @@ class M:
     cpu = "process_cpu_seconds_total"
     rss = "process_resident_memory_bytes"
     gc_pause = "jvm_gc_collection_seconds_sum"
+    gc_count = "jvm_gc_collection_seconds_count"
     # xmonitor
     x_attempts = "xmonitor_produce_attempts_total"
     x_successes = "xmonitor_produce_successes_total"
@@ -123,6 +126,33 @@ class M:
     zk_fsync = "zk_avg_fsynctime"
     zk_ephemerals = "zk_ephemerals_count"
     zk_packets_received = "zk_packets_received"
+    # host (node exporter; the info metric is kafkascope/node_exporter.py's textfile)
+    node_cpu = "node_cpu_seconds_total"
+    node_load1 = "node_load1"
+    node_mem_total = "node_memory_MemTotal_bytes"
+    node_mem_available = "node_memory_MemAvailable_bytes"
+    node_mem_cached = "node_memory_Cached_bytes"
+    node_mem_buffers = "node_memory_Buffers_bytes"
+    node_major_faults = "node_vmstat_pgmajfault"
+    node_net_rx = "node_network_receive_bytes_total"
+    node_net_tx = "node_network_transmit_bytes_total"
+    node_net_rx_errs = "node_network_receive_errs_total"
+    node_net_tx_errs = "node_network_transmit_errs_total"
+    node_net_rx_drop = "node_network_receive_drop_total"
+    node_net_tx_drop = "node_network_transmit_drop_total"
+    node_tcp_retrans = "node_netstat_Tcp_RetransSegs"
+    node_disk_reads = "node_disk_reads_completed_total"
+    node_disk_writes = "node_disk_writes_completed_total"
+    node_disk_read_time = "node_disk_read_time_seconds_total"
+    node_disk_write_time = "node_disk_write_time_seconds_total"
+    node_disk_read_bytes = "node_disk_read_bytes_total"
+    node_disk_written_bytes = "node_disk_written_bytes_total"
+    node_disk_io_time = "node_disk_io_time_seconds_total"
+    node_disk_io_weighted = "node_disk_io_time_weighted_seconds_total"
+    node_fs_avail = "node_filesystem_avail_bytes"
+    node_fs_size = "node_filesystem_size_bytes"
+    node_fs_readonly = "node_filesystem_readonly"
+    logdir_mount_info = "kafkascope_logdir_mount_info"
 
 
 # ------------------------------------------------------------------------------------------------ thresholds
@@ -134,6 +164,26 @@ HANDLER_IDLE_MIN = 0.2          # request handler idle fraction (Kafka's Request
 DISK_FREE_MIN_BYTES = 5 * 1024 ** 3
 PURGATORY_MIN_SIZE = 500        # and growing (deriv over 10m > 0.5/s) for 10m
 ISR_SHRINKS_PER_10M = 3         # ISR shrinks per broker over 10 minutes
+FS_FREE_MIN_RATIO = 0.15        # Strimzi's KafkaRunningOutOfSpace: under 15% available
+DISK_QUEUE_MAX = 10             # node-mixin's NodeDiskIOSaturation: average queue (aqu-sz) over 10 for 30m
+
+# Host selectors. Pseudo and in-memory filesystems are left out except where a log dir lives (the textfile says
+# so); disks are node-mixin's real block devices (no loop, ram or zram).
+PSEUDO_FS = "tmpfs|ramfs|rootfs|overlay|squashfs|iso9660|autofs|nsfs|devtmpfs|fuse.lxcfs"
+NODE = f'job="{JOB_NODE}"'
+REAL_FS = f'{NODE},fstype!="",fstype!~"{PSEUDO_FS}",mountpoint!=""'
+DISKS = f'{NODE},device=~"(/dev/)?(mmcblk.p.+|nvme.+|rbd.+|sd.+|vd.+|xvd.+|dm-.+|md.+|dasd.+)"'
+
+
+def fs_free_ratio(sel: str = NODE) -> str:
+    """Available / size of writable filesystems matching `sel` (labels: instance, device, fstype, mountpoint)."""
+    return (f"({M.node_fs_avail}{{{sel}}} / {M.node_fs_size}{{{sel}}} "
+            f"and on(instance, device, mountpoint) {M.node_fs_readonly}{{{sel}}} == 0)")
+
+
+def logdir_fs_free_ratio() -> str:
+    """fs_free_ratio of the filesystems that hold a broker log dir (any fstype: a log dir on tmpfs counts)."""
+    return f"({fs_free_ratio()} and on(instance, mountpoint) {M.logdir_mount_info})"
 
 # Burn-rate windows (Google SRE Workbook's table, with Sloth's 3x ticket) for a 14-day period.
 SLI_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
@@ -310,6 +360,22 @@ def _alerts() -> list[Alert]:
         Alert("KafkaLogDirFreeSpaceLow", f"{M.free_bytes} < {DISK_FREE_MIN_BYTES}", "page",
               "Log dir {{ $labels.logDir }} on {{ $labels.instance }} has {{ $value | humanize1024 }}B free",
               "When the log directory fills the broker takes it offline and its replicas fail.", "5m"),
+        Alert("KafkaRunningOutOfSpace",
+              f"{logdir_fs_free_ratio()} < {FS_FREE_MIN_RATIO} or ({fs_free_ratio(REAL_FS)} < {FS_FREE_MIN_RATIO} "
+              f"unless on(instance) {M.logdir_mount_info})", "ticket",
+              "Filesystem {{ $labels.mountpoint }} on {{ $labels.instance }} has {{ $value | humanizePercentage }} "
+              "space left",
+              f"Under {FS_FREE_MIN_RATIO:.0%} of the filesystem is available (Strimzi's KafkaRunningOutOfSpace, on "
+              f"node_exporter's filesystem metrics): a filesystem holding a broker log dir, or on a host that does "
+              f"not say where its log dirs are ({M.logdir_mount_info}), any writable non-pseudo filesystem. "
+              "A full log dir goes offline with every replica on it.", "5m"),
+        Alert("NodeDiskIOSaturation",
+              f"rate({M.node_disk_io_weighted}{{{DISKS}}}[5m]) > {DISK_QUEUE_MAX}", "ticket",
+              "Disk {{ $labels.device }} on {{ $labels.instance }} has {{ $value | humanize }} I/Os queued on "
+              "average",
+              f"The average I/O queue (aqu-sz: io_time_weighted per second) of the disk has been above "
+              f"{DISK_QUEUE_MAX} for 30 minutes (node-mixin's NodeDiskIOSaturation): the disk is saturated; "
+              "produce latency (log appends, flushes) and consumer reads that miss the page cache wait on it.", "30m"),
         Alert("KafkaConsumerGroupError", f"{M.burrow_status} >= 3", "ticket",
               "Consumer group {{ $labels.consumer_group }} is ERR (Burrow)",
               "Burrow's rules say the group has stopped or stalled on at least one partition: it is not "
@@ -374,7 +440,8 @@ def scrape_config(targets: dict[str, list[str]], rule_files: list[str] | None = 
 
 
 EXAMPLE_TARGETS = {JOB_BROKER: ["127.0.0.1:9404", "127.0.0.1:9405", "127.0.0.1:9406"],
-                   JOB_XMONITOR: ["127.0.0.1:9412"], JOB_LAG: ["127.0.0.1:8000"], JOB_ZK: ["127.0.0.1:9141"]}
+                   JOB_XMONITOR: ["127.0.0.1:9412"], JOB_LAG: ["127.0.0.1:8000"], JOB_ZK: ["127.0.0.1:9141"],
+                   JOB_NODE: ["127.0.0.1:9100"]}
 
 
 # ------------------------------------------------------------------------------------------------ output

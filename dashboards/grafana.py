@@ -7,6 +7,7 @@ not a dashboard at 3 a.m. ``QUERIES_NEEDING_FAULT`` lists the queries that only 
 
 from __future__ import annotations
 
+from dashboards import build
 from dashboards.build import JOB_BROKER, JOB_LAG, JOB_XMONITOR, JOB_ZK, M, slos
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
@@ -313,8 +314,82 @@ def zookeeper() -> Board:
     return d
 
 
+def host() -> Board:
+    d = Board("kafkascope-host", "Hosts",
+              "The machines under the brokers (Prometheus node exporter): CPU, memory, network, disk I/O latency "
+              "and utilisation, space left where the log dirs live, and the broker processes' CPU and GC.")
+    n, disks = build.NODE, build.DISKS
+    cores = f'on(instance) group_left count by (instance) ({M.node_cpu}{{{n},mode="idle"}})'
+    d.row("CPU and memory")
+    d.panel("CPU busy", [(f'1 - avg by (instance) (rate({M.node_cpu}{{{n},mode="idle"}}[5m]))', "{{instance}}")],
+            unit="percentunit")
+    d.panel("CPU by mode (share of all cores)",
+            [(f'sum by (instance, mode) (rate({M.node_cpu}{{{n},mode!="idle"}}[5m])) / {cores}',
+              "{{mode}} {{instance}}")], unit="percentunit",
+            description="iowait: cores idle while I/O they issued is outstanding; steal: taken by the hypervisor.")
+    d.panel("Load (1m) per core", [(f"{M.node_load1}{{{n}}} / {cores}", "{{instance}}")])
+    d.panel("Memory used (not available)",
+            [(f"1 - {M.node_mem_available}{{{n}}} / {M.node_mem_total}{{{n}}}", "{{instance}}")],
+            unit="percentunit")
+    d.panel("Memory: total, available, page cache",
+            [(f"{M.node_mem_total}{{{n}}}", "total {{instance}}"),
+             (f"{M.node_mem_available}{{{n}}}", "available {{instance}}"),
+             (f"{M.node_mem_cached}{{{n}}} + {M.node_mem_buffers}{{{n}}}", "cache+buffers {{instance}}")],
+            unit="bytes", description="Consumers that keep up read from the page cache; a shrinking cache sends "
+                                      "their fetches to disk.")
+    d.panel("Major page faults per second", [(f"rate({M.node_major_faults}{{{n}}}[5m])", "{{instance}}")])
+    d.row("Network")
+    d.panel("Receive / transmit per device",
+            [(f"sum by (instance, device) (rate({M.node_net_rx}{{{n}}}[5m]))", "rx {{device}} {{instance}}"),
+             (f"sum by (instance, device) (rate({M.node_net_tx}{{{n}}}[5m]))", "tx {{device}} {{instance}}")],
+            unit="Bps")
+    d.panel("Errors and drops per second",
+            [(f"sum by (instance, device) (rate({m}{{{n}}}[5m]))", f"{what} {{{{device}}}} {{{{instance}}}}")
+             for m, what in ((M.node_net_rx_errs, "rx errors"), (M.node_net_tx_errs, "tx errors"),
+                             (M.node_net_rx_drop, "rx drops"), (M.node_net_tx_drop, "tx drops"))])
+    d.panel("TCP retransmitted segments per second", [(f"rate({M.node_tcp_retrans}{{{n}}}[5m])", "{{instance}}")])
+    d.row("Disk I/O")
+    d.panel("Read / write latency (average per I/O)",
+            [(f"rate({M.node_disk_read_time}{{{disks}}}[5m]) / rate({M.node_disk_reads}{{{disks}}}[5m])",
+              "read {{device}} {{instance}}"),
+             (f"rate({M.node_disk_write_time}{{{disks}}}[5m]) / rate({M.node_disk_writes}{{{disks}}}[5m])",
+              "write {{device}} {{instance}}")], unit="s",
+            description="Time from issue to completion (queue included) over I/Os completed; no value while a disk "
+                        "completes none.")
+    d.panel("Utilisation (busy time)", [(f"rate({M.node_disk_io_time}{{{disks}}}[5m])", "{{device}} {{instance}}")],
+            unit="percentunit", description="Share of time with I/O in flight (iostat %util).")
+    d.panel("Average queue (aqu-sz)",
+            [(f"rate({M.node_disk_io_weighted}{{{disks}}}[5m])", "{{device}} {{instance}}")],
+            description="NodeDiskIOSaturation fires above 10 for 30 minutes.")
+    d.panel("IOPS", [(f"rate({M.node_disk_reads}{{{disks}}}[5m])", "reads {{device}} {{instance}}"),
+                     (f"rate({M.node_disk_writes}{{{disks}}}[5m])", "writes {{device}} {{instance}}")], unit="iops")
+    d.panel("Throughput", [(f"rate({M.node_disk_read_bytes}{{{disks}}}[5m])", "read {{device}} {{instance}}"),
+                           (f"rate({M.node_disk_written_bytes}{{{disks}}}[5m])", "written {{device}} {{instance}}")],
+            unit="Bps")
+    d.row("Filesystems")
+    d.panel("Space left on log-dir filesystems", [(build.logdir_fs_free_ratio(), "{{mountpoint}} {{instance}}")],
+            unit="percentunit", thresholds=[(None, "red"), (0.15, "orange"), (0.3, "green")],
+            description=f"Filesystems holding a broker log dir ({M.logdir_mount_info}, written by kafkascope up into "
+                        "the node exporter's textfile directory). KafkaRunningOutOfSpace fires under 15%.")
+    d.panel("Bytes available on log-dir filesystems",
+            [(f"{M.node_fs_avail}{{{n}}} and on(instance, mountpoint) {M.logdir_mount_info}",
+              "{{mountpoint}} {{instance}}")], unit="bytes")
+    d.panel("Log dirs and their filesystems",
+            [(f"max by (instance, broker_id, logDir, mountpoint) ({M.logdir_mount_info})", "")], kind="table")
+    d.panel("Space left, every writable non-pseudo filesystem",
+            [(build.fs_free_ratio(build.REAL_FS), "{{mountpoint}} {{instance}}")], kind="table", w=24,
+            unit="percentunit")
+    d.row("Broker processes")
+    d.panel("Broker CPU (cores)", [(f"rate({M.cpu}{{{B}}}[5m])", "{{instance}}")])
+    d.panel("GC collections per second",
+            [(f"sum by (instance, gc) (rate({M.gc_count}{{{B}}}[5m]))", "{{gc}} {{instance}}")])
+    d.panel("GC time per second", [(f"sum by (instance) (rate({M.gc_pause}{{{B}}}[5m]))", "{{instance}}")],
+            unit="s")
+    return d
+
+
 BOARDS = {"cluster-overview": cluster_overview, "request-latency": request_latency, "topics": topics,
-          "xmonitor": xmonitor, "consumer-lag": consumer_lag, "slo": slo_budget, "zookeeper": zookeeper}
+          "xmonitor": xmonitor, "consumer-lag": consumer_lag, "slo": slo_budget, "zookeeper": zookeeper, "host": host}
 
 
 def dashboards() -> dict[str, dict]:

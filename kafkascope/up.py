@@ -1,9 +1,10 @@
 """`kafkascope up`: the whole suite on 127.0.0.1 in one command (what `make demo` runs).
 
 ZooKeeper + three brokers (each with /metrics), the ZooKeeper ensemble exporter, xmonitor, the lag monitor with a
-sample consumer group, Prometheus with the generated scrape config and rules, a 14-day SLO report and the Streamlit
-SLO page. Ctrl-C (or SIGTERM) stops everything: every child runs in its own process group and is terminated by
-pid (and /proc start time), so nothing is left behind.
+sample consumer group, the Prometheus node exporter (host metrics; skipped when not installed), Prometheus with the
+generated scrape config and rules, a 14-day SLO report and the Streamlit SLO page. Ctrl-C (or SIGTERM) stops
+everything: every child runs in its own process group and is terminated by pid (and /proc start time), so nothing
+is left behind.
 
     stack = Stack(data_dir, parts={"xmonitor", "lag", "prometheus"})
     stack.start(progress=print)
@@ -34,7 +35,7 @@ from kafkascope.cluster import process as proc
 from kafkascope.cluster.launcher import ClusterLauncher, port_free
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("xmonitor", "lag", "workload", "prometheus", "zk-exporter", "slo-report", "streamlit")
+PARTS = ("xmonitor", "lag", "workload", "node-exporter", "prometheus", "zk-exporter", "slo-report", "streamlit")
 SAMPLE_TOPIC = "demo-orders"
 SAMPLE_GROUP = "demo-consumer"
 XMONITOR_TOPIC = "xinfra-monitor-topic"
@@ -47,6 +48,7 @@ class MetricsClusterLauncher(ClusterLauncher):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.metrics_ports: dict[int, int] = {}
+        self.log_dirs: dict[int, list[str]] = {}  # broker id -> its log.dirs (for the node exporter's textfile)
         pfile = self.data_dir / "metrics-ports.json"
         with contextlib.suppress(OSError, ValueError):
             self.metrics_ports = {int(k): v for k, v in json.loads(pfile.read_text()).items()}
@@ -57,6 +59,7 @@ class MetricsClusterLauncher(ClusterLauncher):
         if not mport or not port_free(mport):
             mport = self.metrics_ports[broker_id] = proc.free_port()
         props["prometheus.listener"] = f"127.0.0.1:{mport}"
+        self.log_dirs[broker_id] = str(props["log.dirs"]).split(",")
         return props
 
     def prepare(self) -> MetricsClusterLauncher:
@@ -135,6 +138,8 @@ class Stack:
             t["lag-monitor"] = [f"127.0.0.1:{self.ports['lag']}"]
         if self.launcher.zk_exporter_url:
             t["zookeeper"] = [self.launcher.zk_exporter_url.split("/")[2]]
+        if "node-exporter" in self.ports:
+            t["node"] = [f"127.0.0.1:{self.ports['node-exporter']}"]
         return t
 
     # ------------------------------------------------------------------ start
@@ -185,6 +190,8 @@ class Stack:
                                 str(path), "--http-port", str(port)], port, f"http://127.0.0.1:{port}/v3/kafka",
                         timeout_s)
             step(f"lag monitor (Burrow API on :{port})")
+        if "node-exporter" in self.parts:
+            self._start_node_exporter(step, timeout_s)
         if "prometheus" in self.parts:
             self._start_prometheus(step, timeout_s)
         if "slo-report" in self.parts and _has_slo_commands():
@@ -195,6 +202,20 @@ class Stack:
         elif "streamlit" in self.parts and (self.data_dir / "slo-report" / "report.json").exists():
             self._start_streamlit(step, timeout_s)
         step("ready")
+
+    def _start_node_exporter(self, step: Callable[[str], None], timeout_s: float) -> None:
+        from kafkascope import node_exporter as ne
+
+        exe = ne.binary()
+        if exe is None:
+            step(f"node exporter not installed: skipped, no host metrics (apt-get install {ne.DEBIAN_PACKAGE})")
+            return
+        port = proc.free_port()
+        textfile_dir = ne.write_textfile(self.data_dir / "node-exporter", self.launcher.log_dirs).parent
+        self._spawn("node-exporter", ne.command(exe, port, textfile_dir), port, f"http://127.0.0.1:{port}/metrics",
+                    timeout_s)
+        self.ports["node-exporter"] = port
+        step(f"node exporter (host metrics, log-dir filesystems) on :{port}")
 
     def _start_prometheus(self, step: Callable[[str], None], timeout_s: float) -> None:
         from dashboards import build
@@ -269,7 +290,8 @@ class Stack:
             rows.append((f"broker {b} /metrics", f"http://{t}/metrics"))
         if self.launcher.zk_exporter_url:
             rows.append(("ZooKeeper exporter", self.launcher.zk_exporter_url))
-        labels = {"xmonitor": "xmonitor /metrics", "lag": "lag monitor (Burrow API)", "prometheus": "Prometheus",
+        labels = {"xmonitor": "xmonitor /metrics", "lag": "lag monitor (Burrow API)",
+                  "node-exporter": "node exporter /metrics", "prometheus": "Prometheus",
                   "streamlit": "Streamlit SLO page"}
         for name, label in labels.items():
             c = self.children.get(name)

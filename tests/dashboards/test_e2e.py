@@ -1,5 +1,6 @@
 """End to end: ZooKeeper + 3 brokers (with /metrics), the ZooKeeper exporter, xmonitor, the lag monitor with a
-sample group and a real Prometheus with the generated scrape config and rules (kafkascope.up.Stack).
+sample group, the node exporter and a real Prometheus with the generated scrape config and rules
+(kafkascope.up.Stack).
 
 * every metric name used by the dashboards and rules is one our components export (live scrape; counters that
   only appear with their first labelled event are taken from xmonitor's own registry);
@@ -23,11 +24,13 @@ from confluent_kafka import KafkaError, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dashboards import build, grafana
+from kafkascope import node_exporter
 from kafkascope.up import XMONITOR_TOPIC, Stack, prometheus_query
 from tests.support.cluster import wait_for
 from xmonitor import payload
 
-pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="Debian package `prometheus` missing")
+pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None or node_exporter.binary() is None,
+                                reason="Debian packages `prometheus` and `prometheus-node-exporter` needed")
 
 NAME = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b")
 PROMQL_WORDS = {"sum", "by", "rate", "max", "min", "avg", "or", "and", "on", "vector", "bool", "histogram_quantile",
@@ -96,7 +99,8 @@ MIN_ISR_TOPIC = "fault-min-isr"
 def stack(tmp_path_factory):
     # probe sends to a paused broker time out after 2.5 s (xmonitor's default: 20 s): twice before its ZooKeeper
     # session (6 s) expires, so the error counters increase after they appear and rate() sees it
-    s = Stack(tmp_path_factory.mktemp("stack"), parts=["xmonitor", "lag", "workload", "prometheus", "zk-exporter"],
+    s = Stack(tmp_path_factory.mktemp("stack"), parts=["xmonitor", "lag", "workload", "node-exporter", "prometheus",
+                                                    "zk-exporter"],
               scrape_interval="1s", xmonitor_config={"produce.request.timeout.ms": 2500})
     s.start(progress=print)
     yield s
@@ -109,7 +113,7 @@ def _poll(pred, timeout: float, what: str):  # noqa: ANN001, ANN202
 
 
 def _all_up(prom: str) -> None:
-    _poll(lambda: (r := prometheus_query(prom, "up")) and len(r) == 6 and all(x["value"][1] == "1" for x in r), 60,
+    _poll(lambda: (r := prometheus_query(prom, "up")) and len(r) == 7 and all(x["value"][1] == "1" for x in r), 60,
           "all targets up")
 
 
@@ -142,7 +146,7 @@ def test_stack_dashboards_rules_and_queries(stack):
           "the sample group in the lag monitor")
     _poll(lambda: prometheus_query(prom, "burrow_kafka_topic_partition_status"), 90,
           "a complete Burrow window (partition statuses)")
-    # names: live scrapes of every broker, xmonitor, the lag monitor and the zk-exporter
+    # names: live scrapes of every broker, xmonitor, the lag monitor, the zk-exporter and the node exporter
     exported = set()
     for targets in stack.targets().values():
         for t in targets:

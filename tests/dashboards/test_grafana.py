@@ -16,7 +16,7 @@ from kafkascope.cli import main
 def test_dashboards_are_well_formed():
     boards = grafana.dashboards()
     assert set(boards) == {"cluster-overview", "request-latency", "topics", "xmonitor", "consumer-lag", "slo",
-                           "zookeeper"}
+                           "zookeeper", "host"}
     uids = [b["uid"] for b in boards.values()]
     assert len(set(uids)) == len(uids)
     overview_rows = [p["title"] for p in boards["cluster-overview"]["panels"] if p["type"] == "row"]
@@ -84,7 +84,7 @@ def test_push_through_grafana_client(capsys):
     pushed = [r[3] for r in reqs if r[1] == "/api/dashboards/db"]
     assert {p["dashboard"]["uid"] for p in pushed} == {b["uid"] for b in grafana.dashboards().values()}
     assert all(p["overwrite"] and p["folderUid"] == "kafkascope" and p["dashboard"]["id"] is None for p in pushed)
-    assert "pushed 7 dashboards" in capsys.readouterr().out
+    assert "pushed 8 dashboards" in capsys.readouterr().out
 
 
 def test_push_reports_an_unreachable_grafana(capsys):

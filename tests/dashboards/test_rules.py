@@ -205,6 +205,7 @@ def basic_cases() -> dict[str, list[dict]]:
     d = build.M.free_bytes + '{{{},logDir="/data/{}"}}'
     c[a] = [case(a, [(d.format(B0, "a"), f"{100 * 1024 ** 3}x20"), (d.format(B1, "b"), f"{1024 ** 3}x20")],
                  [("3m", []), ("10m", [expect(a, 1024 ** 3, **I1, logDir="/data/b")])])]
+    c.update(host_cases())
     g = build.M.burrow_status + '{{cluster="local",consumer_group="{}"}}'
     a = "KafkaConsumerGroupError"
     c[a] = [case(a, [(g.format("ok"), "1x30"), (g.format("warn"), "2x30"), (g.format("err"), "1 1 3x30")],
@@ -228,6 +229,48 @@ def basic_cases() -> dict[str, list[dict]]:
              [("3m", []), ("8m", [expect(a, 0, job="xmonitor", instance="x:1")])]),
         case(a, [(f"up{{{B0}}}", "1x10")], [("5m", [expect(a, 1, job="xmonitor")])]),
     ]
+    return c
+
+
+def _fs(instance: str, device: str, fstype: str, mountpoint: str, free: str, readonly: int = 0) -> list:
+    """A node exporter filesystem of size 1000 whose available bytes follow `free` (a promtool series)."""
+    lbl = f'job="node",instance="{instance}",device="{device}",fstype="{fstype}",mountpoint="{mountpoint}"'
+    return [(f"{build.M.node_fs_size}{{{lbl}}}", "1000x20"), (f"{build.M.node_fs_avail}{{{lbl}}}", free),
+            (f"{build.M.node_fs_readonly}{{{lbl}}}", f"{readonly}x20")]
+
+
+def _fs_alert(value: float, instance: str, device: str, fstype: str, mountpoint: str) -> dict:
+    return expect("KafkaRunningOutOfSpace", value, job="node", instance=instance, device=device, fstype=fstype,
+                  mountpoint=mountpoint)
+
+
+def host_cases() -> dict[str, list[dict]]:
+    """Node exporter alerts. h1 says where its log dirs are (/data; and /ram, a tmpfs), h2 does not."""
+    info = build.M.logdir_mount_info + '{{job="node",instance="h1:9100",broker_id="{}",logDir="{}",mountpoint="{}"}}'
+    a = "KafkaRunningOutOfSpace"
+    c = {a: [case(a, [
+        (info.format(1, "/data/kafka", "/data"), "1x20"), (info.format(2, "/ram/kafka", "/ram"), "1x20"),
+        *_fs("h1:9100", "/dev/sdb", "xfs", "/data", "500 500 100x20"),   # log dir: 50% -> 10% free: fires
+        *_fs("h1:9100", "tmpfs", "tmpfs", "/ram", "50x20"),              # log dir on tmpfs: counts
+        *_fs("h1:9100", "/dev/sda1", "ext4", "/", "50x20"),              # no log dir on h1's root: quiet
+        *_fs("h2:9100", "/dev/sda1", "ext4", "/", "100x20"),             # h2 declares nothing: every real fs
+        *_fs("h2:9100", "/dev/sda2", "ext4", "/var", "500x20"),          # 50%: quiet
+        *_fs("h2:9100", "tmpfs", "tmpfs", "/dev/shm", "10x20"),          # pseudo: quiet
+        *_fs("h2:9100", "overlay", "overlay", "/var/lib/x/merged", "10x20"),  # pseudo: quiet
+        *_fs("h2:9100", "/dev/sr0", "ext4", "/boot", "10x20", readonly=1),   # read-only: quiet
+        *_fs("h1:9100", "/dev/sdc", "ext4", "/data", "10x20", readonly=1)],  # read-only, though a log-dir mount
+        [("4m", []),                                                     # pending (for: 5m)
+         ("6m", [_fs_alert(0.05, "h1:9100", "tmpfs", "tmpfs", "/ram"), _fs_alert(0.1, "h2:9100", "/dev/sda1",
+                                                                                  "ext4", "/")]),
+         ("8m", [_fs_alert(0.1, "h1:9100", "/dev/sdb", "xfs", "/data"),
+                 _fs_alert(0.05, "h1:9100", "tmpfs", "tmpfs", "/ram"),
+                 _fs_alert(0.1, "h2:9100", "/dev/sda1", "ext4", "/")])])]}
+    a = "NodeDiskIOSaturation"
+    w = build.M.node_disk_io_weighted + '{{job="node",instance="h1:9100",device="{}"}}'
+    c[a] = [case(a, [(w.format("sda"), "0x5 0+1200x60"),    # 20 I/Os queued from 5m on: fires after 30m
+                     (w.format("vda"), "0+120x60"),          # 2 queued: quiet
+                     (w.format("loop0"), "0+6000x60")],      # not a disk
+                 [("20m", []), ("40m", [expect(a, 20, job="node", instance="h1:9100", device="sda")])])]
     return c
 
 

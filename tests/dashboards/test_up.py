@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkascope import node_exporter
 from kafkascope.cluster import process as proc
 from tests.support.cluster import wait_for
 
@@ -51,9 +52,11 @@ def test_up_starts_prints_urls_and_ctrl_c_stops_everything(tmp_path):
                       "Prometheus", "Prometheus alerts"):
             assert label in out, out
         assert "xmonitor /metrics" not in out and "[" in lines[0]  # left out; progress lines are timestamped
+        host = node_exporter.binary() is not None
+        assert ("node exporter /metrics" in out) == host, out
         pids = _pids(data)
-        assert len(pids) >= 7 and all(proc.alive(pid, st) for pid, st in pids), pids  # zk, 3 brokers, zk-exp,
-        # workload, lag, prometheus
+        assert len(pids) >= 7 + host and all(proc.alive(pid, st) for pid, st in pids), pids  # zk, 3 brokers,
+        # zk-exp, workload, lag, (node exporter,) prometheus
         p.send_signal(signal.SIGINT)
         rest = p.communicate(timeout=90)[0]
         assert p.returncode == 0, rest
