@@ -97,3 +97,32 @@ def test_render_is_generate_latest_byte_for_byte():
         prom = build_prometheus_registry(reg, naming, process=False)
         for _ in range(2):  # the second time from the kept outcomes and line starts
             assert render(prom) == generate_latest(prom)
+
+
+def test_page_is_the_engines_page_of_the_registrys_mbeans():
+    """The collector's own walk of the registry (kept outcomes, rows, common.metrics) gives what the engine gives
+    for exporter.mbeans' view of it, which is what the real jmx_exporter is compared with."""
+    from exporter.mbeans import mbeans
+    from tests.exporter.jmx_compare import differences, ours, parse
+
+    reg = _registry()
+    timer = reg.timer("kafka.controller", "ControllerStats", "LeaderElectionRateAndTimeMs")
+    timer.update(3.0)
+    reg.histogram("kafka.network", "RequestMetrics", "LocalTimeMs", request="Fetch").update(1.5)
+    reg.gauge("kafka.server", "KafkaServer", "BrokerState", lambda: True)
+    reg.gauge_family("kafkascope.log", "LogDir", "FreeBytes", lambda: [((("logDir", "/d"),), 7)])
+    for naming in ("strimzi", "confluent", "features"):
+        from tests.exporter.jmx_beans import RULE_FILES
+
+        spec = naming if naming != "features" else f"rules:{RULE_FILES['features']}"
+        prom = build_prometheus_registry(reg, spec, process=False)
+        for _ in range(2):
+            text = render(prom).decode()
+            view = [(f"{d}:{','.join(f'{k}={v}' for k, v in p)}", a, v) for d, p, a, v in mbeans(reg)]
+            expected = ours([b for b in view if b[0].startswith("kafka.")], naming)
+            jmx = set(parse(expected))
+            page = "".join(f"{line}\n" for line in text.splitlines()
+                           if not any(n in line for n in ("_seconds", "python_gc", "kafkascope_")))
+            assert not differences(page, expected), naming
+            assert jmx and jmx <= set(parse(page))
+        assert "kafkascope_log_logdir_freebytes" in parse(text)  # our own MBean, by exporter/rules/kafkascope.yaml
