@@ -1,11 +1,12 @@
 """Scrape time of a broker hosting 1,000 partitions (target: under 250 ms).
 
-    python -m benchmarks.scrape_time [--partitions 1000] [--scrapes 20] [--naming strimzi]
+    python -m benchmarks.scrape_time [--partitions 1000] [--scrapes 20] [--naming strimzi|confluent|rules:FILE]
 
 Creates one topic with ``--partitions`` partitions on a fresh broker with ``prometheus.listener``, produces one
 record to every partition (so per-topic meters and request timers are live), then times ``GET /metrics`` end to
 end from this process. Prints the median and max, the page size and series count, and a same-run baseline: the
-scrape of the same broker before the topic existed (ratio = 1,000-partition scrape / baseline scrape).
+scrape of the same broker before the topic existed (ratio = 1,000-partition scrape / baseline scrape). The max
+is the first scrape after the topic exists, which matches the new MBeans against the rule file.
 The last line is one JSON object.
 """
 
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="benchmarks.scrape_time", description=__doc__.splitlines()[0])
     p.add_argument("--partitions", type=int, default=1000)
     p.add_argument("--scrapes", type=int, default=20)
-    p.add_argument("--naming", default="strimzi", choices=["strimzi", "confluent"])
+    p.add_argument("--naming", default="strimzi", help="prometheus.naming: strimzi, confluent or rules:/path/file.yml")
     args = p.parse_args(argv)
     from confluent_kafka import Producer
 
