@@ -87,10 +87,34 @@ class RegistryCollector:
     def __init__(self, registry: Registry, naming_spec: str = naming.STRIMZI, config: JmxConfig | None = None) -> None:
         self.registry = registry
         self.naming = naming_spec
+        self._path = None if config is not None else naming.rules_path(naming_spec)
+        self._mtime = self._stat()
         self.config = config if config is not None else naming.load(naming_spec)
         self.engine = JmxEngine(self.config)
         self.own = JmxEngine(JmxConfig.load(naming.OWN_RULES))
         self._plans: dict[object, list | dict] = {}  # metric object -> outcome per attribute (or per row)
+
+    def _stat(self) -> int | None:
+        try:
+            return None if self._path is None else self._path.stat().st_mtime_ns
+        except OSError:
+            return None
+
+    def _reload_if_changed(self) -> None:
+        """As jmx_exporter: a rule file whose modification time changed is read again before the scrape; one that
+        no longer loads leaves the previous rules in force."""
+        mtime = self._stat()
+        if mtime == self._mtime or mtime is None:
+            return
+        self._mtime = mtime
+        try:
+            config = JmxConfig.load(self._path)  # type: ignore[arg-type]
+        except ValueError as e:
+            log.error("prometheus.naming %s: reload failed, previous rules kept: %s", self.naming, e)
+            return
+        log.info("prometheus.naming %s: rules reloaded", self.naming)
+        self.config, self.engine = config, JmxEngine(config)
+        self._plans.clear()
 
     # -------------------------------------------------------------------------------------------- matching
 
@@ -109,6 +133,7 @@ class RegistryCollector:
 
     def matched(self) -> list[tuple[Sample, object]]:
         """(sample, value) of every exported attribute now."""
+        self._reload_if_changed()
         reg = self.registry
         reg.tick()
         out: list[tuple[Sample, object]] = []

@@ -126,3 +126,24 @@ def test_page_is_the_engines_page_of_the_registrys_mbeans():
             assert not differences(page, expected), naming
             assert jmx and jmx <= set(parse(page))
         assert "kafkascope_log_logdir_freebytes" in parse(text)  # our own MBean, by exporter/rules/kafkascope.yaml
+
+
+def test_a_changed_rule_file_is_read_again_and_a_broken_one_keeps_the_rules(tmp_path, caplog):
+    import os
+
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n- pattern: kafka.server<type=ReplicaManager, name=(\\w+)><>Value\n  name: first_$1\n")
+    prom = build_prometheus_registry(_registry(), f"rules:{rules}", process=False)
+    assert ("first_UnderReplicatedPartitions", ()) in _samples(render(prom).decode())
+
+    def rewrite(text: str, bump: int) -> None:
+        rules.write_text(text)
+        st = rules.stat()
+        os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns + bump))  # a new mtime even within the clock's tick
+
+    rewrite("rules:\n- pattern: kafka.server<type=ReplicaManager, name=(\\w+)><>Value\n  name: second_$1\n", 10**9)
+    got = _samples(render(prom).decode())
+    assert ("second_UnderReplicatedPartitions", ()) in got and ("first_UnderReplicatedPartitions", ()) not in got
+    rewrite("rules:\n- name: no_pattern\n", 2 * 10**9)
+    assert ("second_UnderReplicatedPartitions", ()) in _samples(render(prom).decode())
+    assert "reload failed" in caplog.text
