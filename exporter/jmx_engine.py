@@ -205,7 +205,7 @@ class JmxEngine:
                     snake = prefix + snake_case(attr) + ": "
                     snake_present = self._present(snake)
                 attribute, fixed, have = snake_case(attr), snake, snake_present
-            if need[idx] & have != need[idx]:
+            if not rule.cache and need[idx] & have != need[idx]:
                 continue  # a literal no value can supply is missing: no match whatever the value
             if dynamic_from is None and not rule.cache and not (numeric and not rule.dynamic and (
                     rule.value_prefix is None or not rule.value_prefix.search(fixed))):
