@@ -14,7 +14,7 @@ class path as a single-node KRaft broker+controller bound to 127.0.0.1 only.
 What is fetched per version is pinned in ``apache_kafka_artifacts.txt`` next to this file.  Apache Kafka
 ``ZK_VERSION`` (3.9.x, the last line with ZooKeeper mode) also brings its tools (``kafka-tools``) and the
 Prometheus JMX exporter java agent; ``broker_command()`` builds the JVM command line of a ZooKeeper-mode broker
-with that agent and ``write_jmx_rules()`` writes the Strimzi-convention rules file (used by the cluster
+with that agent and ``write_jmx_rules()`` writes the Strimzi rules file we ship (used by the cluster
 launcher's ``--impl apache-kafka``).  ``tool_command()`` runs one of Kafka's own tools by main class.
 
 Java (>= 17) and Maven are installed with apt-get when missing and we are root (or have
@@ -365,136 +365,14 @@ def tool_command(main_class: str, *args: str, version: str = ZK_VERSION, heap_op
             "-cp", f"{libs}/*", main_class, *args]
 
 
-# jmx_exporter rules in Strimzi's convention (packaging/examples/metrics/kafka-metrics.yaml, the rules of
-# ../shared/reference/kafka_metrics.md section 2.1): first match wins, names lowercased, label names in MBean case.
-JMX_RULES_YAML = """\
-# Written by kafkascope (tests/support/apache_kafka.py): Strimzi kafka-metrics.yaml conventions.
-lowercaseOutputName: true
-rules:
-# Special cases and very specific rules
-- pattern: kafka.server<type=(.+), name=(.+), clientId=(.+), topic=(.+), partition=(.*)><>Value
-  name: kafka_server_$1_$2
-  type: GAUGE
-  labels:
-    clientId: "$3"
-    topic: "$4"
-    partition: "$5"
-- pattern: kafka.server<type=(.+), name=(.+), clientId=(.+), brokerHost=(.+), brokerPort=(.+)><>Value
-  name: kafka_server_$1_$2
-  type: GAUGE
-  labels:
-    clientId: "$3"
-    broker: "$4:$5"
-- pattern: kafka.server<type=(.+), cipher=(.+), protocol=(.+), listener=(.+), networkProcessor=(.+)><>connections
-  name: kafka_server_$1_connections_tls_info
-  type: GAUGE
-  labels:
-    cipher: "$2"
-    protocol: "$3"
-    listener: "$4"
-    networkProcessor: "$5"
-- pattern: kafka.server<type=(.+), clientSoftwareName=(.+), clientSoftwareVersion=(.+), listener=(.+), networkProcessor=(.+)><>connections
-  name: kafka_server_$1_connections_software
-  type: GAUGE
-  labels:
-    clientSoftwareName: "$2"
-    clientSoftwareVersion: "$3"
-    listener: "$4"
-    networkProcessor: "$5"
-- pattern: "kafka.server<type=(.+), listener=(.+), networkProcessor=(.+)><>(.+-total):"
-  name: kafka_server_$1_$4
-  type: COUNTER
-  labels:
-    listener: "$2"
-    networkProcessor: "$3"
-- pattern: "kafka.server<type=(.+), listener=(.+), networkProcessor=(.+)><>(.+):"
-  name: kafka_server_$1_$4
-  type: GAUGE
-  labels:
-    listener: "$2"
-    networkProcessor: "$3"
-# Some percent metrics use the MeanRate attribute, e.g. RequestHandlerAvgIdlePercent
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)Percent\\w*><>MeanRate
-  name: kafka_$1_$2_$3_percent
-  type: GAUGE
-# Generic gauges for percents
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)Percent\\w*><>Value
-  name: kafka_$1_$2_$3_percent
-  type: GAUGE
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)Percent\\w*, (.+)=(.+)><>Value
-  name: kafka_$1_$2_$3_percent
-  type: GAUGE
-  labels:
-    "$4": "$5"
-# Generic per-second counters with 0-2 key/value pairs
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)PerSec\\w*, (.+)=(.+), (.+)=(.+)><>Count
-  name: kafka_$1_$2_$3_total
-  type: COUNTER
-  labels:
-    "$4": "$5"
-    "$6": "$7"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)PerSec\\w*, (.+)=(.+)><>Count
-  name: kafka_$1_$2_$3_total
-  type: COUNTER
-  labels:
-    "$4": "$5"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)PerSec\\w*><>Count
-  name: kafka_$1_$2_$3_total
-  type: COUNTER
-# Generic gauges with 0-2 key/value pairs
-- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.+), (.+)=(.+)><>Value
-  name: kafka_$1_$2_$3
-  type: GAUGE
-  labels:
-    "$4": "$5"
-    "$6": "$7"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.+)><>Value
-  name: kafka_$1_$2_$3
-  type: GAUGE
-  labels:
-    "$4": "$5"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)><>Value
-  name: kafka_$1_$2_$3
-  type: GAUGE
-# Histograms and timers: Count as a counter, percentiles as gauges with a quantile label
-- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*), (.+)=(.+)><>Count
-  name: kafka_$1_$2_$3_count
-  type: COUNTER
-  labels:
-    "$4": "$5"
-    "$6": "$7"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*), (.+)=(.+)><>(\\d+)thPercentile
-  name: kafka_$1_$2_$3
-  type: GAUGE
-  labels:
-    "$4": "$5"
-    "$6": "$7"
-    quantile: "0.$8"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*)><>Count
-  name: kafka_$1_$2_$3_count
-  type: COUNTER
-  labels:
-    "$4": "$5"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+), (.+)=(.*)><>(\\d+)thPercentile
-  name: kafka_$1_$2_$3
-  type: GAUGE
-  labels:
-    "$4": "$5"
-    quantile: "0.$6"
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)><>Count
-  name: kafka_$1_$2_$3_count
-  type: COUNTER
-- pattern: kafka.(\\w+)<type=(.+), name=(.+)><>(\\d+)thPercentile
-  name: kafka_$1_$2_$3
-  type: GAUGE
-  labels:
-    quantile: "0.$4"
-"""
+# The reference broker's jmx_exporter rules: the Strimzi file our brokers are named by by default
+# (prometheus.naming=strimzi, exporter/rules/), so both sides of a comparison go through the same rules.
+STRIMZI_RULES = Path(__file__).resolve().parents[2] / "exporter" / "rules" / "strimzi-kafka-metrics.yaml"
 
 
 def write_jmx_rules(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(JMX_RULES_YAML)
+    path.write_text(STRIMZI_RULES.read_text())
     return path
 
 
