@@ -72,3 +72,22 @@ def test_own_mbeans_fall_back_to_our_rules():
     for convention in ("strimzi", "confluent"):
         s = series_for("kafkascope.log", "LogDir", "FreeBytes", (("logDir", "/d"),), "Value", convention, 5)
         assert s is not None and s.name == "kafkascope_log_logdir_freebytes" and s.labels == (("logDir", "/d"),)
+
+
+def test_a_broker_given_a_rule_file_we_do_not_ship_serves_its_names(tmp_path):
+    """prometheus.naming=rules:<jmx_exporter's kafka-2_0_0.yml> on a real broker process: the names that file gives
+    Kafka (its coordinator rule, Percent names without `_percent`) are on /metrics, Strimzi's are not."""
+    import urllib.request
+
+    from tests.exporter.jmx_beans import RULE_FILES
+    from tests.support.broker_process import BrokerProcess, free_port
+
+    mport = free_port()
+    props = {"prometheus.listener": f"127.0.0.1:{mport}", "prometheus.naming": f"rules:{RULE_FILES['kafka-2_0_0']}"}
+    with BrokerProcess(tmp_path, **props):
+        text = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10).read().decode()
+    names = {f.name for f in text_string_to_metric_families(text)}
+    assert {"kafka_coordinator_group_groupmetadatamanager_numgroups",
+            "kafka_network_socketserver_networkprocessoravgidlepercent",
+            "kafka_server_replicamanager_underreplicatedpartitions", "kafkascope_log_logdir_freebytes"} <= names
+    assert "kafka_network_socketserver_networkprocessoravgidle_percent" not in names
