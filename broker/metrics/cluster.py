@@ -45,7 +45,7 @@ class ClusterMetrics:
             return
         sel = ("kafka.server", "SessionExpireListener")
         self.zk_events = {e: reg.meter(*sel, f"ZooKeeper{e}PerSec") for e in ZK_EVENTS}
-        self.zk_request_latency = reg.timer("kafka.server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs")
+        self.zk_request_latency = reg.histogram("kafka.server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs")
         reg.gauge_family(*sel, "SessionState", self._zk_session_state)
 
     def wire(self) -> None:

@@ -77,9 +77,10 @@ class RequestGroup:
     def __init__(self, reg: Registry, name: str) -> None:
         self._reg = reg
         self.name = name
-        self.timers = tuple(reg.timer("kafka.network", "RequestMetrics", t, request=name) for t in REQUEST_TIMERS)
+        # Histograms in Kafka (RequestMetrics newHistogram), not Timers: no rate attributes
+        self.timers = tuple(reg.histogram("kafka.network", "RequestMetrics", t, request=name) for t in REQUEST_TIMERS)
         # Kafka updates it for every request; no quota ever throttles here, so every value is 0.
-        self.throttle = reg.timer("kafka.network", "RequestMetrics", "ThrottleTimeMs", request=name)
+        self.throttle = reg.histogram("kafka.network", "RequestMetrics", "ThrottleTimeMs", request=name)
         self.requests: dict[int, Meter] = {}
         self.errors: dict[int, Meter] = {}
         self._deprecated: dict[tuple[int, tuple[str, str]], Meter] = {}

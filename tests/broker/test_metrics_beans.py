@@ -143,3 +143,18 @@ async def test_request_metrics_are_registered_for_every_advertised_api_at_start(
             assert t.count == 0 and t.quantiles() == (0.0,) * 6
         assert names(b, "kafka.network", "RequestMetrics", "ErrorsPerSec") == []
         assert names(b, "kafka.network", "RequestMetrics", "RequestsPerSec") == []
+
+
+async def test_request_and_zookeeper_latencies_are_histograms_without_rates(tmp_path):
+    """Kafka's RequestMetrics *TimeMs and ZooKeeperRequestLatencyMs are Yammer Histograms: Count, Min..StdDev and
+    percentiles, no MeanRate/OneMinuteRate (a rule file exporting every attribute must not invent them)."""
+    from exporter.mbeans import mbeans
+
+    async with inproc_broker(tmp_path) as (b, _port):
+        attrs: dict[tuple, set[str]] = {}
+        for domain, props, attr, _value in mbeans(b.metrics.registry):
+            attrs.setdefault((domain, props), set()).add(attr)
+        totals = [a for (d, p), a in attrs.items()
+                  if d == "kafka.network" and ("name", "TotalTimeMs") in p and ("request", "Produce") in p]
+        assert totals and "99thPercentile" in totals[0] and "StdDev" in totals[0]
+        assert not {"MeanRate", "OneMinuteRate"} & totals[0]
