@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 
+from kafkascope.client import CliError, read_properties
 from slo.lag.cases import CaseError, evaluate_cases
 from slo.lag.config import ConfigError, LagConfig, read_config
 
@@ -49,7 +50,8 @@ def _monitor(args: argparse.Namespace) -> int:
         return 2
     try:
         config = _config(args)
-    except (OSError, ConfigError) as e:
+        client_props = read_properties(args.command_config)
+    except (OSError, ConfigError, CliError) as e:
         print(f"kafkascope lag: error: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
@@ -60,7 +62,7 @@ def _monitor(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        Collector(args.bootstrap_servers, monitor).run(stop)
+        Collector(args.bootstrap_servers, monitor, client_props=client_props).run(stop)
     finally:
         server.shutdown()
     return 0
@@ -103,6 +105,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     lag = subparsers.add_parser("lag", help="consumer lag the way Burrow evaluates it",
                                 description="Consumer-lag monitor with Burrow's rules.")
     lag.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="the cluster to monitor")
+    lag.add_argument("--command-config", metavar="FILE",
+                     help="client properties file, as Kafka's tools (security.protocol, sasl.*, ssl.*)")
     lag.add_argument("--config", metavar="lag.yaml", help="Burrow-style settings (see slo/lag/config.py)")
     lag.add_argument("--http-port", type=int, help="API port on 127.0.0.1 (overrides http-port; 0 = any)")
     _add_tombstone_flag(lag)

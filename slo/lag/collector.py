@@ -24,12 +24,15 @@ def wall_ms() -> int:
 class Collector:
     """Feeds a LagMonitor; `run` loops until `stop` is set. Time comes from `clock` (ms)."""
 
-    def __init__(self, bootstrap: str, monitor: LagMonitor, clock: Callable[[], int] = wall_ms) -> None:
+    def __init__(self, bootstrap: str, monitor: LagMonitor, clock: Callable[[], int] = wall_ms,
+                 client_props: dict[str, str] | None = None) -> None:
         self.monitor = monitor
         self.cfg = monitor.config.collector
         self.clock = clock
         self.bootstrap = bootstrap
-        conf = {"bootstrap.servers": bootstrap, "client.id": f"kafkascope-lag-{monitor.config.cluster}"}
+        self.client_props = dict(client_props or {})   # security.protocol, sasl.*, ssl.* (--command-config)
+        conf = {"bootstrap.servers": bootstrap, "client.id": f"kafkascope-lag-{monitor.config.cluster}",
+                **self.client_props}
         self.admin = AdminClient(conf)
         self.consumer = Consumer({**conf, "group.id": "kafkascope-lag-unused", "enable.auto.commit": False,
                                   "enable.partition.eof": False, "allow.auto.create.topics": False})
@@ -104,8 +107,8 @@ class Collector:
     def run(self, stop: threading.Event) -> None:
         cfg = self.monitor.config
         next_save = self.clock() + int(cfg.snapshot_interval_s * 1000)
-        poller = threading.Thread(target=MetadataPoller(self.bootstrap, self.monitor, self.clock).run, args=(stop,),
-                                  daemon=True, name="lag-metadata")
+        meta = MetadataPoller(self.bootstrap, self.monitor, self.clock, client_props=self.client_props)
+        poller = threading.Thread(target=meta.run, args=(stop,), daemon=True, name="lag-metadata")
         poller.start()
         try:
             while not stop.is_set():
@@ -141,11 +144,12 @@ class MetadataPoller:
     delays only this, never the collector's reading of `__consumer_offsets` and log ends."""
 
     def __init__(self, bootstrap: str, monitor: LagMonitor, clock: Callable[[], int] = wall_ms,
-                 admin: AdminClient | None = None) -> None:
+                 admin: AdminClient | None = None, client_props: dict[str, str] | None = None) -> None:
         self.monitor = monitor
         self.clock = clock
         self.admin = admin or AdminClient({"bootstrap.servers": bootstrap,
-                                           "client.id": f"kafkascope-lag-meta-{monitor.config.cluster}"})
+                                           "client.id": f"kafkascope-lag-meta-{monitor.config.cluster}",
+                                           **(client_props or {})})
 
     def _publish(self, meta: topics.ClusterMeta) -> None:
         with self.monitor.lock:
