@@ -1,0 +1,204 @@
+"""What every `kafkascope up` stack shares: children in their own process groups (stopped by pid and /proc start
+time, so nothing else is ever signalled), the node exporter, Prometheus with the generated rules, the page."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkascope.cluster import process as proc
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+Step = Callable[[str], None]
+
+
+@dataclass
+class Child:
+    name: str
+    popen: subprocess.Popen
+    started: int | None
+    log: Path
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class ScrapeJob:
+    """One Prometheus scrape_config: job name, host:port targets, and how to reach them."""
+    job: str
+    targets: tuple[str, ...]
+    metrics_path: str = "/metrics"
+    scheme: str = "http"
+
+
+class Processes:
+    """Children of one stack, under data_dir (logs/, pids/)."""
+
+    def __init__(self, data_dir: Path | str, scrape_interval: str = "2s") -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.scrape_interval = scrape_interval
+        self.children: dict[str, Child] = {}
+        self.ports: dict[str, int] = {}
+        self._stopping = threading.Event()
+
+    def _env(self) -> dict[str, str]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        return env
+
+    def _spawn(self, name: str, cmd: list[str], port: int | None = None, url: str | None = None,
+               timeout_s: float = 30.0) -> Child:
+        log = self.data_dir / "logs" / f"{name}.log"
+        p = proc.spawn(cmd, log, cwd=REPO_ROOT, env=self._env())
+        child = self.children[name] = Child(name, p, proc.start_time(p.pid), log, url)
+        (self.data_dir / "pids").mkdir(exist_ok=True)
+        (self.data_dir / "pids" / f"{name}.pid").write_text(f"{p.pid} {child.started}\n")
+        if port is not None:
+            try:
+                proc.wait_for_port(port, lambda: p.poll() is None, timeout_s)
+            except (RuntimeError, TimeoutError) as e:
+                raise RuntimeError(f"{name} did not start: {e}\n{proc.log_tail(log)}") from None
+        return child
+
+    def scrape_jobs(self) -> list[ScrapeJob]:
+        """Prometheus jobs of this stack; subclasses add the cluster's."""
+        names = {"xmonitor": "xmonitor", "lag": "lag-monitor", "node-exporter": "node"}
+        return [ScrapeJob(job, (f"127.0.0.1:{self.ports[part]}",)) for part, job in names.items()
+                if part in self.ports]
+
+    def targets(self) -> dict[str, list[str]]:
+        """Prometheus job name → host:port targets (the scrape config's static_configs)."""
+        return {j.job: list(j.targets) for j in self.scrape_jobs()}
+
+    def _start_node_exporter(self, step: Step, timeout_s: float, log_dirs: dict[int, list[str]]) -> None:
+        from kafkascope import node_exporter as ne
+
+        exe = ne.binary()
+        if exe is None:
+            step(f"node exporter not installed: skipped, no host metrics (apt-get install {ne.DEBIAN_PACKAGE})")
+            return
+        port = proc.free_port()
+        textfile_dir = ne.write_textfile(self.data_dir / "node-exporter", log_dirs).parent
+        self._spawn("node-exporter", ne.command(exe, port, textfile_dir), port, f"http://127.0.0.1:{port}/metrics",
+                    timeout_s)
+        self.ports["node-exporter"] = port
+        step(f"node exporter (host metrics) on :{port}")
+
+    def _start_prometheus(self, step: Step, timeout_s: float) -> None:
+        from dashboards import build
+
+        exe = shutil.which("prometheus")
+        if exe is None:
+            step("prometheus not installed: skipped (apt-get install prometheus)")
+            return
+        port = self.ports["prometheus"] = proc.free_port()
+        pdir = self.data_dir / "prometheus"
+        pdir.mkdir(exist_ok=True)
+        for f in build.RULE_FILES:
+            shutil.copy(build.PROMETHEUS_DIR / f, pdir / f)
+        cfg = pdir / "prometheus.yml"
+        cfg.write_text(prometheus_config(self.scrape_jobs(), list(build.RULE_FILES), self.scrape_interval))
+        self._spawn("prometheus", [exe, f"--config.file={cfg}", f"--storage.tsdb.path={pdir / 'tsdb'}",
+                                   f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle"],
+                    port, f"http://127.0.0.1:{port}", timeout_s)
+        proc.wait_until(lambda: _ready(f"http://127.0.0.1:{port}/-/ready"), timeout_s, 0.2, "Prometheus ready")
+        step(f"Prometheus with the kafkascope rules on :{port}")
+
+    def _start_streamlit(self, step: Step, timeout_s: float, report_dir: Path) -> None:
+        port = self.ports["streamlit"] = proc.free_port()
+        self._spawn("streamlit", [sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "dashboards" /
+                                                                                  "streamlit_app.py"),
+                                  "--server.address", "127.0.0.1", "--server.port", str(port),
+                                  "--server.headless", "true", "--browser.gatherUsageStats", "false", "--",
+                                  "--report", str(report_dir)],
+                    port, f"http://127.0.0.1:{port}", timeout_s)
+        step(f"Streamlit SLO page: http://127.0.0.1:{port}")
+
+    def child_urls(self) -> list[tuple[str, str]]:
+        rows = []
+        labels = {"xmonitor": "xmonitor /metrics", "lag": "lag monitor (Burrow API)",
+                  "node-exporter": "node exporter /metrics", "prometheus": "Prometheus",
+                  "streamlit": "Streamlit SLO page"}
+        for name, label in labels.items():
+            c = self.children.get(name)
+            if c is not None and c.url:
+                rows.append((label, c.url))
+        if "prometheus" in self.children:
+            rows.append(("Prometheus alerts", self.children["prometheus"].url + "/alerts"))
+        return rows
+
+    def format_urls(self) -> str:
+        rows = self.urls()
+        w = max(len(k) for k, _ in rows)
+        return "\n".join(f"  {k.ljust(w)}  {v}" for k, v in rows)
+
+    def urls(self) -> list[tuple[str, str]]:
+        return self.child_urls()
+
+    def dead_children(self) -> list[str]:
+        return [n for n, c in list(self.children.items())
+                if c.popen.poll() is not None and not n.startswith("slo-")]
+
+    def stop_children(self) -> None:
+        """Terminate every child this stack started (newest first), by pid and start time."""
+        self._stopping.set()
+        for name in reversed(list(self.children)):
+            c = self.children.pop(name, None)
+            if c is None:
+                continue
+            proc.terminate(c.popen.pid, c.started, 10.0)
+            with contextlib.suppress(Exception):
+                c.popen.wait(5)
+            with contextlib.suppress(OSError):
+                (self.data_dir / "pids" / f"{name}.pid").unlink()
+
+
+def prometheus_config(jobs: list[ScrapeJob], rule_files: list[str], scrape_interval: str) -> str:
+    """prometheus.yml: dashboards.build's config, with metrics_path/scheme where a job needs them."""
+    import yaml
+
+    from dashboards import build
+
+    text = build.scrape_config({j.job: list(j.targets) for j in jobs}, rule_files=rule_files,
+                               scrape_interval=scrape_interval)
+    cfg = yaml.safe_load(text)
+    for sc, job in zip(cfg["scrape_configs"], jobs, strict=True):
+        if job.metrics_path != "/metrics":
+            sc["metrics_path"] = job.metrics_path
+        if job.scheme != "http":
+            sc["scheme"] = job.scheme
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+def write_yaml(path: Path, data: dict) -> None:
+    import yaml
+
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _ready(url: str) -> bool:
+    import urllib.request
+
+    try:
+        return urllib.request.urlopen(url, timeout=2).status == 200
+    except OSError:
+        return False
+
+
+def prometheus_query(base_url: str, expr: str, timeout: float = 5.0) -> list[dict]:
+    import urllib.parse
+    import urllib.request
+
+    url = f"{base_url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    body = json.loads(urllib.request.urlopen(url, timeout=timeout).read())
+    if body.get("status") != "success":
+        raise RuntimeError(f"{expr}: {body}")
+    return body["data"]["result"]
