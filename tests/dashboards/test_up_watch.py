@@ -150,12 +150,13 @@ def assert_nothing_created_without_consent(bootstrap: str, data: Path) -> None:
     assert not list((data / "pids").glob("*.pid")) if (data / "pids").exists() else True
 
 
-def up_watching(bootstrap: str, data: Path, exporter: StubExporter, command_config: Path,
+def up_watching(bootstrap: str, data: Path, scrape_url: str, scraped: str, command_config: Path,
                 extra: tuple[str, ...] = ()) -> tuple[float, str]:
-    """`up --bootstrap-servers --create-probe-topic --scrape` until its Prometheus has scraped the exporter and
-    xmonitor has produced; then Ctrl-C. Returns (seconds to ready, output)."""
+    """`up --bootstrap-servers --create-probe-topic --scrape` until its Prometheus answers `scraped` (a query on
+    what the --scrape URL serves) and scrapes xmonitor and the lag monitor; then Ctrl-C. Returns (seconds to
+    ready, output)."""
     cmd = [sys.executable, "-m", "kafkascope", "up", "--bootstrap-servers", bootstrap, "--data-dir", str(data),
-           "--create-probe-topic", "--scrape", exporter.url, "--command-config", str(command_config),
+           "--create-probe-topic", "--scrape", scrape_url, "--command-config", str(command_config),
            "--cluster-name", "theirs", *extra]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -173,8 +174,7 @@ def up_watching(bootstrap: str, data: Path, exporter: StubExporter, command_conf
         pids = [tuple(map(int, f.read_text().split())) for f in (data / "pids").glob("*.pid")]
         wait_for(lambda: prometheus_query(prom, 'up{job="kafka-broker"} == 1'), timeout=30,
                  what="Prometheus scraped the --scrape URL")
-        assert exporter.scrapes > 0
-        wait_for(lambda: prometheus_query(prom, 'stub_exporter_up{job="kafka-broker"}'), timeout=10)
+        wait_for(lambda: prometheus_query(prom, scraped), timeout=10, what=scraped)
         wait_for(lambda: TOPIC in topics(bootstrap), timeout=30, what="probe topic created")
         wait_for(lambda: prometheus_query(prom, 'up{job="xmonitor"} == 1'), timeout=30, what="xmonitor scraped")
         wait_for(lambda: prometheus_query(prom, 'up{job="lag-monitor"} == 1'), timeout=30, what="lag scraped")
@@ -219,7 +219,9 @@ def test_up_watches_the_cluster_and_leaves_it_running(theirs, tmp_path):
     props = tmp_path / "client.properties"
     props.write_text("# Kafka's tools format\nclient.id=kafkascope-watch-test\nsecurity.protocol=PLAINTEXT\n")
     try:
-        ready_s, out = up_watching(theirs.bootstrap, tmp_path / "state", exporter, props)
+        ready_s, out = up_watching(theirs.bootstrap, tmp_path / "state", exporter.url,
+                                   'stub_exporter_up{job="kafka-broker"}', props)
+        assert exporter.scrapes > 0
     finally:
         exporter.close()
     print(f"\nup --bootstrap-servers: all parts ready in {ready_s:.1f} s")
