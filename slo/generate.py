@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from slo import live
 from xmonitor.sli_schema import SLI_SCHEMA, encode_hdr, new_histogram
 
 KINDS = ("broker-down", "latency-spike", "loss", "no-traffic", "gap")
@@ -208,9 +209,14 @@ def _write(table: pa.Table, out: Path, day: str, cluster: str, start_ms: int) ->
     return final
 
 
-def generate(cfg: GenConfig, out: str | Path) -> dict:
-    """Write the dataset (one file per cluster and UTC day); returns row and file counts."""
+def generate(cfg: GenConfig, out: str | Path, per_interval: bool = False) -> dict:
+    """Write the dataset (one file per cluster and UTC day, or, `per_interval`, one per cluster and interval as
+    xmonitor writes them) and mark the directory synthetic (slo.live.SYNTHETIC_MARKER); returns row and file
+    counts."""
     out = Path(out)
+    live.write_marker(out, {"generator": "slo.generate", "start": live.iso(cfg.start_ms),
+                            "end": live.iso(cfg.end_ms), "clusters": cfg.clusters, "partitions": cfg.partitions,
+                            "interval_s": cfg.interval_s, "incidents": [dataclasses.asdict(i) for i in cfg.incidents]})
     R = cfg.records
     payloads = pa.array([_payload("normal", i) for i in range(R + 1)] + [_payload("slow", i) for i in range(R + 1)],
                         pa.binary())
@@ -229,9 +235,16 @@ def generate(cfg: GenConfig, out: str | Path) -> dict:
                 continue
             t0 = cfg.start_ms + k0 * cfg.interval_s * 1000
             day = dt.datetime.fromtimestamp(t0 / 1000, dt.UTC).strftime("%Y-%m-%d")
-            _write(table, out, day, cluster, t0)
             rows += table.num_rows
-            files += 1
+            if not per_interval:
+                _write(table, out, day, cluster, t0)
+                files += 1
+                continue
+            starts = table.column("interval_start").cast(pa.int64()).to_numpy()
+            cuts = [0, *np.nonzero(np.diff(starts))[0] + 1, len(starts)]   # rows are in interval order
+            for a, b in zip(cuts, cuts[1:], strict=False):
+                _write(table.slice(a, b - a), out, day, cluster, int(starts[a]))
+                files += 1
     return {"rows": rows, "files": files, "start_ms": cfg.start_ms, "end_ms": cfg.end_ms}
 
 

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from slo import hdr, sli
+from slo import hdr, live, sli
 from slo.specs import FIELDS, SLOSpec
 
 STEP_S = 60
@@ -140,6 +140,27 @@ def report_window(specs: list[SLOSpec], end_ms: int, window_s: int | None = None
             "elapsed_seconds": (end_ms - lo) // 1000,
             "calendar": {"startTime": cal.start.strftime("%Y-%m-%d %H:%M:%S"), "timeZone": cal.time_zone,
                          "duration": f"{cal.count}{cal.unit}"}}
+
+
+def _source(sli_dir: str | Path) -> dict:
+    """Where the intervals came from: `slo generate` marks its output (slo.live.SYNTHETIC_MARKER)."""
+    marker = live.read_marker(sli_dir)
+    return {"sli_dir": str(sli_dir), "synthetic": marker is not None, "generator": marker}
+
+
+def _lag_summary(spark: SparkSession, lag_dir: str | Path, out: Path, end_ms: int) -> Path | None:
+    """The lag-history job's output for `lag_dir`: as given, or, for the lag monitor's own history-dir (commits/,
+    broker/), replayed now up to end_ms into out/lag-history (the live page's lag SLO). None when there is none
+    yet (a young monitor flushes its first history after a minute)."""
+    root = Path(lag_dir)
+    if (root / "daily_summary").exists():
+        return root
+    if not all(any((root / t).glob("date=*/*.parquet")) for t in ("commits", "broker")):
+        return None
+    from slo.jobs.lag_history import lag_history
+
+    lag_history(spark, root, out / "lag-history", to_ms=end_ms)
+    return out / "lag-history"
 
 
 def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], out_dir: str | Path,
@@ -273,6 +294,7 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
         "expected_rows": expected_rows, "missing_rows": max(0.0, expected_rows - input_rows),
         "coverage": input_rows / expected_rows if expected_rows else 0.0,
         "steps": n_steps, "steps_missing": n_steps - sum(present),
+        "hours_with_data": sum(present) * STEP_S / 3600, "window_hours": elapsed_s / 3600,
         "rule": "expected rows = series seen in the window x window / mean interval length; missing intervals carry "
                 "no events (Occurrences) and are excluded from Timeslices (sli_missing_as_bad counts them as bad)",
         "rolling_history": {
@@ -395,6 +417,7 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
 
     # ---- consumer lag from the lag-history job's daily summary
     lag = None
+    lag_dir = _lag_summary(spark, lag_dir, out, end_ms) if lag_dir and lag_specs else None
     if lag_dir and lag_specs and (Path(lag_dir) / "daily_summary").exists():
         spec = lag_specs[0]
         ls = spark.read.parquet(str(Path(lag_dir) / "daily_summary"))
@@ -426,6 +449,7 @@ def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], o
                     "worst_budget_remaining": min((r["occurrences"]["remaining_ratio"] for r in report_slos),
                                                   default=None)},
         "completeness": completeness, "slos": report_slos, "latency": latency, "lag": lag,
+        "source": _source(sli_dir),
     }
     report = _clean(report)
     for name, rows_ in tables.items():

@@ -44,3 +44,18 @@ def test_generated_totals_match_closed_form(tmp_path):
     assert merged.sum() == e["latency_samples"]
     assert hdr.count_le(merged, 500_000) == e["latency_good"]
     assert max(profile_samples("normal", 10)) < 500_000 < min(profile_samples("slow", 10))
+
+
+def test_per_interval_files_like_xmonitor_and_the_synthetic_marker(tmp_path):
+    from slo import live
+
+    cfg = GenConfig(days=1 / 24, clusters=2, partitions=3, interval_s=60, incidents=(Incident.parse("gap@10m+5m"),))
+    info = generate(cfg, tmp_path, per_interval=True)
+    files = sorted(tmp_path.glob("date=*/*.parquet"))
+    assert info["files"] == len(files) == 2 * (60 - 5)            # one per cluster and interval, none in the gap
+    t = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()   # the marker is not read as data
+    assert t.num_rows == info["rows"] == expected(cfg)["rows"]
+    one = ds.dataset(files[0], format="parquet").to_table()
+    assert one.num_rows == 3 and len(set(one["interval_start"].to_pylist())) == 1
+    marker = live.read_marker(tmp_path)
+    assert marker["generator"] == "slo.generate" and marker["incidents"][0]["kind"] == "gap"
