@@ -6,7 +6,9 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +45,8 @@ def _report(args: argparse.Namespace) -> int:
     except (OSError, SpecError, ValueError) as e:
         print(f"kafkascope slo report: error: {e}", file=sys.stderr)
         return 2
+    if args.every:
+        return _report_every(args, specs, window_s)
     spark = session("kafkascope-slo-report", args.master)
     try:
         report = slo_report(spark, args.sli_dir, specs, args.out, end_ms=args.end, window_s=window_s,
@@ -53,6 +57,41 @@ def _report(args: argparse.Namespace) -> int:
                       "slos": {s["name"]: {"sli": s["sli"], "met": s["met"],
                                            "budget_remaining": s["occurrences"]["remaining_ratio"]}
                                for s in report["slos"]}}))
+    return 0
+
+
+def _report_every(args: argparse.Namespace, specs: list, window_s: int | None) -> int:
+    """Reports on a schedule into the reports root --out (slo.live), one Spark session for all runs."""
+    from slo import live
+    from slo.jobs.slo_report import slo_report
+    from slo.spark import session
+
+    try:
+        every_s = parse_duration(args.every)
+        if every_s <= 0 or args.keep < 1:
+            raise ValueError("--every must be positive and --keep at least 1")
+    except ValueError as e:
+        print(f"kafkascope slo report: error: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    spark = session("kafkascope-slo-report", args.master)
+
+    def build(tmp: Path, now_ms: int) -> None:
+        t0 = time.perf_counter()
+        r = slo_report(spark, args.sli_dir, specs, tmp, end_ms=args.end or live.window_end_ms(now_ms), window_s=window_s,
+                       lag_dir=args.lag_dir)
+        print(json.dumps({"report": live.report_name(now_ms), "as_of": r["window"]["as_of"],
+                          "seconds": round(time.perf_counter() - t0, 1),
+                          "coverage": r["completeness"]["coverage"], "met": r["overall"]["met"],
+                          "slos": r["overall"]["slos"], "synthetic": r["source"]["synthetic"]}), flush=True)
+
+    try:
+        live.run_schedule(args.out, build, every_s, args.keep, lambda: int(time.time() * 1000), stop.wait,
+                          args.runs, log=lambda m: print(f"kafkascope slo report: {m}", file=sys.stderr, flush=True))
+    finally:
+        spark.stop()
     return 0
 
 
@@ -85,11 +124,17 @@ def add_jobs(slo_sub: argparse._SubParsersAction) -> None:
     rep = slo_sub.add_parser("report", help="14-day SLO report: Parquet tables, report.json, report.html")
     rep.add_argument("--sli-dir", required=True, metavar="DIR", help="xmonitor's SLI interval files")
     rep.add_argument("--spec", metavar="slos.yaml", help="OpenSLO v1 specs (default: the shipped SLOs)")
-    rep.add_argument("--lag-dir", metavar="DIR", help="output of `slo lag-history` (consumer-lag SLO)")
+    rep.add_argument("--lag-dir", metavar="DIR", help="the lag monitor's history-dir (replayed at each report) "
+                     "or the output of `slo lag-history` (consumer-lag SLO)")
     rep.add_argument("--end", type=_time_ms, metavar="T", help="window end, epoch ms or ISO (default: last data)")
     rep.add_argument("--window", metavar="DURATION", help="e.g. 14d (default: the specs' timeWindow)")
     rep.add_argument("--out", required=True, metavar="DIR")
     rep.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    rep.add_argument("--every", metavar="DURATION", help="report on a schedule (e.g. 5m), window ending at each "
+                     "run: --out is then a reports root (report-<time>/ directories, `latest`, schedule.json)")
+    rep.add_argument("--keep", type=int, default=8, metavar="N", help="with --every: reports kept (8)")
+    rep.add_argument("--runs", type=int, metavar="N", help="with --every: stop after N runs (default: until "
+                     "SIGTERM/SIGINT)")
     rep.set_defaults(run=_report)
 
 
