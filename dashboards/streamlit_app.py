@@ -1,7 +1,10 @@
-"""The SLO page: one report directory of `kafkascope slo report`, read by someone who has never seen it.
+"""The SLO page: the newest report of `kafkascope slo report`, read by someone who has never seen it.
 
 Run: `kafkascope page --report DIR` (binds 127.0.0.1), or `streamlit run dashboards/streamlit_app.py -- --report DIR`.
-The directory may also come from the KAFKASCOPE_REPORT environment variable. Nothing here imports the broker.
+The directory may also come from the KAFKASCOPE_REPORT environment variable. DIR is one report directory, or the
+reports root of `slo report --every` (slo.live): the page shows the report `latest` names, checks every
+REFRESH_S whether a newer one was published (then reruns), and says how old the data is, when the next report is
+due, and warns when the report is stale, the data incomplete or synthetic. Nothing here imports the broker.
 """
 
 from __future__ import annotations
@@ -10,13 +13,17 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import streamlit as st
 
+from slo import live
 from slo.report_html import window_text
+
+REFRESH_S = 10
 
 
 def _report_dir() -> Path | None:
@@ -27,9 +34,32 @@ def _report_dir() -> Path | None:
     return Path(value) if value else None
 
 
-def _table(root: Path, name: str) -> pd.DataFrame:
-    p = root / f"{name}.parquet"
-    return pq.read_table(p).to_pandas() if p.exists() else pd.DataFrame()
+@st.cache_data(max_entries=4)
+def _load(report: str, mtime_ns: int) -> tuple[dict, pd.DataFrame]:
+    """report.json and the burn-down table; keyed by the directory (a scheduled report's name is unique per run)
+    and report.json's mtime (a single directory rewritten in place)."""
+    root = Path(report)
+    p = root / "burn_down.parquet"
+    burn_down = pq.read_table(p).to_pandas() if p.exists() else pd.DataFrame()
+    return json.loads((root / "report.json").read_text(encoding="utf-8")), burn_down
+
+
+_LEVEL = {"stale": st.error, "incomplete": st.warning, "synthetic": st.warning}
+
+
+@st.fragment(run_every=REFRESH_S)
+def _freshness(given: str, shown: str, report: dict) -> None:
+    """The age line and the banners, redrawn every REFRESH_S (a stopped scheduler turns the page stale without
+    anyone clicking); a newer published report reruns the whole page."""
+    current = live.resolve(given)
+    if current is not None and str(current) != shown:
+        st.rerun(scope="app")
+    root = Path(given)
+    f = live.freshness(report, live.read_schedule(root) if (root / live.LATEST).exists() else None,
+                       int(time.time() * 1000))
+    for kind, text in f["banners"]:
+        _LEVEL[kind](text, icon="⚠️")
+    st.caption(f["line"])
 
 
 def _pct(x, digits=3):
@@ -42,14 +72,16 @@ def _hours(x):
 
 def main() -> None:
     st.set_page_config(page_title="Kafka SLOs", layout="wide")
-    root = _report_dir()
-    if root is None or not (root / "report.json").exists():
-        st.error("No report: start with `kafkascope page --report DIR` (a `kafkascope slo report --out DIR`).")
+    given = _report_dir()
+    root = live.resolve(given) if given is not None else None
+    if root is None:
+        st.error("No report: start with `kafkascope page --report DIR` (a `kafkascope slo report --out DIR`; with "
+                 "--every, the first report appears when its first run ends).")
         return
-    report = json.loads((root / "report.json").read_text(encoding="utf-8"))
-    burn_down = _table(root, "burn_down")
+    report, burn_down = _load(str(root), (root / "report.json").stat().st_mtime_ns)
     w, c = report["window"], report["completeness"]
     st.title("Kafka SLOs")
+    _freshness(str(given), str(root), report)
     st.caption(f"{window_text(w)}. "
                f"{report['overall']['met']} of {report['overall']['slos']} SLOs met. "
                f"Data: {c['rows']:,} intervals from {c['series']} partitions, coverage {_pct(c['coverage'], 2)}, "
@@ -113,7 +145,8 @@ def main() -> None:
         st.bar_chart(pd.DataFrame(lag["groups"]).set_index("group")[["share_ok", "share_warn", "share_err"]])
         st.dataframe(pd.DataFrame(lag["groups"]), hide_index=True)
     else:
-        st.write("No lag history in this report (run it with --lag-dir).")
+        st.write("No lag history in this report (run it with --lag-dir: the lag monitor's history-dir, whose "
+                 "first files appear after its history-flush interval, 60 s by default).")
 
 
 main()
