@@ -106,7 +106,7 @@ def _dry_run(opts: WatchOptions) -> int:
         view = inspect(opts)
     except KafkaException as e:
         raise CliError(f"cannot reach {opts.bootstrap}: {e}") from None
-    cmd = report_command(opts, Path("DATA_DIR/sli"), Path("DATA_DIR/slo-report"))
+    cmd = report_command(opts, Path("DATA_DIR/sli"), Path("DATA_DIR/slo-reports"), Path("DATA_DIR/lag-history"))
     print("\n".join(plan(opts, view, cmd)))
     print("dry run: nothing created, nothing started")
     return 0 if view.topic_exists or opts.create_probe_topic else 1

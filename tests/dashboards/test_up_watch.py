@@ -5,12 +5,14 @@ nothing, Prometheus scrapes the --scrape URLs, stopping `up` leaves the watched 
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -86,6 +88,22 @@ def test_flags_of_watching_need_bootstrap_servers():
     r = subprocess.run([sys.executable, "-m", "kafkascope", "up", "--create-probe-topic"], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "needs --bootstrap-servers" in r.stderr
+
+
+def test_first_report_waits_for_a_whole_probe_interval(tmp_path):
+    from slo import live
+
+    day = tmp_path / "date=2026-11-26"
+    day.mkdir()
+    assert watch.first_interval_ms(tmp_path) is None
+    for name in ("theirs-1764170000000-ab12cd34.parquet", "theirs-1764169990000-ffffffff.parquet", "junk.parquet"):
+        (day / name).write_bytes(b"")
+    first = watch.first_interval_ms(tmp_path)
+    assert first == 1764169990000
+    assert not watch.report_has_data(None, first + 3_600_000)
+    now = first + 10_000 + live.LIVE_GRACE_MS
+    assert not watch.report_has_data(first, now - 1)             # the live window ends before the interval does
+    assert watch.report_has_data(first, now + 60_000)            # (window ends on a whole minute)
 
 
 # ---------------------------------------------------------------------- helpers (also used by tests/interop)
@@ -220,7 +238,8 @@ def test_up_watches_the_cluster_and_leaves_it_running(theirs, tmp_path):
     props.write_text("# Kafka's tools format\nclient.id=kafkascope-watch-test\nsecurity.protocol=PLAINTEXT\n")
     try:
         ready_s, out = up_watching(theirs.bootstrap, tmp_path / "state", exporter.url,
-                                   'stub_exporter_up{job="kafka-broker"}', props)
+                                   'stub_exporter_up{job="kafka-broker"}', props,
+                                   ("--no", "slo-report", "--no", "streamlit"))
         assert exporter.scrapes > 0
     finally:
         exporter.close()
@@ -249,3 +268,44 @@ def test_lag_monitor_clients_get_the_command_config(tmp_path):
                         "--command-config", str(props), "--http-port", "0"], cwd=REPO, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode != 0 and "security.protocol" in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_up_watching_publishes_live_reports_and_serves_the_page(theirs, tmp_path):
+    """Every part, the scheduled report included: the figure is the time to the first live report."""
+    if watch.report_command(watch.WatchOptions("b:1"), tmp_path, tmp_path) is None:
+        pytest.skip("this kafkascope has no `slo report --every`")
+    from slo import live
+
+    data = tmp_path / "state"
+    cmd = [sys.executable, "-m", "kafkascope", "up", "--bootstrap-servers", theirs.bootstrap, "--data-dir", str(data),
+           "--create-probe-topic", "--cluster-name", "theirs", "--report-every", "1m"]
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines: list[str] = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if READY in line:
+                break
+        ready_s = time.monotonic() - t0
+        page = next(ln.split()[-1] for ln in lines if "Streamlit SLO page" in ln and ln.startswith("  "))
+        assert urllib.request.urlopen(page, timeout=10).status == 200
+        report = wait_for(lambda: live.latest(data / "slo-reports"), timeout=300, interval=1,
+                          what="first live report")
+        report_s = time.monotonic() - t0
+        body = json.loads((report / "report.json").read_text())
+        assert body["source"]["synthetic"] is False and body["slos"], body["source"]
+        print(f"\nup --bootstrap-servers: ready in {ready_s:.1f} s, first live report after {report_s:.1f} s")
+        pids = [tuple(map(int, f.read_text().split())) for f in (data / "pids").glob("*.pid")]
+        p.send_signal(signal.SIGINT)
+        rest = p.communicate(timeout=90)[0]
+        assert p.returncode == 0, "".join(lines) + rest
+        wait_for(lambda: not [pid for pid, st in pids if proc.alive(pid, st)], timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+    assert theirs.broker(0).state == "running"
