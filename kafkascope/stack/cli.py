@@ -15,10 +15,12 @@ from kafkascope.client import CliError, UsageError, read_properties
 from kafkascope.stack.local import PARTS, Stack
 from kafkascope.stack.watch import (
     WATCH_PARTS,
+    ClusterView,
     WatchError,
     WatchOptions,
     WatchStack,
     inspect,
+    missing_topic_message,
     plan,
     report_command,
 )
@@ -90,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         tmp = data_dir = Path(tempfile.mkdtemp(prefix="kafkascope-up-"))
     try:
         if opts is not None:
-            stack = WatchStack(data_dir, opts)
+            stack = WatchStack(data_dir, opts, view=_inspect_or_refuse(opts))
         else:
             stack = Stack(data_dir, [p for p in PARTS if p not in set(args.leave_out)])
         return _run_stack(stack, data_dir, args.timeout)
@@ -99,13 +101,25 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _dry_run(opts: WatchOptions) -> int:
+def _inspect(opts: WatchOptions) -> ClusterView:
     from confluent_kafka import KafkaException
 
     try:
-        view = inspect(opts)
+        return inspect(opts)
     except KafkaException as e:
         raise CliError(f"cannot reach {opts.bootstrap}: {e}") from None
+
+
+def _inspect_or_refuse(opts: WatchOptions) -> ClusterView:
+    """The watched cluster, before anything starts; a missing probe topic without consent is an error."""
+    view = _inspect(opts)
+    if not view.topic_exists and not opts.create_probe_topic:
+        raise CliError(missing_topic_message(opts))
+    return view
+
+
+def _dry_run(opts: WatchOptions) -> int:
+    view = _inspect(opts)
     cmd = report_command(opts, Path("DATA_DIR/sli"), Path("DATA_DIR/slo-reports"), Path("DATA_DIR/lag-history"))
     print("\n".join(plan(opts, view, cmd)))
     print("dry run: nothing created, nothing started")

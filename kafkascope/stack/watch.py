@@ -117,7 +117,7 @@ def plan(opts: WatchOptions, view: ClusterView, report_cmd: list[str] | None) ->
     """What `up` would create and start, one line each (--dry-run prints these)."""
     n = len(view.brokers)
     group = f"xmonitor-{opts.cluster_name}-{opts.probe_topic}"
-    lines = [f"watch {opts.bootstrap} ({n} brokers) as cluster '{opts.cluster_name}'"
+    lines = [f"watch {opts.bootstrap} ({_brokers(n)}) as cluster '{opts.cluster_name}'"
              + (f", client properties: {', '.join(sorted(opts.client_props))}" if opts.client_props else "")]
     if view.topic_exists:
         lines.append(f"on the cluster: use the existing probe topic '{opts.probe_topic}'")
@@ -150,7 +150,8 @@ def inspect(opts: WatchOptions, timeout_s: float = 10.0) -> ClusterView:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-    admin = AdminClient({"bootstrap.servers": opts.bootstrap, **opts.client_props})
+    # log_level 3: librdkafka's own notices (e.g. BGQUEUE on close) are not the user's business here
+    admin = AdminClient({"bootstrap.servers": opts.bootstrap, "log_level": 3, **opts.client_props})
     md = admin.list_topics(timeout=timeout_s)
     brokers = {b.id: b.host for b in md.brokers.values()}
     t = md.topics.get(opts.probe_topic)
@@ -195,6 +196,10 @@ def report_has_data(first_ms: int | None, now_ms: int, interval_ms: int = SLI_IN
     return first_ms is not None and live.window_end_ms(now_ms) >= first_ms + interval_ms
 
 
+def _brokers(n: int) -> str:
+    return f"{n} broker" + ("" if n == 1 else "s")
+
+
 def _has_report_every() -> bool:
     from kafkascope.cli import build_parser
 
@@ -207,11 +212,12 @@ def _has_report_every() -> bool:
 class WatchStack(Processes):
     """The monitoring half of the stack, for a cluster that runs without us."""
 
-    def __init__(self, data_dir: Path | str, opts: WatchOptions, scrape_interval: str = "5s") -> None:
+    def __init__(self, data_dir: Path | str, opts: WatchOptions, scrape_interval: str = "5s",
+                 view: ClusterView | None = None) -> None:
         super().__init__(data_dir, scrape_interval)
         self._spawn_lock = threading.Lock()   # the report thread spawns nothing once stop() began
         self.opts = opts
-        self.view: ClusterView | None = None
+        self.view = view   # the cluster as the caller already inspected it (None: inspected at start)
         self._broker_job: ScrapeJob | None = None
         self._report_thread: threading.Thread | None = None
         self.ready_s: float | None = None
@@ -235,8 +241,8 @@ class WatchStack(Processes):
             progress(f"[{time.monotonic() - t0:5.1f}s] {msg}")
 
         opts = self.opts
-        self.view = view = inspect(opts)
-        step(f"watching {opts.bootstrap}: {len(view.brokers)} brokers")
+        self.view = view = self.view or inspect(opts)
+        step(f"watching {opts.bootstrap}: {_brokers(len(view.brokers))}")
         if not view.topic_exists and not opts.create_probe_topic:
             raise WatchError(missing_topic_message(opts))
         self._broker_job, source = broker_job(opts, view)
