@@ -168,10 +168,10 @@ def assert_nothing_created_without_consent(bootstrap: str, data: Path) -> None:
     assert not list((data / "pids").glob("*.pid")) if (data / "pids").exists() else True
 
 
-def up_watching(bootstrap: str, data: Path, scrape_url: str, scraped: str, command_config: Path,
-                extra: tuple[str, ...] = ()) -> tuple[float, str]:
-    """`up --bootstrap-servers --create-probe-topic --scrape` until its Prometheus answers `scraped` (a query on
-    what the --scrape URL serves) and scrapes xmonitor and the lag monitor; then Ctrl-C. Returns (seconds to
+def up_watching(bootstrap: str, data: Path, scrape_url: str, scraped: str | tuple[str, ...], command_config: Path,
+                extra: tuple[str, ...] = (), topic: str = TOPIC) -> tuple[float, str]:
+    """`up --bootstrap-servers --create-probe-topic --scrape` until its Prometheus answers `scraped` (queries on
+    what the --scrape URL serves, ...) and scrapes xmonitor and the lag monitor; then Ctrl-C. Returns (seconds to
     ready, output)."""
     cmd = [sys.executable, "-m", "kafkascope", "up", "--bootstrap-servers", bootstrap, "--data-dir", str(data),
            "--create-probe-topic", "--scrape", scrape_url, "--command-config", str(command_config),
@@ -192,8 +192,10 @@ def up_watching(bootstrap: str, data: Path, scrape_url: str, scraped: str, comma
         pids = [tuple(map(int, f.read_text().split())) for f in (data / "pids").glob("*.pid")]
         wait_for(lambda: prometheus_query(prom, 'up{job="kafka-broker"} == 1'), timeout=30,
                  what="Prometheus scraped the --scrape URL")
-        wait_for(lambda: prometheus_query(prom, scraped), timeout=10, what=scraped)
-        wait_for(lambda: TOPIC in topics(bootstrap), timeout=30, what="probe topic created")
+        for q in (scraped,) if isinstance(scraped, str) else scraped:
+            wait_for(lambda q=q: prometheus_query(prom, q), timeout=30, what=q)
+        wait_for(lambda: prometheus_query(prom, f'kafka_topic_partitions{{topic="{topic}"}} > 0'), timeout=40,
+                 what="probe topic created (seen by the lag monitor)")
         wait_for(lambda: prometheus_query(prom, 'up{job="xmonitor"} == 1'), timeout=30, what="xmonitor scraped")
         wait_for(lambda: prometheus_query(prom, 'up{job="lag-monitor"} == 1'), timeout=30, what="lag scraped")
         p.send_signal(signal.SIGINT)
