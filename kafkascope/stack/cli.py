@@ -23,7 +23,9 @@ from kafkascope.stack.watch import (
     missing_topic_message,
     plan,
     report_command,
+    scrape_job,
 )
+from slo.specs import parse_duration
 
 DESCRIPTION = """\
 Without --bootstrap-servers: ZooKeeper + three brokers, the ZooKeeper exporter, xmonitor, the lag monitor with a
@@ -56,6 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--scrape", action="append", default=[], metavar="URL",
                    help="a broker metrics endpoint, e.g. jmx_exporter's http://H:7071/metrics (repeatable; "
                         "default: our brokers' prometheus.listener)")
+    w.add_argument("--scrape-node", action="append", default=[], metavar="URL",
+                   help="a node exporter on a broker host, e.g. http://H:9100/metrics (repeatable; job node)")
     w.add_argument("--create-probe-topic", action="store_true",
                    help="let xmonitor create (and manage) its probe topic when it is missing")
     w.add_argument("--probe-topic", default="xinfra-monitor-topic", metavar="TOPIC")
@@ -69,8 +73,16 @@ def watch_options(args: argparse.Namespace) -> WatchOptions:
     bad = sorted(set(args.leave_out) - set(WATCH_PARTS))
     if bad:
         raise UsageError(f"--no {bad[0]}: not a part when watching a cluster (have {', '.join(WATCH_PARTS)})")
+    try:  # bad URLs or durations fail here, before anything is asked of the cluster
+        scrape_job(args.scrape)
+        scrape_job(args.scrape_node, "node", "--scrape-node")
+        if parse_duration(args.report_every) <= 0:
+            raise ValueError(f"--report-every {args.report_every}: must be positive")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     return WatchOptions(bootstrap=args.bootstrap_servers, client_props=read_properties(args.command_config),
                         cluster_name=args.cluster_name, scrape=tuple(args.scrape),
+                        scrape_node=tuple(args.scrape_node),
                         create_probe_topic=args.create_probe_topic, probe_topic=args.probe_topic,
                         report_every=args.report_every,
                         parts=frozenset(p for p in WATCH_PARTS if p not in set(args.leave_out)))
@@ -79,7 +91,7 @@ def watch_options(args: argparse.Namespace) -> WatchOptions:
 def run(args: argparse.Namespace) -> int:
     watching = bool(args.bootstrap_servers)
     if not watching:
-        for flag in ("command_config", "scrape", "create_probe_topic", "dry_run"):
+        for flag in ("command_config", "scrape", "scrape_node", "create_probe_topic", "dry_run"):
             if getattr(args, flag):
                 raise UsageError(f"--{flag.replace('_', '-')} needs --bootstrap-servers")
     opts = watch_options(args) if watching else None

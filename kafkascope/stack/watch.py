@@ -38,6 +38,7 @@ class WatchOptions:
     client_props: dict[str, str] = field(default_factory=dict)
     cluster_name: str = "kafka"
     scrape: tuple[str, ...] = ()
+    scrape_node: tuple[str, ...] = ()           # node exporters on the broker hosts (job node, with ours)
     create_probe_topic: bool = False
     probe_topic: str = XMONITOR_TOPIC
     report_every: str = "15m"
@@ -52,21 +53,35 @@ class ClusterView:
     listeners: dict[int, str] = field(default_factory=dict)   # id -> prometheus.listener, where a broker has one
 
 
-def scrape_job(urls: tuple[str, ...] | list[str]) -> ScrapeJob | None:
-    """The broker job for --scrape URLs (all must share scheme and path: one Prometheus job)."""
+def scrape_job(urls: tuple[str, ...] | list[str], job: str = BROKER_JOB,
+               flag: str = "--scrape") -> ScrapeJob | None:
+    """The job for --scrape URLs (all must share scheme and path: one Prometheus job)."""
     if not urls:
         return None
     parsed = []
     for u in urls:
         p = urllib.parse.urlsplit(u if "://" in u else f"http://{u}")
         if p.scheme not in ("http", "https") or not p.hostname or p.port is None:
-            raise ValueError(f"--scrape {u}: expected http[s]://HOST:PORT[/PATH]")
+            raise ValueError(f"{flag} {u}: expected http[s]://HOST:PORT[/PATH]")
         parsed.append(p)
     kinds = {(p.scheme, p.path or "/metrics") for p in parsed}
     if len(kinds) > 1:
-        raise ValueError(f"--scrape URLs differ in scheme or path ({sorted(kinds)}); one Prometheus job needs one")
+        raise ValueError(f"{flag} URLs differ in scheme or path ({sorted(kinds)}); one Prometheus job needs one")
     scheme, path = kinds.pop()
-    return ScrapeJob(BROKER_JOB, tuple(p.netloc for p in parsed), path, scheme)
+    return ScrapeJob(job, tuple(p.netloc for p in parsed), path, scheme)
+
+
+def with_node_exporters(jobs: list[ScrapeJob], urls: tuple[str, ...]) -> list[ScrapeJob]:
+    """`jobs` with the --scrape-node URLs added to job node (this host's node exporter, when it runs)."""
+    given = scrape_job(urls, "node", "--scrape-node")
+    if given is None:
+        return jobs
+    ours = next((j for j in jobs if j.job == "node"), None)
+    if ours is None:
+        return [*jobs, given]
+    if (ours.scheme, ours.metrics_path) != (given.scheme, given.metrics_path):
+        raise ValueError(f"--scrape-node URLs must be {ours.scheme}://HOST:PORT{ours.metrics_path}, as this host's")
+    return [ScrapeJob("node", ours.targets + given.targets) if j is ours else j for j in jobs]
 
 
 def discovered_targets(view: ClusterView) -> list[str]:
@@ -133,6 +148,8 @@ def plan(opts: WatchOptions, view: ClusterView, report_cmd: list[str] | None) ->
         lines.append("start: lag monitor (reads __consumer_offsets, commits nothing)")
     if "node-exporter" in opts.parts:
         lines.append("start: node exporter (this host)")
+    if opts.scrape_node:
+        lines.append(f"scrape as job node: {', '.join(opts.scrape_node)}")
     if "prometheus" in opts.parts:
         job, source = broker_job(opts, view)
         where = f"{', '.join(job.targets)} (from {source})" if job else source
@@ -224,7 +241,8 @@ class WatchStack(Processes):
         self.reports = self.data_dir / "slo-reports"   # the scheduler's reports root (report-*/, latest)
 
     def scrape_jobs(self) -> list[ScrapeJob]:
-        return ([self._broker_job] if self._broker_job else []) + super().scrape_jobs()
+        jobs = ([self._broker_job] if self._broker_job else []) + super().scrape_jobs()
+        return with_node_exporters(jobs, self.opts.scrape_node)
 
     def start(self, progress: Step = lambda s: None, timeout_s: float = 60.0) -> WatchStack:
         try:

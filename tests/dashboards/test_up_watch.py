@@ -84,10 +84,26 @@ def test_prometheus_config_keeps_path_and_scheme():
     assert "metrics_path" not in xm and cfg["rule_files"] == ["a.yml"]
 
 
-def test_flags_of_watching_need_bootstrap_servers():
-    r = subprocess.run([sys.executable, "-m", "kafkascope", "up", "--create-probe-topic"], cwd=REPO,
-                       capture_output=True, text=True, timeout=60)
+def test_flags_of_watching_need_bootstrap_servers_and_make_sense():
+    r = run_up(["--create-probe-topic"])
     assert r.returncode == 2 and "needs --bootstrap-servers" in r.stderr
+    # refused before the (unreachable) cluster is asked anything
+    for args, said in ((["--no", "workload"], "--no workload: not a part"),
+                       (["--scrape", "ftp://h:1/m"], "expected http[s]://HOST:PORT"),
+                       (["--scrape-node", "http://h/metrics"], "--scrape-node http://h/metrics"),
+                       (["--report-every", "soon"], "soon")):
+        r = run_up(["--bootstrap-servers", "127.0.0.1:1", *args], timeout=30)
+        assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+
+
+def test_node_exporters_on_broker_hosts_join_this_hosts():
+    here = ScrapeJob("node", ("127.0.0.1:9100",))
+    jobs = watch.with_node_exporters([ScrapeJob("kafka-broker", ("b:1",)), here], ("http://b1:9100/metrics",))
+    assert jobs[1] == ScrapeJob("node", ("127.0.0.1:9100", "b1:9100")) and jobs[0].targets == ("b:1",)
+    assert watch.with_node_exporters([], ("b1:9100",)) == [ScrapeJob("node", ("b1:9100",))]
+    assert watch.with_node_exporters([here], ()) == [here]
+    with pytest.raises(ValueError, match="as this host's"):
+        watch.with_node_exporters([here], ("https://b1:9100/metrics",))
 
 
 def test_first_report_waits_for_a_whole_probe_interval(tmp_path):
@@ -235,16 +251,17 @@ def test_missing_probe_topic_is_an_error_and_dry_run_creates_nothing(theirs, tmp
 
 @pytest.mark.timeout(240)
 def test_up_watches_the_cluster_and_leaves_it_running(theirs, tmp_path):
-    exporter = StubExporter()
+    exporter, node = StubExporter(), StubExporter("/metrics")   # a jmx_exporter, a broker host's node exporter
     props = tmp_path / "client.properties"
     props.write_text("# Kafka's tools format\nclient.id=kafkascope-watch-test\nsecurity.protocol=PLAINTEXT\n")
     try:
         ready_s, out = up_watching(theirs.bootstrap, tmp_path / "state", exporter.url,
-                                   'stub_exporter_up{job="kafka-broker"}', props,
-                                   ("--no", "slo-report", "--no", "streamlit"))
-        assert exporter.scrapes > 0
+                                   ('stub_exporter_up{job="kafka-broker"}', 'stub_exporter_up{job="node"}'), props,
+                                   ("--no", "slo-report", "--no", "streamlit", "--scrape-node", node.url))
+        assert exporter.scrapes > 0 and node.scrapes > 0
     finally:
         exporter.close()
+        node.close()
     print(f"\nup --bootstrap-servers: all parts ready in {ready_s:.1f} s")
     assert "broker metrics" in out and exporter.url in out
     assert theirs.broker(0).state == "running" and TOPIC in topics(theirs.bootstrap)
