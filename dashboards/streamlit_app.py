@@ -44,6 +44,14 @@ def _load(report: str, mtime_ns: int) -> tuple[dict, pd.DataFrame]:
     return json.loads((root / "report.json").read_text(encoding="utf-8")), burn_down
 
 
+@st.fragment(run_every=REFRESH_S)
+def _waiting(given: str) -> None:
+    """A reports root whose first report is still being made: say so, and rerun the page when it is there."""
+    if live.resolve(given) is not None:
+        st.rerun(scope="app")
+    st.info(live.waiting_text(live.read_schedule(given), int(time.time() * 1000)))
+
+
 _LEVEL = {"stale": st.error, "incomplete": st.warning, "synthetic": st.warning}
 
 
@@ -75,8 +83,11 @@ def main() -> None:
     given = _report_dir()
     root = live.resolve(given) if given is not None else None
     if root is None:
-        st.error("No report: start with `kafkascope page --report DIR` (a `kafkascope slo report --out DIR`; with "
-                 "--every, the first report appears when its first run ends).")
+        if given is not None and live.read_schedule(given):
+            _waiting(str(given))
+        else:
+            st.error("No report: start with `kafkascope page --report DIR` (a `kafkascope slo report --out DIR`, or "
+                     "a reports root of `slo report --every`).")
         return
     report, burn_down = _load(str(root), (root / "report.json").stat().st_mtime_ns)
     w, c = report["window"], report["completeness"]

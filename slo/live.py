@@ -143,6 +143,17 @@ def read_marker(sli_dir: str | Path) -> dict | None:
         return None
 
 
+def waiting_text(schedule: dict | None, now_ms: int) -> str:
+    """What the page says while a reports root has no report yet."""
+    base = "No report yet"
+    if not schedule:
+        return base + ": start with `kafkascope slo report --out DIR` (or --every) and `kafkascope page --report DIR`."
+    due_ms = parse_iso(schedule["next_run"])
+    when = (f"the first one is due in {_duration((due_ms - now_ms) / 1000)}" if due_ms > now_ms else
+            f"the first one has been under way for {_duration((now_ms - due_ms) / 1000)} (Spark)")
+    return f"{base}: reports every {_duration(float(schedule['every_seconds']))}; {when}."
+
+
 def _duration(seconds: float) -> str:
     s = int(round(abs(seconds)))
     if s < 120:
@@ -203,6 +214,8 @@ def run_schedule(root: str | Path, build, every_s: float, keep: int, clock, wait
     while max_runs is None or runs < max_runs:
         runs += 1
         started = clock()
+        if runs == 1:   # the page can say a first report is under way (and since when) before there is any
+            write_schedule(root, every_s, started, last, keep)
         tmp = temp_dir(root)
         try:
             build(tmp, started)

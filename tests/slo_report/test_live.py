@@ -95,6 +95,20 @@ def test_run_schedule_publishes_prunes_and_writes_the_next_run(tmp_path):
     assert sched == {"every_seconds": 60, "next_run": live.iso(T0 + 240_000), "last_report": names[-1], "keep": 2}
 
 
+def test_schedule_is_written_before_the_first_report(tmp_path):
+    seen = []
+
+    def build(tmp, now_ms):
+        seen.append(live.read_schedule(tmp_path))
+        _fake_build(tmp, now_ms)
+
+    live.run_schedule(tmp_path, build, 300, 8, lambda: T0, lambda s: True)
+    assert seen == [{"every_seconds": 300, "next_run": live.iso(T0), "last_report": None, "keep": 8}]
+    assert live.waiting_text(seen[0], T0 + 65_000) == ("No report yet: reports every 5 min; the first one has been "
+                                                       "under way for 65 s (Spark).")
+    assert live.waiting_text(None, T0).startswith("No report yet: start with")
+
+
 def test_run_schedule_max_runs_does_not_wait_after_the_last(tmp_path):
     waits = []
     assert live.run_schedule(tmp_path, _fake_build, 1, 8, lambda: T0, lambda s: waits.append(s), max_runs=1) == 1

@@ -72,3 +72,10 @@ def test_page_follows_latest(report_dir, tmp_path, monkeypatch):
     assert live.latest(tmp_path) == second
     at.run()   # what the next rerun (a click, or the fragment seeing a new `latest`) shows
     assert not at.exception and any(w.value.startswith("Synthetic data") for w in at.warning)
+
+
+def test_first_report_under_way(tmp_path, monkeypatch):
+    live.write_schedule(tmp_path, 300, int(time.time() * 1000) - 40_000, None, 8)
+    at = _run(monkeypatch, tmp_path)
+    assert not at.error and at.info[0].value.startswith("No report yet: reports every 5 min; the first one has "
+                                                        "been under way for")
