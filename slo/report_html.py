@@ -95,10 +95,15 @@ def render(report: dict, burn_down: list[dict]) -> str:
            f"<style>{CSS}</style></head><body>",
            f"<h1>Kafka SLO report</h1><p>{html.escape(window_text(w))}. "
            f"{report['overall']['met']} of {report['overall']['slos']} SLOs met.</p>"]
+    if (report.get("source") or {}).get("synthetic"):
+        out.append("<p class='bad'><b>Synthetic data</b>: built on generated SLI intervals (`kafkascope slo "
+                   "generate`), not on the probe's measurements.</p>")
     c, h = report["completeness"], report["completeness"]["rolling_history"]
     out.append(f"<p>Data completeness: {c['rows']} interval rows from {c['series']} partitions, "
                f"coverage {_f(c['coverage'], 6, True)}, {int(c['missing_rows'])} missing intervals, "
-               f"{c['steps_missing']} minutes without data. <span class='note'>{html.escape(c['rule'])}</span></p>")
+               f"{c['steps_missing']} minutes without data"
+               + (f" ({c['hours_with_data']:.1f} h of the window have data)" if "hours_with_data" in c else "")
+               + f". <span class='note'>{html.escape(c['rule'])}</span></p>")
     out.append(f"<p>Rolling burn-down history {h['start']} – {h['end']}: {h['rows']} interval rows, coverage "
                f"{_f(h['coverage'], 6, True)}, {h['steps_missing']} minutes without data. "
                f"<span class='note'>{html.escape(h['rule'])}</span></p>")

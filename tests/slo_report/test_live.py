@@ -157,3 +157,14 @@ def test_marker_round_trip(tmp_path):
     assert live.read_marker(tmp_path) is None
     live.write_marker(tmp_path / "sli", {"generator": "x"})
     assert live.read_marker(tmp_path / "sli") == {"generator": "x"}
+
+
+def test_report_html_says_synthetic_and_hours_with_data(report_dir):
+    from slo.report_html import render
+
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["source"]["synthetic"] and report["source"]["generator"]["generator"] == "slo.generate"
+    text = (report_dir / "report.html").read_text()
+    assert "<b>Synthetic data</b>" in text and "(48.0 h of the window have data)" in text
+    report["source"]["synthetic"] = False
+    assert "Synthetic data" not in render(report, [])
