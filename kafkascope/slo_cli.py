@@ -78,10 +78,13 @@ def _report_every(args: argparse.Namespace, specs: list, window_s: int | None) -
         signal.signal(sig, lambda *_: stop.set())
     spark = session("kafkascope-slo-report", args.master)
 
+    cache = Path(args.out) / live.SLI_CACHE
+
     def build(tmp: Path, now_ms: int) -> None:
         t0 = time.perf_counter()
-        r = slo_report(spark, args.sli_dir, specs, tmp, end_ms=args.end or live.window_end_ms(now_ms), window_s=window_s,
-                       lag_dir=args.lag_dir)
+        live.compact(args.sli_dir, cache, now_ms)   # closed days: one file each instead of 8640
+        r = slo_report(spark, args.sli_dir, specs, tmp, end_ms=args.end or live.window_end_ms(now_ms),
+                       window_s=window_s, lag_dir=args.lag_dir, sli_cache=cache)
         print(json.dumps({"report": live.report_name(now_ms), "as_of": r["window"]["as_of"],
                           "seconds": round(time.perf_counter() - t0, 1),
                           "coverage": r["completeness"]["coverage"], "met": r["overall"]["met"],

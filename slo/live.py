@@ -6,6 +6,7 @@ Layout of a reports root (what `kafkascope slo report --every` writes and `kafka
   ROOT/latest                          one line: the newest report's directory name (replaced atomically)
   ROOT/schedule.json                   {"every_seconds", "next_run", "last_report", "keep"} (replaced atomically)
   ROOT/.tmp-*                          a report being written (renamed into place when complete)
+  ROOT/.sli-cache/date=D/              one Parquet file per closed day of the SLI dir (compact)
 
 A report is built in a temporary directory beside its final place and renamed, so a reader either sees the whole
 report or none of it; `latest` is written the same way after the rename. Everything here is plain file work with
@@ -22,6 +23,7 @@ import uuid
 from pathlib import Path
 
 LATEST, SCHEDULE, PREFIX, TMP_PREFIX = "latest", "schedule.json", "report-", ".tmp-"
+SLI_CACHE = ".sli-cache"            # under a reports root: compacted closed days (compact)
 SYNTHETIC_MARKER = "_SYNTHETIC.json"   # underscore: Spark and pyarrow datasets skip it when reading the SLI files
 STALE_FACTOR = 2
 # xmonitor writes an interval's rows when it ends (sli.interval.ms, 10 s by default): a window ending at "now"
@@ -29,6 +31,7 @@ STALE_FACTOR = 2
 # minute at least LIVE_GRACE_MS ago.
 LIVE_GRACE_MS = 30_000
 STEP_MS = 60_000
+COMPACT_GRACE_MS = 10 * 60_000   # a day's last intervals are written just after midnight (and late by a stall)
 
 
 def iso(ms: int) -> str:
@@ -152,6 +155,47 @@ def waiting_text(schedule: dict | None, now_ms: int) -> str:
     when = (f"the first one is due in {_duration((due_ms - now_ms) / 1000)}" if due_ms > now_ms else
             f"the first one has been under way for {_duration((now_ms - due_ms) / 1000)} (Spark)")
     return f"{base}: reports every {_duration(float(schedule['every_seconds']))}; {when}."
+
+
+def closed_days(sli_dir: str | Path, now_ms: int, grace_ms: int = COMPACT_GRACE_MS) -> list[str]:
+    """UTC days of the SLI dir that no probe writes to any more (their end + grace is past)."""
+    out = []
+    for d in sorted(Path(sli_dir).glob("date=*")):
+        day = d.name[5:]
+        try:
+            end_ms = parse_iso(day + "T00:00:00Z") + 86_400_000
+        except ValueError:
+            continue
+        if end_ms + grace_ms <= now_ms:
+            out.append(day)
+    return out
+
+
+def compact(sli_dir: str | Path, cache: str | Path, now_ms: int) -> list[str]:
+    """One Parquet file per closed day of `sli_dir` under `cache/date=D/` (xmonitor writes a file per interval:
+    8640 a day, and Spark pays per file). A day's file is named by the count of files it merged, and rebuilt
+    when that count changes; cache days gone from the SLI dir are removed. Returns the days the cache holds."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src, cache = Path(sli_dir), Path(cache)
+    days = closed_days(src, now_ms)
+    for gone in set(p.name[5:] for p in cache.glob("date=*")) - set(days):
+        shutil.rmtree(cache / f"date={gone}", ignore_errors=True)
+    for day in days:
+        files = sorted((src / f"date={day}").glob("*.parquet"))
+        target = cache / f"date={day}" / f"compact-{len(files)}.parquet"
+        if target.exists() or not files:
+            continue
+        table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, target)
+        for old in target.parent.glob("compact-*.parquet"):
+            if old != target:
+                old.unlink()
+    return [d for d in days if any((cache / f"date={d}").glob("compact-*.parquet"))]
 
 
 def _duration(seconds: float) -> str:

@@ -52,11 +52,19 @@ def _day(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d")
 
 
-def _read(spark: SparkSession, sli_dir: str | Path) -> DataFrame | None:
+def _read(spark: SparkSession, sli_dir: str | Path, cache: str | Path | None = None) -> DataFrame | None:
+    """The SLI intervals; with `cache` (slo.live.compact), its days come from there and the rest from sli_dir."""
     root = Path(sli_dir)
     if not root.exists() or not any(root.glob("date=*/*.parquet")):
         return None
-    return spark.read.option("basePath", str(root)).parquet(str(root))
+    cached = {p.parent.name for p in Path(cache).glob("date=*/compact-*.parquet")} if cache else set()
+    if not cached:
+        return spark.read.option("basePath", str(root)).parquet(str(root))
+    df = spark.read.option("basePath", str(cache)).parquet(*(str(Path(cache) / d) for d in sorted(cached)))
+    rest = sorted(str(p) for p in root.glob("date=*") if p.name not in cached and any(p.glob("*.parquet")))
+    if rest:
+        df = df.unionByName(spark.read.option("basePath", str(root)).parquet(*rest))
+    return df
 
 
 def _sparse(counts: np.ndarray) -> tuple[list[int], list[int]]:
@@ -165,13 +173,14 @@ def _lag_summary(spark: SparkSession, lag_dir: str | Path, out: Path, end_ms: in
 
 def slo_report(spark: SparkSession, sli_dir: str | Path, specs: list[SLOSpec], out_dir: str | Path,
                end_ms: int | None = None, window_s: int | None = None, lag_dir: str | Path | None = None,
-               top: int = 10) -> dict:
-    """Run the report; writes Parquet tables, report.json and report.html under out_dir; returns the report."""
+               top: int = 10, sli_cache: str | Path | None = None) -> dict:
+    """Run the report; writes Parquet tables, report.json and report.html under out_dir; returns the report.
+    sli_cache: compacted closed days of sli_dir (slo.live.compact), read instead of their per-interval files."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     event_specs = [s for s in specs if s.kind != "lag"]
     lag_specs = [s for s in specs if s.kind == "lag"]
-    df = _read(spark, sli_dir)
+    df = _read(spark, sli_dir, sli_cache)
     if end_ms is None:
         last = df.agg(F.max("interval_end")).first()[0] if df is not None else None
         end_ms = int(last.timestamp() * 1000) if last is not None else int(dt.datetime.now(dt.UTC).timestamp()) * 1000

@@ -2,6 +2,7 @@
 sleeping: the clock and the wait are fakes)."""
 
 import json
+import shutil
 
 import pytest
 
@@ -168,3 +169,30 @@ def test_report_html_says_synthetic_and_hours_with_data(report_dir):
     assert "<b>Synthetic data</b>" in text and "(48.0 h of the window have data)" in text
     report["source"]["synthetic"] = False
     assert "Synthetic data" not in render(report, [])
+
+
+def test_compact_closed_days_once_and_rebuild_on_change(tmp_path):
+    import datetime as dt
+
+    import pyarrow.dataset as ds
+
+    from slo.generate import GenConfig, generate
+
+    sli, cache = tmp_path / "sli", tmp_path / "cache"
+    start = dt.datetime(2026, 11, 24, 22, tzinfo=dt.UTC)   # 6 h: 2 h on the 24th, 4 h on the 25th
+    generate(GenConfig(days=0.25, partitions=2, interval_s=300, start=start), sli, per_interval=True)
+    now = live.parse_iso("2026-11-25T04:05:00Z")
+    assert live.closed_days(sli, now) == ["2026-11-24"]
+    assert live.closed_days(sli, live.parse_iso("2026-11-25T00:09:59Z")) == []   # grace for late intervals
+    assert live.compact(sli, cache, now) == ["2026-11-24"]
+    (f,) = (cache / "date=2026-11-24").glob("*.parquet")
+    assert f.name == "compact-24.parquet"                                  # 2 h of 5-min intervals
+    raw = ds.dataset(sli / "date=2026-11-24", format="parquet").to_table()
+    assert ds.dataset(f, format="parquet").to_table().sort_by("interval_start").equals(raw.sort_by("interval_start"))
+    mtime = f.stat().st_mtime_ns
+    assert live.compact(sli, cache, now) == ["2026-11-24"] and f.stat().st_mtime_ns == mtime   # built once
+    next(iter((sli / "date=2026-11-24").glob("*.parquet"))).unlink()
+    live.compact(sli, cache, now)
+    assert [p.name for p in (cache / "date=2026-11-24").glob("*.parquet")] == ["compact-23.parquet"]
+    shutil.rmtree(sli / "date=2026-11-24")
+    assert live.compact(sli, cache, now) == [] and not (cache / "date=2026-11-24").exists()

@@ -56,3 +56,30 @@ def test_two_cycles_latest_moves_old_pruned(tmp_path):
     assert [g["group"] for g in report["lag"]["groups"]] == ["g1"] and report["lag"]["groups"][0]["instants"] > 0
     sched = live.read_schedule(out)
     assert sched["every_seconds"] == 2 and sched["keep"] == 1 and sched["last_report"] == live.latest(out).name
+
+
+def test_report_on_compacted_days_equals_the_per_interval_files(tmp_path):
+    """The scheduler reads closed days from its cache (slo.live.compact): the same report as from the raw files."""
+    from slo.generate import Incident
+    from slo.jobs.slo_report import slo_report
+    from slo.spark import session
+    from slo.specs import load_specs
+
+    sli, cache = tmp_path / "sli", tmp_path / "cache"
+    start = dt.datetime(2026, 11, 24, 20, tzinfo=dt.UTC)
+    generate(GenConfig(days=0.5, partitions=3, interval_s=60, start=start,
+                       incidents=(Incident.parse("broker-down@3h+20m:broker=1"),)), sli, per_interval=True)
+    end = live.parse_iso("2026-11-25T08:00:00Z")
+    assert live.compact(sli, cache, end) == ["2026-11-24"]
+    spark = session("test-slo-compact", shuffle_partitions=2)
+    try:
+        raw = slo_report(spark, sli, load_specs(), tmp_path / "raw", end_ms=end, window_s=86400)
+        cached = slo_report(spark, sli, load_specs(), tmp_path / "cached", end_ms=end, window_s=86400,
+                            sli_cache=cache)
+    finally:
+        spark.stop()
+    assert cached["completeness"]["rows"] == raw["completeness"]["rows"] == 12 * 60 * 3
+    for key in ("window", "completeness", "slos", "latency"):
+        assert cached[key] == raw[key], key
+    write = next(s for s in raw["slos"] if s["name"] == "write-availability")
+    assert write["occurrences"]["bad"] == 20 * 10    # the broker-down (1 of 3 partitions, 10 records a minute)
