@@ -122,6 +122,7 @@ def prune(root: str | Path, keep: int) -> list[Path]:
 
 
 def write_schedule(root: str | Path, every_s: float, next_ms: int, last_report: str | None, keep: int) -> None:
+    Path(root).mkdir(parents=True, exist_ok=True)
     _replace_text(Path(root) / SCHEDULE, json.dumps({"every_seconds": every_s, "next_run": iso(next_ms),
                                                      "last_report": last_report, "keep": keep}))
 

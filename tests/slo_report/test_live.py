@@ -100,10 +100,10 @@ def test_schedule_is_written_before_the_first_report(tmp_path):
     seen = []
 
     def build(tmp, now_ms):
-        seen.append(live.read_schedule(tmp_path))
+        seen.append(live.read_schedule(tmp_path / "new"))
         _fake_build(tmp, now_ms)
 
-    live.run_schedule(tmp_path, build, 300, 8, lambda: T0, lambda s: True)
+    live.run_schedule(tmp_path / "new", build, 300, 8, lambda: T0, lambda s: True)   # creates the root
     assert seen == [{"every_seconds": 300, "next_run": live.iso(T0), "last_report": None, "keep": 8}]
     assert live.waiting_text(seen[0], T0 + 65_000) == ("No report yet: reports every 5 min; the first one has been "
                                                        "under way for 65 s (Spark).")

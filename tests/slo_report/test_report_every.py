@@ -34,9 +34,14 @@ def test_two_cycles_latest_moves_old_pruned(tmp_path):
     cmd = [sys.executable, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli), "--lag-dir", str(lag),
            "--out", str(out), "--every", "2s", "--keep", "1"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def running(value):
+        if p.poll() is not None:   # a dead scheduler: fail now, with its output, not after the timeout
+            raise AssertionError(f"scheduler exited {p.returncode}: {p.stderr.read()[-3000:]}")
+        return value
+
     try:
-        first = wait_until(lambda: live.latest(out), 240, 0.2, "first report")
-        second = wait_until(lambda: (r := live.latest(out)) != first and r, 120, 0.2, "second report")
+        first = wait_until(lambda: running(live.latest(out)), 240, 0.2, "first report")
+        second = wait_until(lambda: running((r := live.latest(out)) != first and r), 120, 0.2, "second report")
         wait_until(lambda: not first.exists(), 30, 0.1, "first report pruned")   # --keep 1
     finally:
         p.send_signal(signal.SIGTERM)
