@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from kafkascope.client import CliError, UsageError, read_properties
-from kafkascope.stack.local import PARTS, Stack
+from kafkascope.stack.local import DEMO_REPORT_EVERY, PARTS, Stack
 from kafkascope.stack.watch import (
     WATCH_PARTS,
     ClusterView,
@@ -27,10 +27,13 @@ from kafkascope.stack.watch import (
 )
 from slo.specs import parse_duration
 
+WATCH_REPORT_EVERY = "15m"
 DESCRIPTION = """\
 Without --bootstrap-servers: ZooKeeper + three brokers, the ZooKeeper exporter, xmonitor, the lag monitor with a
-sample consumer group, the node exporter, Prometheus with the generated rules, a 14-day SLO report and the
-Streamlit page, all on 127.0.0.1 (what `make demo` runs).
+sample consumer group, the node exporter, Prometheus with the generated rules, the live SLO report on the probe's
+measurements (every 5m by default; the page says the first one is under way until it is published) and the
+Streamlit page, all on 127.0.0.1 (what `make demo` runs). --demo-history: a one-shot report on 14 days of
+synthetic history instead (the page labels it synthetic).
 
 With --bootstrap-servers: the monitoring half only, against a cluster you already run (ours or Apache Kafka):
 xmonitor, the lag monitor, the node exporter, Prometheus scraping them and the --scrape URLs, the rules and alerts,
@@ -49,6 +52,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument(f"--no-{part}", dest="leave_out", action="append_const", const=part,
                        help=argparse.SUPPRESS)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each process (60)")
+    p.add_argument("--report-every", metavar="DURATION",
+                   help=f"live SLO report schedule ({WATCH_REPORT_EVERY} watching a cluster, {DEMO_REPORT_EVERY} "
+                        "for the local stack)")
+    p.add_argument("--demo-history", action="store_true",
+                   help="local stack: report once on 14 days of generated (synthetic) SLI history instead of live")
     w = p.add_argument_group("watching a cluster you run")
     w.add_argument("--bootstrap-servers", "--bootstrap-server", metavar="HOST:PORT[,...]",
                    help="start the monitoring half only, against this cluster")
@@ -63,7 +71,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--create-probe-topic", action="store_true",
                    help="let xmonitor create (and manage) its probe topic when it is missing")
     w.add_argument("--probe-topic", default="xinfra-monitor-topic", metavar="TOPIC")
-    w.add_argument("--report-every", default="15m", metavar="DURATION", help="SLO report schedule (15m)")
     w.add_argument("--dry-run", action="store_true", help="print what would be created and started, then exit")
     p.set_defaults(run=run)
 
@@ -76,16 +83,23 @@ def watch_options(args: argparse.Namespace) -> WatchOptions:
     try:  # bad URLs or durations fail here, before anything is asked of the cluster
         scrape_job(args.scrape)
         scrape_job(args.scrape_node, "node", "--scrape-node")
-        if parse_duration(args.report_every) <= 0:
-            raise ValueError(f"--report-every {args.report_every}: must be positive")
+        every = report_every(args, WATCH_REPORT_EVERY)
     except ValueError as e:
         raise UsageError(str(e)) from None
     return WatchOptions(bootstrap=args.bootstrap_servers, client_props=read_properties(args.command_config),
                         cluster_name=args.cluster_name, scrape=tuple(args.scrape),
                         scrape_node=tuple(args.scrape_node),
                         create_probe_topic=args.create_probe_topic, probe_topic=args.probe_topic,
-                        report_every=args.report_every,
+                        report_every=every,
                         parts=frozenset(p for p in WATCH_PARTS if p not in set(args.leave_out)))
+
+
+def report_every(args: argparse.Namespace, default: str) -> str:
+    """--report-every (or the mode's default); ValueError unless a positive duration."""
+    every = args.report_every or default
+    if parse_duration(every) <= 0:
+        raise ValueError(f"--report-every {every}: must be positive")
+    return every
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,7 +108,13 @@ def run(args: argparse.Namespace) -> int:
         for flag in ("command_config", "scrape", "scrape_node", "create_probe_topic", "dry_run"):
             if getattr(args, flag):
                 raise UsageError(f"--{flag.replace('_', '-')} needs --bootstrap-servers")
+    elif args.demo_history:
+        raise UsageError("--demo-history is for the local stack (without --bootstrap-servers)")
     opts = watch_options(args) if watching else None
+    try:
+        every = report_every(args, DEMO_REPORT_EVERY)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     if opts is not None and args.dry_run:
         return _dry_run(opts)
     tmp = None
@@ -106,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         if opts is not None:
             stack = WatchStack(data_dir, opts, view=_inspect_or_refuse(opts))
         else:
-            stack = Stack(data_dir, [p for p in PARTS if p not in set(args.leave_out)])
+            stack = Stack(data_dir, [p for p in PARTS if p not in set(args.leave_out)],
+                          demo_history=args.demo_history, report_every=every)
         return _run_stack(stack, data_dir, args.timeout)
     finally:
         if tmp is not None:

@@ -1,6 +1,7 @@
 """The local stack (`kafkascope up`, `make demo`): ZooKeeper + three brokers (each with /metrics), the ZooKeeper
 ensemble exporter, xmonitor, the lag monitor with a sample consumer group, the node exporter, Prometheus with the
-generated rules, a 14-day (synthetic) SLO report and the Streamlit SLO page.
+generated rules, the scheduled live SLO report on the probe's SLI files (as watch mode runs it; with demo_history a
+one-shot report on 14 synthetic days instead) and the Streamlit SLO page.
 
     stack = Stack(data_dir, parts={"xmonitor", "lag", "prometheus"})
     stack.start(progress=print)
@@ -27,6 +28,9 @@ XMONITOR_TOPIC = "xinfra-monitor-topic"
 CLUSTER_NAME = "local"
 # xmonitor's offset-commit probe re-commits one offset: Burrow would call its group STALL
 XMONITOR_GROUPS = "^xmonitor-.*-offset-commit$"
+# The demo is watched for minutes, not hours: a new live report every 5 min (watch mode: 15 min). One Spark run on
+# the demo's few hours of data takes well under a minute, so 5 min keeps Spark busy a small share of 2 cores.
+DEMO_REPORT_EVERY = "5m"
 
 
 class MetricsClusterLauncher(ClusterLauncher):
@@ -70,7 +74,8 @@ class Stack(Processes):
 
     def __init__(self, data_dir: Path | str, parts: Iterable[str] = PARTS, brokers: int = 3,
                  scrape_interval: str = "2s", broker_props: dict | None = None,
-                 xmonitor_config: dict | None = None) -> None:
+                 xmonitor_config: dict | None = None, demo_history: bool = False,
+                 report_every: str = DEMO_REPORT_EVERY) -> None:
         super().__init__(data_dir, scrape_interval)
         self.parts = set(parts)
         unknown = self.parts - set(PARTS)
@@ -82,7 +87,8 @@ class Stack(Processes):
         if "zk-exporter" in self.parts:
             self.launcher.zk_exporter_port = 0
         self.xmonitor_config = xmonitor_config or {}
-        self._report_thread: threading.Thread | None = None
+        self.demo_history = demo_history    # the synthetic 14 days (one-shot) instead of the live report
+        self.live_every = report_every
         self._started = False
 
     @property
@@ -144,7 +150,9 @@ class Stack(Processes):
             self._start_node_exporter(step, timeout_s, self.launcher.log_dirs)
         if "prometheus" in self.parts:
             self._start_prometheus(step, timeout_s)
-        if "slo-report" in self.parts and _has_slo_commands():
+        if "slo-report" in self.parts and not self.demo_history:
+            self._start_live(step, timeout_s)
+        elif "slo-report" in self.parts and _has_slo_commands():
             # Spark takes a while: the report (then the Streamlit page) comes up in the background.
             self._report_thread = threading.Thread(target=self._slo_report_then_page, args=(step, timeout_s),
                                                    name="slo-report", daemon=True)
@@ -152,6 +160,14 @@ class Stack(Processes):
         elif "streamlit" in self.parts and (self.data_dir / "slo-report" / "report.json").exists():
             self._start_streamlit(step, timeout_s, self.data_dir / "slo-report")
         step("ready")
+
+    def _start_live(self, step: Step, timeout_s: float) -> None:
+        if "xmonitor" not in self.parts:
+            step("live SLO report skipped: it reports on xmonitor's SLI files (--no xmonitor); --demo-history "
+                 "reports on synthetic ones")
+            return
+        lag = self.data_dir / "lag-history" if "lag" in self.parts else None
+        self._start_live_report(step, timeout_s, self.live_every, lag, "streamlit" in self.parts)
 
     def _slo_report_then_page(self, step: Step, timeout_s: float) -> None:
         try:
@@ -175,9 +191,10 @@ class Stack(Processes):
                                             "--incident", "broker-down@9d+40m"]),
                           ("slo-report", [py, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli), "--out",
                                           str(out)])):
-            if self._stopping.is_set():
-                return False
-            child = self._spawn(name, cmd)
+            with self._spawn_lock:
+                if self._stopping.is_set():
+                    return False
+                child = self._spawn(name, cmd)
             code = child.popen.wait()
             self.children.pop(name, None)
             if code != 0:
@@ -203,10 +220,7 @@ class Stack(Processes):
         return rows
 
     def stop(self) -> None:
-        self.stop_children()
-        if self._report_thread is not None:
-            self._report_thread.join(15)
-            self.stop_children()  # a child the report thread started meanwhile
+        self.stop_all()
         if self._started:
             self.launcher.shutdown()
             self._started = False

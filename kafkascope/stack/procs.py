@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,9 @@ from kafkascope.cluster import process as proc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 Step = Callable[[str], None]
+REPORTS_KEPT = 8
+SLI_INTERVAL_MS = 10_000  # xmonitor's sli.interval.ms default
+FIRST_DATA_WAIT_S = 600   # how long the report waits for the probe's first SLI interval before starting anyway
 
 
 @dataclass
@@ -48,6 +52,10 @@ class Processes:
         self.children: dict[str, Child] = {}
         self.ports: dict[str, int] = {}
         self._stopping = threading.Event()
+        self._spawn_lock = threading.Lock()   # a background thread spawns nothing once stopping began
+        self._report_thread: threading.Thread | None = None
+        self.reports = self.data_dir / "slo-reports"   # the live scheduler's reports root (report-*/, latest)
+        self.report_every: str | None = None            # set once the live report is scheduled
 
     def _env(self) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -122,6 +130,44 @@ class Processes:
                     port, f"http://127.0.0.1:{port}", timeout_s)
         step(f"Streamlit SLO page: http://127.0.0.1:{port}")
 
+    def _start_live_report(self, step: Step, timeout_s: float, every: str, lag_dir: Path | None,
+                           page: bool) -> None:
+        """The page at once on the reports root (it says when the first report is due), the scheduler
+        (`slo report --every`) on the probe's SLI dir once the probe has a whole interval."""
+        cmd = live_report_command(every, self.data_dir / "sli", self.reports, lag_dir)
+        if cmd is None:
+            step("scheduled SLO report and page skipped: this kafkascope has no `slo report --every` yet")
+            return
+        self.reports.mkdir(exist_ok=True)
+        self.report_every = every
+        if page:
+            self._start_streamlit(step, timeout_s, self.reports)
+        self._report_thread = threading.Thread(target=self._report_when_data, args=(step, cmd, every),
+                                               daemon=True, name="slo-report")
+        self._report_thread.start()
+
+    def _report_when_data(self, step: Step, cmd: list[str], every: str) -> None:
+        from slo import live
+        from slo.specs import parse_duration
+
+        sli, announced = self.data_dir / "sli", ()
+        deadline = time.monotonic() + FIRST_DATA_WAIT_S
+        while not self._stopping.is_set() and time.monotonic() < deadline:
+            first, now = first_interval_ms(sli), int(time.time() * 1000)
+            if report_has_data(first, now):
+                break
+            if announced != (first,):   # the page says when the first report is due (the scheduler rewrites it)
+                latest = live.latest(self.reports)
+                live.write_schedule(self.reports, parse_duration(every), first_report_due_ms(first, now),
+                                    latest.name if latest else None, REPORTS_KEPT)
+                announced = (first,)
+            self._stopping.wait(1.0)
+        with self._spawn_lock:
+            if self._stopping.is_set():
+                return
+            self._spawn("slo-report", cmd)
+        step(f"SLO report every {every} into {self.reports} (first run now)")
+
     def child_urls(self) -> list[tuple[str, str]]:
         rows = []
         labels = {"xmonitor": "xmonitor /metrics", "lag": "lag monitor (Burrow API)",
@@ -133,6 +179,8 @@ class Processes:
                 rows.append((label, c.url))
         if "prometheus" in self.children:
             rows.append(("Prometheus alerts", self.children["prometheus"].url + "/alerts"))
+        if self.report_every is not None:
+            rows.append((f"SLO reports (every {self.report_every})", str(self.reports)))
         return rows
 
     def format_urls(self) -> str:
@@ -149,7 +197,8 @@ class Processes:
 
     def stop_children(self) -> None:
         """Terminate every child this stack started (newest first), by pid and start time."""
-        self._stopping.set()
+        with self._spawn_lock:
+            self._stopping.set()
         for name in reversed(list(self.children)):
             c = self.children.pop(name, None)
             if c is None:
@@ -159,6 +208,13 @@ class Processes:
                 c.popen.wait(5)
             with contextlib.suppress(OSError):
                 (self.data_dir / "pids" / f"{name}.pid").unlink()
+
+    def stop_all(self) -> None:
+        """stop_children, the background report thread ended, then anything it started meanwhile."""
+        self.stop_children()
+        if self._report_thread is not None:
+            self._report_thread.join(15)
+            self.stop_children()
 
 
 def prometheus_config(jobs: list[ScrapeJob], rule_files: list[str], scrape_interval: str) -> str:
@@ -176,6 +232,52 @@ def prometheus_config(jobs: list[ScrapeJob], rule_files: list[str], scrape_inter
         if job.scheme != "http":
             sc["scheme"] = job.scheme
     return yaml.safe_dump(cfg, sort_keys=False)
+
+
+def live_report_command(every: str, sli_dir: Path, out: Path, lag_dir: Path | None = None) -> list[str] | None:
+    """`kafkascope slo report --every` on the probe's live SLI files (and the lag monitor's history), None when
+    this kafkascope has no scheduled report."""
+    if not _has_report_every():
+        return None
+    cmd = [sys.executable, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli_dir), "--out", str(out),
+           "--every", every, "--keep", str(REPORTS_KEPT)]
+    return cmd + (["--lag-dir", str(lag_dir)] if lag_dir is not None else [])
+
+
+def first_interval_ms(sli_dir: Path) -> int | None:
+    """Start (epoch ms) of the oldest SLI interval file xmonitor wrote (`<cluster>-<start ms>-<uuid>.parquet`)."""
+    starts = []
+    for f in sli_dir.glob("date=*/*.parquet"):
+        parts = f.stem.rsplit("-", 2)
+        if len(parts) == 3 and parts[1].isdigit():
+            starts.append(int(parts[1]))
+    return min(starts, default=None)
+
+
+def report_has_data(first_ms: int | None, now_ms: int, interval_ms: int = SLI_INTERVAL_MS) -> bool:
+    """A report run now would cover a whole SLI interval: the scheduler's first run must not be an empty one
+    (a failed run waits a whole --every for the next)."""
+    from slo import live
+
+    return first_ms is not None and live.window_end_ms(now_ms) >= first_ms + interval_ms
+
+
+def first_report_due_ms(first_ms: int | None, now_ms: int, interval_ms: int = SLI_INTERVAL_MS) -> int:
+    """When report_has_data turns true: the live window (whole minutes, LIVE_GRACE_MS back) must reach the end of
+    the probe's first interval; before the probe wrote one, its first interval is taken to start now."""
+    from slo import live
+
+    end = (now_ms if first_ms is None else first_ms) + interval_ms
+    return max(now_ms, -(-end // live.STEP_MS) * live.STEP_MS + live.LIVE_GRACE_MS)
+
+
+def _has_report_every() -> bool:
+    from kafkascope.cli import build_parser
+
+    p = build_parser()
+    slo = p._subparsers._group_actions[0].choices["slo"]  # noqa: SLF001 - argparse has no public walk
+    report = slo._subparsers._group_actions[0].choices.get("report")  # noqa: SLF001
+    return report is not None and any("--every" in a.option_strings for a in report._actions)  # noqa: SLF001
 
 
 def write_yaml(path: Path, data: dict) -> None:

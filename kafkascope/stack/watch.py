@@ -10,7 +10,6 @@ against the cluster, `WatchStack` the only process work.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -18,14 +17,20 @@ from pathlib import Path
 
 from kafkascope.cluster import process as proc
 from kafkascope.stack.local import XMONITOR_TOPIC, lag_config
-from kafkascope.stack.procs import REPO_ROOT, Processes, ScrapeJob, Step, write_yaml
+from kafkascope.stack.procs import (  # noqa: F401 - first_interval_ms, report_has_data: watch mode's wait
+    REPO_ROOT,
+    Processes,
+    ScrapeJob,
+    Step,
+    first_interval_ms,
+    live_report_command,
+    report_has_data,
+    write_yaml,
+)
 
 WATCH_PARTS = ("xmonitor", "lag", "node-exporter", "prometheus", "slo-report", "streamlit")
 BROKER_JOB = "kafka-broker"
 LISTENER_KEY = "prometheus.listener"  # our brokers' /metrics endpoint, a static broker config
-REPORTS_KEPT = 8
-SLI_INTERVAL_MS = 10_000  # xmonitor's sli.interval.ms default
-FIRST_DATA_WAIT_S = 600   # how long the report waits for the probe's first SLI interval before starting anyway
 
 
 class WatchError(Exception):
@@ -186,44 +191,12 @@ def inspect(opts: WatchOptions, timeout_s: float = 10.0) -> ClusterView:
 
 
 def report_command(opts: WatchOptions, sli_dir: Path, out: Path, lag_dir: Path | None = None) -> list[str] | None:
-    """`kafkascope slo report --every` on the probe's live SLI files (and the lag monitor's history), None when
-    this kafkascope has no scheduled report."""
-    if not _has_report_every():
-        return None
-    cmd = [sys.executable, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli_dir), "--out", str(out),
-           "--every", opts.report_every, "--keep", str(REPORTS_KEPT)]
-    return cmd + (["--lag-dir", str(lag_dir)] if lag_dir is not None else [])
-
-
-def first_interval_ms(sli_dir: Path) -> int | None:
-    """Start (epoch ms) of the oldest SLI interval file xmonitor wrote (`<cluster>-<start ms>-<uuid>.parquet`)."""
-    starts = []
-    for f in sli_dir.glob("date=*/*.parquet"):
-        parts = f.stem.rsplit("-", 2)
-        if len(parts) == 3 and parts[1].isdigit():
-            starts.append(int(parts[1]))
-    return min(starts, default=None)
-
-
-def report_has_data(first_ms: int | None, now_ms: int, interval_ms: int = SLI_INTERVAL_MS) -> bool:
-    """A report run now would cover a whole SLI interval: the scheduler's first run must not be an empty one
-    (a failed run waits a whole --every for the next)."""
-    from slo import live
-
-    return first_ms is not None and live.window_end_ms(now_ms) >= first_ms + interval_ms
+    """The scheduled live report on the probe's SLI files, every --report-every (None: no `slo report --every`)."""
+    return live_report_command(opts.report_every, sli_dir, out, lag_dir)
 
 
 def _brokers(n: int) -> str:
     return f"{n} broker" + ("" if n == 1 else "s")
-
-
-def _has_report_every() -> bool:
-    from kafkascope.cli import build_parser
-
-    p = build_parser()
-    slo = p._subparsers._group_actions[0].choices["slo"]  # noqa: SLF001 - argparse has no public walk
-    report = slo._subparsers._group_actions[0].choices.get("report")  # noqa: SLF001
-    return report is not None and any("--every" in a.option_strings for a in report._actions)  # noqa: SLF001
 
 
 class WatchStack(Processes):
@@ -232,13 +205,10 @@ class WatchStack(Processes):
     def __init__(self, data_dir: Path | str, opts: WatchOptions, scrape_interval: str = "5s",
                  view: ClusterView | None = None) -> None:
         super().__init__(data_dir, scrape_interval)
-        self._spawn_lock = threading.Lock()   # the report thread spawns nothing once stop() began
         self.opts = opts
         self.view = view   # the cluster as the caller already inspected it (None: inspected at start)
         self._broker_job: ScrapeJob | None = None
-        self._report_thread: threading.Thread | None = None
         self.ready_s: float | None = None
-        self.reports = self.data_dir / "slo-reports"   # the scheduler's reports root (report-*/, latest)
 
     def scrape_jobs(self) -> list[ScrapeJob]:
         jobs = ([self._broker_job] if self._broker_job else []) + super().scrape_jobs()
@@ -303,32 +273,9 @@ class WatchStack(Processes):
         return path
 
     def _start_report(self, step: Step, timeout_s: float) -> None:
-        """The page at once (it says when the first report is due), the scheduler once the probe has data."""
-        if "slo-report" not in self.opts.parts:
-            return
-        lag = self.data_dir / "lag-history" if "lag" in self.opts.parts else None
-        cmd = report_command(self.opts, self.data_dir / "sli", self.reports, lag)
-        if cmd is None:
-            step("scheduled SLO report and page skipped: this kafkascope has no `slo report --every` yet")
-            return
-        self.reports.mkdir(exist_ok=True)
-        if "streamlit" in self.opts.parts:
-            self._start_streamlit(step, timeout_s, self.reports)
-        self._report_thread = threading.Thread(target=self._report_when_data, args=(step, cmd), daemon=True,
-                                               name="slo-report")
-        self._report_thread.start()
-
-    def _report_when_data(self, step: Step, cmd: list[str]) -> None:
-        deadline = time.monotonic() + FIRST_DATA_WAIT_S
-        while not self._stopping.is_set() and time.monotonic() < deadline:
-            if report_has_data(first_interval_ms(self.data_dir / "sli"), int(time.time() * 1000)):
-                break
-            self._stopping.wait(1.0)
-        with self._spawn_lock:
-            if self._stopping.is_set():
-                return
-            self._spawn("slo-report", cmd)
-        step(f"SLO report every {self.opts.report_every} into {self.reports} (first run now)")
+        if "slo-report" in self.opts.parts:
+            lag = self.data_dir / "lag-history" if "lag" in self.opts.parts else None
+            self._start_live_report(step, timeout_s, self.opts.report_every, lag, "streamlit" in self.opts.parts)
 
     def urls(self) -> list[tuple[str, str]]:
         rows = [("watched Kafka", self.opts.bootstrap)]
@@ -336,15 +283,9 @@ class WatchStack(Processes):
             rows += [("broker metrics", f"{self._broker_job.scheme}://{t}{self._broker_job.metrics_path}")
                      for t in self._broker_job.targets]
         rows += self.child_urls()
-        if self._report_thread is not None:
-            rows.append(("SLO reports (every " + self.opts.report_every + ")", str(self.reports)))
         rows.append(("Grafana dashboards (import)", str(REPO_ROOT / "dashboards" / "grafana")))
         rows.append(("data dir", str(self.data_dir)))
         return rows
 
     def stop(self) -> None:
-        with self._spawn_lock:
-            self._stopping.set()
-        self.stop_children()
-        if self._report_thread is not None:
-            self._report_thread.join(15)
+        self.stop_all()
