@@ -321,6 +321,24 @@ def interpolate(expr: str, selections: dict[str, Selection], *, rate_interval: s
     return VARIABLE_REF.sub(one, expr)
 
 
+# `<expression> <comparison> <number>` (an alert condition, or a panel showing only non-zero values).
+_THRESHOLD = re.compile(r"^(?P<lhs>.+?)\s*(?:==|!=|>=|<=|>|<)\s*(?:bool\s+)?-?\d+(?:\.\d+)?$", re.S)
+
+
+def operand(expr: str) -> str | None:
+    """The compared expression of `expr` when it is `<expression> <op> <number>`, else None: an alert that never
+    fired says nothing about its metric, its operand does."""
+    m = _THRESHOLD.match(expr.strip())
+    return m.group("lhs").strip() if m else None
+
+
+def with_operands(queries: list[Query]) -> list[Query]:
+    """The queries, then the operand of each threshold query (source "<file> operands")."""
+    extra = [Query(f"{q.source} operands", f"{q.where} operand", lhs, q.kind)
+             for q in queries if (lhs := operand(q.expr)) is not None]
+    return queries + extra
+
+
 def variables_used(expr: str) -> set[str]:
     return {_ref_name(m) for m in VARIABLE_REF.finditer(expr)} - set(BUILTINS)
 

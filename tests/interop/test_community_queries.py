@@ -118,6 +118,20 @@ def test_confluent_variables_all_without_all_value_and_equality_matchers():
     assert cq.interpolate("x[$nope]", v.selections) == "x[$nope]"
 
 
+def test_threshold_operands():
+    assert cq.operand("kafka_server_replicamanager_underreplicatedpartitions > 0") == (
+        "kafka_server_replicamanager_underreplicatedpartitions")
+    assert cq.operand('up{a!~"x-.+",b=~".+-kafka-[0-9]+"} == 0') == 'up{a!~"x-.+",b=~".+-kafka-[0-9]+"}'
+    assert cq.operand("sum by (env) (x) != 1") == "sum by (env) (x)"
+    assert cq.operand("x >= 0.4") == "x" and cq.operand("x < bool 1") == "x"
+    assert cq.operand("count(a[5m]) > 2 * count(b)") is None and cq.operand("sum(rate(x[5m]))") is None
+    qs = cq.with_operands(cq.alert_queries(cq.STRIMZI_RULES[0]))
+    ops = [q for q in qs if q.source == "prometheus-kafka-rules.yaml operands"]
+    assert ("alert OfflineLogDirectoryCount operand", "kafka_log_logmanager_offlinelogdirectorycount") in [
+        (q.where, q.expr) for q in ops]
+    assert len(ops) == 7 and qs[:9] == cq.alert_queries(cq.STRIMZI_RULES[0])
+
+
 def test_query_result_text_is_grafanas():
     s = {"metric": {"__name__": "m", "a": "1", "b": "x y"}, "value": [1700000000.5, "3"]}
     assert cq.query_result_text(s) == 'm{a="1", b="x y"} 3 1700000000500'
