@@ -9,9 +9,10 @@ applied to static targets that carry the Kubernetes meta labels a pod of cluster
 are loaded as they are (annotations aside, see community_queries.rule_groups).
 
 Both clusters get the same traffic and the same fault, on the same schedule from the first timed record (after
-one seed record to every partition, so the per-topic series exist on both before it): a producer at a fixed rate on three topics (3 partitions, RF=3, min.insync.replicas=2), a slower one on a topic
-with min.insync.replicas=3, a consumer group on the first three, a single-replica topic on the broker to be
-paused; after WARM_S[naming] one broker that is not the controller is paused (SIGSTOP) for PAUSE_S, then resumed.
+one seed record to every partition, so the per-topic series exist on both before it): a producer at a fixed rate
+on three topics (3 partitions, RF=3, min.insync.replicas=2), a slower one on a topic with min.insync.replicas=3, a
+consumer group on the first three, a single-replica topic on the broker to be paused; after WARM_S[naming] one
+broker that is not the controller is paused (SIGSTOP) for PAUSE_S, then resumed.
 Threshold queries (`<expression> > 0`, alert conditions) are also judged by their operand (`<expression>`), since an
 alert that never fired says nothing about its metric.
 
@@ -89,7 +90,7 @@ BROKER_PROPS = {
 
 NAMESPACE, CLUSTER = "myproject", "my-cluster"
 
-# The panels whose values the fault drives, by dashboard and title, and the alerts expected to be active.
+# The panels whose values the fault drives, by dashboard and title.
 FAULT_PANELS = {
     "strimzi": ("strimzi-kafka.json", ["Brokers Online", "Active Controllers", "Online Replicas",
                                        "Under Replicated Partitions", "Partitions at minimum ISR",
@@ -109,7 +110,8 @@ OFFLINE_TITLE = "Offline Partitions Count"
 OUT_OF_SCOPE: list[tuple[str, str]] = [
     (r"\b(container_\w+|kubelet_volume_stats_\w+)", "Kubernetes cAdvisor / kubelet series (no Kubernetes here)"),
     (r"kafka_tier_|_tiersize\b", "Confluent Server tiered storage (not in Apache Kafka)"),
-    (r"_straypartitions", "Confluent Server's ReplicaManager stray-partition gauges (no such MBean in Kafka 3.9.2's jars)"),
+    (r"_straypartitions",
+     "Confluent Server's ReplicaManager stray-partition gauges (no such MBean in Kafka 3.9.2's jars)"),
     (r"transaction_coordinator_metrics_(transaction_timeout|transaction_state_error|transactional_id_count"
      r"|active_transaction|prepare_commit|partitions_total_size)",
      "Confluent Server transaction coordinator metrics (Kafka 3.9's transaction-coordinator-metrics group has only "
@@ -128,9 +130,9 @@ OUT_OF_SCOPE: list[tuple[str, str]] = [
 # Strimzi's irate(...[5m]) keeps its last two samples' rate for up to five minutes; ours keeps the meter (flat), so
 # its irate is 0. The librdkafka producer also holds the paused leader's partitions until the resume (its requests to
 # the frozen broker time out first), then catches up in a burst, on both.
-AFTER_THE_FAULT = "Kafka removes the per-topic leader meters of a broker that no longer leads the topic; ours keeps them"
+AFTER_THE_FAULT = ("Kafka removes the per-topic leader meters of a broker that no longer leads the topic; "
+                   "ours keeps them")
 
-# Queries with data on Apache Kafka but none on ours, accepted for now: (source, where) -> reason.
 # Queries with data on ours and none on Apache Kafka, and why (a query that newly shows data only on ours fails).
 OURS_ONLY: list[tuple[str, str]] = [
     (r"kafka_server_brokertopicmetrics_failedfetchrequests_total\{.*topic=",
@@ -147,6 +149,7 @@ OURS_ONLY: list[tuple[str, str]] = [
      "(docs/metrics-jvm-mapping.md)"),
 ]
 
+# Queries with data on Apache Kafka but none on ours, accepted for now: (source, where) -> reason.
 _NO_TXN = ("our broker has no transaction coordinator (transactional APIs are not served); Kafka 3.9's "
            "TransactionStateManager registers transaction-coordinator-metrics partition-load-time-avg/max at start "
            "(NaN until a __transaction_state partition loads)")
@@ -181,7 +184,8 @@ class Prometheus:
                                  f"--storage.tsdb.path={self.dir / 'tsdb'}",
                                  f"--web.listen-address=127.0.0.1:{self.port}"], self.dir / "prometheus.log")
         self.started = proc.start_time(self.popen.pid)
-        wait_until(lambda: self._ready(), 60, 0.2, what=f"Prometheus ready\n{proc.log_tail(self.dir / 'prometheus.log')}")
+        wait_until(lambda: self._ready(), 60, 0.2,
+                   what=f"Prometheus ready\n{proc.log_tail(self.dir / 'prometheus.log')}")
         return self
 
     def _ready(self) -> bool:
@@ -768,7 +772,7 @@ def runs(request, tmp_path_factory) -> dict[str, RunResult]:
         f"active alerts at the end of the pause: Kafka {kafka.alerts} | ours {ours.alerts}",
         f"per-topic messages in (irate: mean before the fault; rate[5m]: at the end; producer {RATE}/s each): "
         f"Kafka {kafka.rates} | ours {ours.rates}",
-        f"  the same after the resume (not compared, see AFTER_THE_FAULT): Kafka {kafka.rates_after} | "
+        f"  the same after the resume (not compared: {AFTER_THE_FAULT}): Kafka {kafka.rates_after} | "
         f"ours {ours.rates_after}",
         f"timeline (s): Kafka {kafka.timeline} | ours {ours.timeline}",
         f"template variables: Kafka {kafka.variables} | ours {ours.variables}",

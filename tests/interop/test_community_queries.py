@@ -155,7 +155,8 @@ def test_every_interpolated_query_is_valid_promql(tmp_path):
 
 def test_data_readme_names_every_file_with_its_commits():
     readme = (cq.DATA / "README.md").read_text()
-    files = sorted(p.relative_to(cq.DATA).as_posix() for p in cq.DATA.rglob("*") if p.is_file() and p.name != "README.md")
+    files = sorted(p.relative_to(cq.DATA).as_posix() for p in cq.DATA.rglob("*")
+                   if p.is_file() and p.name != "README.md")
     for f in files:
         row = next((line for line in readme.splitlines() if line.startswith(f"| `{f}` |")), None)
         assert row, f"{f} is not listed in {cq.DATA / 'README.md'}"
