@@ -102,13 +102,8 @@ class Stack(Processes):
         return jobs
 
     def start(self, progress: Callable[[str], None] = lambda s: None, timeout_s: float = 60.0) -> Stack:
-        self._started = True
-        try:
-            self._start(progress, timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        self._started = True  # stop() shuts the launcher down even when start fails half-way
+        return super().start(progress, timeout_s)
 
     def _start(self, progress: Callable[[str], None], timeout_s: float) -> None:
         t0 = time.monotonic()

@@ -216,6 +216,21 @@ class Processes:
             self._report_thread.join(15)
             self.stop_children()
 
+    def start(self, progress: Step = lambda s: None, timeout_s: float = 60.0):  # noqa: ANN201 - the subclass
+        """Start every part; if one fails, stop what was started and re-raise."""
+        try:
+            self._start(progress, timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, progress: Step, timeout_s: float) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self.stop_all()
+
 
 def prometheus_config(jobs: list[ScrapeJob], rule_files: list[str], scrape_interval: str) -> str:
     """prometheus.yml: dashboards.build's config, with metrics_path/scheme where a job needs them."""

@@ -214,14 +214,6 @@ class WatchStack(Processes):
         jobs = ([self._broker_job] if self._broker_job else []) + super().scrape_jobs()
         return with_node_exporters(jobs, self.opts.scrape_node)
 
-    def start(self, progress: Step = lambda s: None, timeout_s: float = 60.0) -> WatchStack:
-        try:
-            self._start(progress, timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
     def _start(self, progress: Step, timeout_s: float) -> None:
         t0 = time.monotonic()
 
@@ -287,5 +279,3 @@ class WatchStack(Processes):
         rows.append(("data dir", str(self.data_dir)))
         return rows
 
-    def stop(self) -> None:
-        self.stop_all()
