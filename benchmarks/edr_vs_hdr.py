@@ -1,4 +1,4 @@
-"""EDR vs HDR vs exact percentiles on the two scenarios of slo_hdr.md §C.
+"""EDR vs HDR vs exact percentiles: a burst then a trickle, and a steady load with a slow tail.
 
     python -m benchmarks.edr_vs_hdr [--seed 1] [--seeds-b 10]
 

@@ -153,7 +153,8 @@ class Connection:
 
 
 class KafkaServer:
-    """Serves Kafka requests strictly in order per connection, as clients require (protocol.md §1.6.2)."""
+    """Serves Kafka requests strictly in order per connection, as clients require (the Kafka protocol guide:
+    requests on one TCP connection are processed in the order they are sent)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker

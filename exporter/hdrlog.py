@@ -1,7 +1,7 @@
 """HdrHistogram interval logs (the standard V2 compressed ``.hlog`` format), one file per series.
 
 Uses ``hdrh.log.HistogramLogWriter`` for the interval lines and writes the ``#[StartTime: ...]`` header itself
-(the Python writer's ``output_start_time`` is broken, see slo_hdr.md §B4). Values are microseconds; the interval
+(rather than through the Python writer's ``output_start_time``). Values are microseconds; the interval
 max column is in milliseconds (``max_value_unit_ratio=1000``). Timestamps are absolute seconds since the epoch
 (BaseTime 0), so logs from several brokers merge directly.
 """

@@ -1,4 +1,4 @@
-"""SLO maths as pure functions on counts and per-step series (plain Python, no Spark): slo_hdr.md §A1-A3.
+"""SLO maths as pure functions on counts and per-step series (plain Python, no Spark): error budgets, burn rates and exhaustion as in the Google SRE workbook.
 
 Notation: T = target, B = 1 - T (the error budget as a ratio), P = the SLO window.
   error budget (events)   allowed = B * total; consumed = bad; remaining = allowed - bad (negative when blown)

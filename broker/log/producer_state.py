@@ -1,4 +1,4 @@
-"""Idempotent producer state of one partition (Kafka's ProducerStateManager, protocol.md §3.5).
+"""Idempotent producer state of one partition (Kafka's ProducerStateManager, KIP-98).
 
 Per producer id: the current epoch and the last 5 appended batches (first/last sequence, first/last offset),
 enough to answer any retry a producer with max.in.flight <= 5 can send. Snapshots are

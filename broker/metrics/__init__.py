@@ -1,4 +1,4 @@
-"""Every broker metric, with Kafka's MBean names (kafka_metrics.md §3), one module per concern:
+"""Every broker metric, with Kafka's MBean names (Kafka's "Monitoring" documentation), one module per concern:
 ``requests`` (RequestMetrics), ``topics`` (BrokerTopicMetrics), ``replicas`` (ReplicaManager, KafkaController,
 ReplicaFetcherManager, Partition), ``cluster`` (controller elections, ZooKeeper client), ``runtime`` (idle share,
 GC, disk) and ``core`` (BrokerMetrics, which composes them and serves /metrics).

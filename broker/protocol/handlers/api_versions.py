@@ -1,4 +1,4 @@
-"""ApiVersions (18): the ranges of every registered handler, with Kafka's quirks (protocol.md §1.6.1)."""
+"""ApiVersions (18): the ranges of every registered handler, with Kafka's quirks (KIP-511: an unsupported ApiVersions version is answered with v0 and UNSUPPORTED_VERSION)."""
 
 from broker.errors import ErrorCode
 from broker.protocol.api import HANDLERS, RequestContext, handler

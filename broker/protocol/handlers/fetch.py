@@ -65,7 +65,7 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
     return topics, datas, gathered
 
 
-@handler(1, 4, 12)  # capped at 12: v13+ identifies topics by id (protocol.md §0.2)
+@handler(1, 4, 12)  # capped at 12: v13+ identifies topics by id (KIP-516)
 async def handle_fetch(ctx: RequestContext, req) -> dict:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
