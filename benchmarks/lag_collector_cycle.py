@@ -22,10 +22,10 @@ import threading
 import time
 
 from benchmarks._common import create_topic, our_broker, our_cluster
-from slo.lag.api import LagAPI
-from slo.lag.collector import Collector, MetadataPoller, wall_ms
-from slo.lag.config import CollectorConfig, LagConfig
-from slo.lag.monitor import LagMonitor
+from lagmonitor.api import LagAPI
+from lagmonitor.collector import Collector, MetadataPoller, wall_ms
+from lagmonitor.config import CollectorConfig, LagConfig
+from lagmonitor.monitor import LagMonitor
 
 
 def _ms(f) -> float:  # noqa: ANN001

@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from slo.lag.evaluator import Evaluator, EvaluatorConfig  # noqa: E402
-from slo.lag.storage import LagStorage, StorageConfig  # noqa: E402
+from lagmonitor.evaluator import Evaluator, EvaluatorConfig  # noqa: E402
+from lagmonitor.storage import LagStorage, StorageConfig  # noqa: E402
 
 NOW = 1_700_000_000_000
 

@@ -26,8 +26,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from benchmarks._common import emit_json  # noqa: E402
+from lagmonitor import history  # noqa: E402
 from slo.jobs.lag_history import lag_history  # noqa: E402
-from slo.lag import history  # noqa: E402
 from slo.spark import session  # noqa: E402
 
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z

@@ -5,7 +5,7 @@
 
 The SLOs (names, targets, 14-day period) come from slo/specs/default.yaml, the same file the SLO report reads.
 Metric names are the ones our components export (broker: strimzi naming of broker/metrics.py; xmonitor:
-xmonitor/metrics.py; lag monitor: slo/lag/api.py; ZooKeeper: exporter/zk.py; host: the Prometheus node exporter and
+xmonitor/metrics.py; lag monitor: lagmonitor/api.py; ZooKeeper: exporter/zk.py; host: the Prometheus node exporter and
 kafkascope/node_exporter.py's log-dir textfile); tests/dashboards checks every name used here against a live scrape
 of each of them.
 """

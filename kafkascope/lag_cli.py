@@ -12,8 +12,8 @@ import sys
 import threading
 
 from kafkascope.client import CliError, read_properties
-from slo.lag.cases import CaseError, evaluate_cases
-from slo.lag.config import ConfigError, LagConfig, read_config
+from lagmonitor.cases import CaseError, evaluate_cases
+from lagmonitor.config import ConfigError, LagConfig, read_config
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -41,9 +41,9 @@ def _config(args: argparse.Namespace) -> LagConfig:
 
 
 def _monitor(args: argparse.Namespace) -> int:
-    from slo.lag.api import LagAPI, serve
-    from slo.lag.collector import Collector, wall_ms
-    from slo.lag.monitor import LagMonitor
+    from lagmonitor.api import LagAPI, serve
+    from lagmonitor.collector import Collector, wall_ms
+    from lagmonitor.monitor import LagMonitor
 
     if not args.bootstrap_servers:
         print("kafkascope lag: error: --bootstrap-servers is required (or use `lag evaluate`)", file=sys.stderr)
@@ -107,7 +107,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     lag.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="the cluster to monitor")
     lag.add_argument("--command-config", metavar="FILE",
                      help="client properties file, as Kafka's tools (security.protocol, sasl.*, ssl.*)")
-    lag.add_argument("--config", metavar="lag.yaml", help="Burrow-style settings (see slo/lag/config.py)")
+    lag.add_argument("--config", metavar="lag.yaml", help="Burrow-style settings (see lagmonitor/config.py)")
     lag.add_argument("--http-port", type=int, help="API port on 127.0.0.1 (overrides http-port; 0 = any)")
     _add_tombstone_flag(lag)
     lag.set_defaults(run=_monitor)

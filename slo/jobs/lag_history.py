@@ -2,7 +2,7 @@
 
 Reads the monitor's Parquet history (`commits/`, `broker/`), hands each group's events to Python as one Arrow
 table (`applyInArrow` keyed by group: the group is Burrow's evaluation unit, its status folds its partitions and
-deletes and expiry act on all of them), replays them with the live code (slo.lag.replay) every `step` seconds,
+deletes and expiry act on all of them), replays them with the live code (lagmonitor.replay) every `step` seconds,
 and writes `status_intervals/` (level = group | partition; status, from_ms, to_ms) and `daily_summary/` (per
 group and date: share of evaluated time OK/WARN/ERR, max total lag, max lag seconds).
 """
@@ -18,8 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from slo.lag.config import LagConfig
-from slo.lag.replay import EVENT_COLUMNS, replay_group
+from lagmonitor.config import LagConfig
+from lagmonitor.replay import EVENT_COLUMNS, replay_group
 
 _SCHEMA = pa.schema([("level", pa.string()), ("group", pa.string()), ("topic", pa.string()),
                      ("partition", pa.int32()), ("status", pa.string()), ("from_ms", pa.int64()),

@@ -16,12 +16,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboards import build
-from slo.lag import topics
-from slo.lag.api import LagAPI
-from slo.lag.config import LagConfig
-from slo.lag.evaluator import EvaluatorConfig
-from slo.lag.monitor import LagMonitor
-from slo.lag.storage import StorageConfig
+from lagmonitor import topics
+from lagmonitor.api import LagAPI
+from lagmonitor.config import LagConfig
+from lagmonitor.evaluator import EvaluatorConfig
+from lagmonitor.monitor import LagMonitor
+from lagmonitor.storage import StorageConfig
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="Debian package `prometheus` (promtool) not installed")

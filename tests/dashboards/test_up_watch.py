@@ -271,9 +271,9 @@ def test_up_watches_the_cluster_and_leaves_it_running(theirs, tmp_path):
 def test_lag_monitor_clients_get_the_command_config(tmp_path):
     from confluent_kafka import KafkaException
 
-    from slo.lag.collector import Collector, MetadataPoller
-    from slo.lag.config import read_config
-    from slo.lag.monitor import LagMonitor
+    from lagmonitor.collector import Collector, MetadataPoller
+    from lagmonitor.config import read_config
+    from lagmonitor.monitor import LagMonitor
 
     monitor = LagMonitor(read_config(None))
     bad = {"security.protocol": "NOT-A-PROTOCOL"}   # librdkafka refuses it when the client is built

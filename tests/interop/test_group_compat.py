@@ -7,7 +7,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from slo.lag.decode import GroupMetadata, GroupTombstone, OffsetTombstone, decode_record
+from lagmonitor.decode import GroupMetadata, GroupTombstone, OffsetTombstone, decode_record
 from tests.e2e.helpers import wait_until
 
 

@@ -2,8 +2,8 @@
 
 Each backend runs as a three-broker ZooKeeper cluster shared by the module.  Apache Kafka's runs are in the slow
 suite (three JVMs take a minute to start on two cores), and so is the Spark report on both.  The monitors must work against any
-Kafka: a body that passes on kafkascope and fails on apache-kafka is a bug in xmonitor/, slo/lag/ or slo/.
-The lag bodies are tests/slo/test_lag_e2e.py's, run here with the cluster in place of its `shared_broker`.
+Kafka: a body that passes on kafkascope and fails on apache-kafka is a bug in xmonitor/, lagmonitor/ or slo/.
+The lag bodies are tests/lagmonitor/test_lag_e2e.py's, run here with the cluster in place of its `shared_broker`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from confluent_kafka import Consumer, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.cluster_throughput import create_replicated_topic
-from slo.lag.api import LagAPI, serve
-from slo.lag.collector import wall_ms
-from slo.lag.rules import Status
+from lagmonitor.api import LagAPI, serve
+from lagmonitor.collector import wall_ms
+from lagmonitor.rules import Status
 from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
-from tests.slo import test_lag_e2e as lag_e2e
-from tests.slo.test_lag_e2e import scenario  # noqa: F401 - fixture, fed by `shared_broker` and `running` below
-from tests.slo_report.test_real_xmonitor_files import assert_counts_match_the_files, run_report
+from tests.lagmonitor import test_lag_e2e as lag_e2e
+from tests.lagmonitor.test_lag_e2e import scenario  # noqa: F401 - fixture, fed by `shared_broker` and `running` below
+from tests.slo.test_real_xmonitor_files import assert_counts_match_the_files, run_report
 from tests.support.cluster import Cluster, wait_for
 from tests.xmonitor.helpers import fast_config, gauge, registry_total, scrape, total
 from xmonitor import sink
@@ -159,7 +159,7 @@ def test_xmonitor_probes_every_broker_and_its_sli_files_match_its_counters(xmoni
 
 # ---------------------------------------------------------------- the SLO report on those SLI files
 
-@pytest.mark.slow   # Spark once more; on our broker `make test` has it in tests/slo_report/test_real_xmonitor_files.py
+@pytest.mark.slow   # Spark once more; on our broker `make test` has it in tests/slo/test_real_xmonitor_files.py
 def test_slo_report_counts_equal_the_sli_files(xmonitor_run, tmp_path):
     report = run_report(xmonitor_run.cfg.sli_dir, tmp_path / "report")
     assert_counts_match_the_files(report, xmonitor_run.cfg.sli_dir)

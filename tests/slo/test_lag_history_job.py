@@ -8,12 +8,12 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from slo.lag.config import LagConfig
-from slo.lag.evaluator import EvaluatorConfig
-from slo.lag.monitor import LagMonitor
-from slo.lag.replay import Daily, Intervals
-from slo.lag.rules import Status
-from slo.lag.storage import StorageConfig
+from lagmonitor.config import LagConfig
+from lagmonitor.evaluator import EvaluatorConfig
+from lagmonitor.monitor import LagMonitor
+from lagmonitor.replay import Daily, Intervals
+from lagmonitor.rules import Status
+from lagmonitor.storage import StorageConfig
 
 START = int(dt.datetime(2026, 3, 1, 23, 30, tzinfo=dt.UTC).timestamp() * 1000)   # crosses midnight
 STEP_S = 60

@@ -9,9 +9,9 @@ import sys
 import time
 
 from kafkascope.cluster.process import wait_until
+from lagmonitor import history
 from slo import live
 from slo.generate import GenConfig, generate
-from slo.lag import history
 
 
 def _lag_history(root, now_ms):

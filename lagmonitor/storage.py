@@ -9,7 +9,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from slo.lag.rules import ConsumerOffset
+from lagmonitor.rules import ConsumerOffset
 
 
 @dataclass(frozen=True)

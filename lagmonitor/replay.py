@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from slo.lag import history
-from slo.lag.config import LagConfig
-from slo.lag.evaluator import evaluate_views
-from slo.lag.rules import GroupStatus, Status
-from slo.lag.storage import LagStorage
+from lagmonitor import history
+from lagmonitor.config import LagConfig
+from lagmonitor.evaluator import evaluate_views
+from lagmonitor.rules import GroupStatus, Status
+from lagmonitor.storage import LagStorage
 
 DAY_MS = 86_400_000
 # The columns replay_group reads, in this order (the `commits` and `broker` tables' union, minus seq and group).

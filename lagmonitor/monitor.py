@@ -11,11 +11,11 @@ import os
 import threading
 from pathlib import Path
 
-from slo.lag import decode, history
-from slo.lag.config import LagConfig
-from slo.lag.evaluator import Evaluator
-from slo.lag.storage import GroupFilter, LagStorage
-from slo.lag.topics import ClusterMeta
+from lagmonitor import decode, history
+from lagmonitor.config import LagConfig
+from lagmonitor.evaluator import Evaluator
+from lagmonitor.storage import GroupFilter, LagStorage
+from lagmonitor.topics import ClusterMeta
 
 log = logging.getLogger(__name__)
 SNAPSHOT = "lag-state.json"

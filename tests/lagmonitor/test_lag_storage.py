@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from slo.lag.evaluator import Evaluator, EvaluatorConfig, lag_seconds
-from slo.lag.rules import Status
-from slo.lag.storage import LagStorage, StorageConfig
+from lagmonitor.evaluator import Evaluator, EvaluatorConfig, lag_seconds
+from lagmonitor.rules import Status
+from lagmonitor.storage import LagStorage, StorageConfig
 
 NOW = 1_700_000_000_000
 

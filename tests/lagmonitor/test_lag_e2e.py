@@ -11,13 +11,13 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from slo.lag.api import LagAPI, serve
-from slo.lag.collector import Collector, wall_ms
-from slo.lag.config import CollectorConfig, LagConfig
-from slo.lag.evaluator import EvaluatorConfig
-from slo.lag.monitor import LagMonitor
-from slo.lag.rules import Status
-from slo.lag.storage import StorageConfig
+from lagmonitor.api import LagAPI, serve
+from lagmonitor.collector import Collector, wall_ms
+from lagmonitor.config import CollectorConfig, LagConfig
+from lagmonitor.evaluator import EvaluatorConfig
+from lagmonitor.monitor import LagMonitor
+from lagmonitor.rules import Status
+from lagmonitor.storage import StorageConfig
 
 CONFIG = LagConfig(storage=StorageConfig(intervals=3), evaluator=EvaluatorConfig(expire_cache_s=0),
                    collector=CollectorConfig(offset_refresh_s=0.3, topic_refresh_s=0.5), snapshot_interval_s=3600)

@@ -14,13 +14,13 @@ from broker.coordinator.offsets_schema import (
     encode_offset_commit_value,
 )
 from kafkascope import lag_cli
-from slo.lag import history
-from slo.lag.config import ConfigError, LagConfig, load_config
-from slo.lag.evaluator import EvaluatorConfig
-from slo.lag.monitor import LagMonitor
-from slo.lag.replay import apply_event
-from slo.lag.rules import Status
-from slo.lag.storage import LagStorage, StorageConfig
+from lagmonitor import history
+from lagmonitor.config import ConfigError, LagConfig, load_config
+from lagmonitor.evaluator import EvaluatorConfig
+from lagmonitor.monitor import LagMonitor
+from lagmonitor.replay import apply_event
+from lagmonitor.rules import Status
+from lagmonitor.storage import LagStorage, StorageConfig
 
 NOW = 1_700_000_000_000
 

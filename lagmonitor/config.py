@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from slo.lag.evaluator import EvaluatorConfig
-from slo.lag.storage import StorageConfig
+from lagmonitor.evaluator import EvaluatorConfig
+from lagmonitor.storage import StorageConfig
 
 
 class ConfigError(ValueError):

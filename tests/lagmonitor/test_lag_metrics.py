@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from slo.lag.api import LagAPI
-from slo.lag.config import LagConfig
-from slo.lag.evaluator import EvaluatorConfig
-from slo.lag.monitor import LagMonitor
-from slo.lag.storage import LagStorage, StorageConfig
+from lagmonitor.api import LagAPI
+from lagmonitor.config import LagConfig
+from lagmonitor.evaluator import EvaluatorConfig
+from lagmonitor.monitor import LagMonitor
+from lagmonitor.storage import LagStorage, StorageConfig
 
 NOW = 1_700_000_000_000
 

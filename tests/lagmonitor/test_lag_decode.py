@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from slo.lag.decode import (
+from lagmonitor.decode import (
     DecodeError,
     GroupMetadata,
     GroupTombstone,

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from slo.lag import topics
-from slo.lag.monitor import LagMonitor
+from lagmonitor import topics
+from lagmonitor.monitor import LagMonitor
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slo.lag.rules import ConsumerOffset, evaluate_partition
+from lagmonitor.rules import ConsumerOffset, evaluate_partition
 
 _INT_FIELDS = ("current_lag", "now_ms", "allowed_lag")
 

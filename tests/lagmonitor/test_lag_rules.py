@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from slo.lag.cases import evaluate_cases
-from slo.lag.rules import (
+from lagmonitor.cases import evaluate_cases
+from lagmonitor.rules import (
     ConsumerOffset,
     PartitionStatus,
     Status,

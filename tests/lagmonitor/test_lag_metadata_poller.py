@@ -9,11 +9,11 @@ from types import SimpleNamespace as NS
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import OffsetSpec
 
-from slo.lag.collector import MetadataPoller
-from slo.lag.config import CollectorConfig, LagConfig
-from slo.lag.monitor import LagMonitor
+from lagmonitor.collector import MetadataPoller
+from lagmonitor.config import CollectorConfig, LagConfig
+from lagmonitor.monitor import LagMonitor
 from tests.e2e.helpers import wait_until
-from tests.slo.test_lag_topic_metrics import metadata
+from tests.lagmonitor.test_lag_topic_metrics import metadata
 
 NOW = 1_700_000_000_000
 

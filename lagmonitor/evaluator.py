@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from slo.lag.rules import (
+from lagmonitor.rules import (
     GroupStatus,
     PartitionStatus,
     evaluate_partition,
@@ -13,7 +13,7 @@ from slo.lag.rules import (
     not_found,
     problems_only,
 )
-from slo.lag.storage import LagStorage, PartitionView
+from lagmonitor.storage import LagStorage, PartitionView
 
 
 @dataclass(frozen=True)

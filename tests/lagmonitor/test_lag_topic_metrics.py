@@ -7,13 +7,13 @@ from types import SimpleNamespace as NS
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from slo.lag import topics
-from slo.lag.api import LagAPI
-from slo.lag.config import LagConfig
-from slo.lag.evaluator import EvaluatorConfig
-from slo.lag.monitor import LagMonitor
-from slo.lag.storage import StorageConfig
-from tests.slo.test_lag_metrics import NOW, scrape, series
+from lagmonitor import topics
+from lagmonitor.api import LagAPI
+from lagmonitor.config import LagConfig
+from lagmonitor.evaluator import EvaluatorConfig
+from lagmonitor.monitor import LagMonitor
+from lagmonitor.storage import StorageConfig
+from tests.lagmonitor.test_lag_metrics import NOW, scrape, series
 
 
 class Err:

@@ -19,11 +19,11 @@ from benchmarks.cluster_throughput import create_replicated_topic
 from dashboards import build
 from kafkascope.cluster import process as proc
 from kafkascope.up import prometheus_query
-from slo.lag.api import LagAPI, serve
-from slo.lag.collector import wall_ms
+from lagmonitor.api import LagAPI, serve
+from lagmonitor.collector import wall_ms
 from tests.e2e.helpers import wait_until
 from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
-from tests.slo.test_lag_e2e import CONFIG, Running, get
+from tests.lagmonitor.test_lag_e2e import CONFIG, Running, get
 from tests.support.cluster import Cluster, wait_for
 
 COMMUNITY = build.PROMETHEUS_DIR / "community"

@@ -9,10 +9,10 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from slo.lag import topics as topic_series
-from slo.lag.monitor import LagMonitor
-from slo.lag.rules import ConsumerOffset, GroupStatus, PartitionStatus, Status
-from slo.lag.topics import ClusterMeta
+from lagmonitor import topics as topic_series
+from lagmonitor.monitor import LagMonitor
+from lagmonitor.rules import ConsumerOffset, GroupStatus, PartitionStatus, Status
+from lagmonitor.topics import ClusterMeta
 
 HOST = socket.gethostname()
 
