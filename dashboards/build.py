@@ -4,10 +4,9 @@
     python -m dashboards.build --check    # exit 1 if a committed file differs from what this generates
 
 The SLOs (names, targets, 14-day period) come from slo/specs/default.yaml, the same file the SLO report reads.
-Metric names are the ones our components export (broker: strimzi naming of broker/metrics.py; xmonitor:
-xmonitor/metrics.py; lag monitor: lagmonitor/api.py; ZooKeeper: exporter/zk.py; host: the Prometheus node exporter and
-kafkascope/node_exporter.py's log-dir textfile); tests/dashboards checks every name used here against a live scrape
-of each of them.
+Metric names (dashboards/metrics.py) are the ones our components export; tests/dashboards checks every name used
+here and in the dashboards (dashboards/grafana.py) against a live scrape of each of them. Where the files go and the
+job names: dashboards/catalog.py; the SLOs as PromQL: dashboards/slos.py.
 """
 
 from __future__ import annotations
@@ -20,140 +19,25 @@ from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
-PROMETHEUS_DIR = HERE / "prometheus"
-GRAFANA_DIR = HERE / "grafana"
-RUNBOOK_DIR = "docs/runbooks"
-RECORDING_FILE = "kafkascope-recording.rules.yml"
-ALERTS_FILE = "kafkascope-alerts.rules.yml"
-RULE_FILES = (RECORDING_FILE, ALERTS_FILE)
-
-# Prometheus job names (scrape_config() and every `up{job=...}` below).
-JOB_BROKER, JOB_XMONITOR, JOB_LAG, JOB_ZK = "kafka-broker", "xmonitor", "lag-monitor", "zookeeper"
-JOB_NODE = "node"  # the node exporter (node-mixin's job name)
-
-
-class M:
-    """Metric names, one place."""
-
-    # broker (strimzi naming)
-    under_replicated = "kafka_server_replicamanager_underreplicatedpartitions"
-    under_min_isr = "kafka_server_replicamanager_underminisrpartitioncount"
-    at_min_isr = "kafka_server_replicamanager_atminisrpartitioncount"
-    partition_count = "kafka_server_replicamanager_partitioncount"
-    leader_count = "kafka_server_replicamanager_leadercount"
-    offline_partitions = "kafka_controller_kafkacontroller_offlinepartitionscount"
-    active_controller = "kafka_controller_kafkacontroller_activecontrollercount"
-    global_partitions = "kafka_controller_kafkacontroller_globalpartitioncount"
-    global_topics = "kafka_controller_kafkacontroller_globaltopiccount"
-    preferred_imbalance = "kafka_controller_kafkacontroller_preferredreplicaimbalancecount"
-    unclean_elections = "kafka_controller_controllerstats_uncleanleaderelections_total"
-    leader_elections = "kafka_controller_controllerstats_leaderelectionrateandtime_seconds_count"
-    isr_shrinks = "kafka_server_replicamanager_isrshrinks_total"
-    isr_expands = "kafka_server_replicamanager_isrexpands_total"
-    max_lag = "kafka_server_replicafetchermanager_maxlag"
-    total_time_ms = "kafka_network_requestmetrics_totaltimems"  # HDR quantile gauges (60 s window)
-    request_time_ms = "kafka_network_requestmetrics_{part}ms"
-    total_time_bucket = "kafka_network_requestmetrics_totaltime_seconds_bucket"
-    requests = "kafka_network_requestmetrics_requests_total"
-    errors = "kafka_network_requestmetrics_errors_total"
-    request_queue = "kafka_network_requestchannel_requestqueuesize"
-    response_queue = "kafka_network_requestchannel_responsequeuesize"
-    purgatory_size = "kafka_server_delayedoperationpurgatory_purgatorysize"
-    delayed_ops = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
-    handler_idle_ns = "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count_total"
-    network_idle = "kafka_network_socketserver_networkprocessoravgidle_percent"
-    bytes_in = "kafka_server_brokertopicmetrics_bytesin_total"
-    bytes_out = "kafka_server_brokertopicmetrics_bytesout_total"
-    messages_in = "kafka_server_brokertopicmetrics_messagesin_total"
-    bytes_rejected = "kafka_server_brokertopicmetrics_bytesrejected_total"
-    failed_produce = "kafka_server_brokertopicmetrics_failedproducerequests_total"
-    failed_fetch = "kafka_server_brokertopicmetrics_failedfetchrequests_total"
-    replication_bytes_in = "kafka_server_brokertopicmetrics_replicationbytesin_total"
-    replication_bytes_out = "kafka_server_brokertopicmetrics_replicationbytesout_total"
-    connections = "kafka_server_socket_server_metrics_connection_count"
-    log_size = "kafka_log_log_size"
-    log_end_offset = "kafka_log_log_logendoffset"
-    log_segments = "kafka_log_log_numlogsegments"
-    partition_isr = "kafka_cluster_partition_insyncreplicascount"
-    partition_replicas = "kafka_cluster_partition_replicascount"
-    partition_under_replicated = "kafka_cluster_partition_underreplicated"
-    free_bytes = "kafkascope_log_logdir_freebytes"
-    offline_log_dirs = "kafka_log_logmanager_offlinelogdirectorycount"
-    zk_session_state = "kafka_server_sessionexpirelistener_sessionstate"
-    zk_expires = "kafka_server_sessionexpirelistener_zookeeperexpires_total"
-    zk_disconnects = "kafka_server_sessionexpirelistener_zookeeperdisconnects_total"
-    zk_request_latency_bucket = "kafka_server_zookeeperclientmetrics_zookeeperrequestlatency_seconds_bucket"
-    cpu = "process_cpu_seconds_total"
-    rss = "process_resident_memory_bytes"
-    gc_pause = "jvm_gc_collection_seconds_sum"
-    gc_count = "jvm_gc_collection_seconds_count"
-    # xmonitor
-    x_attempts = "xmonitor_produce_attempts_total"
-    x_successes = "xmonitor_produce_successes_total"
-    x_produce_errors = "xmonitor_produce_errors_total"
-    x_consumed = "xmonitor_records_consumed_total"
-    x_lost = "xmonitor_records_lost_total"
-    x_duplicated = "xmonitor_records_duplicated_total"
-    x_late = "xmonitor_records_late_total"
-    x_e2e_bucket = "xmonitor_e2e_latency_seconds_bucket"
-    x_e2e_count = "xmonitor_e2e_latency_seconds_count"
-    x_produce_bucket = "xmonitor_produce_latency_seconds_bucket"
-    x_service_up = "xmonitor_service_up"
-    kmf_produce_availability = "kmf_services_produce_service_single_cluster_monitor_produce_availability_avg"
-    kmf_consume_availability = "kmf_services_consume_service_single_cluster_monitor_consume_availability_avg"
-    kmf_lost_total = "kmf_services_consume_service_single_cluster_monitor_records_lost_total"
-    kmf_duplicated_total = "kmf_services_consume_service_single_cluster_monitor_records_duplicated_total"
-    kmf_delay_99th = "kmf_services_consume_service_single_cluster_monitor_records_delay_ms_99th"
-    # lag monitor (Burrow + kafka_exporter names)
-    burrow_status = "burrow_kafka_consumer_status"
-    burrow_lag_total = "burrow_kafka_consumer_lag_total"
-    burrow_partition_lag = "burrow_kafka_consumer_partition_lag"
-    burrow_partition_status = "burrow_kafka_topic_partition_status"
-    lag_seconds = "kafkascope_consumer_lag_seconds"
-    partition_lag_seconds = "kafkascope_consumer_partition_lag_seconds"
-    consumergroup_lag_sum = "kafka_consumergroup_lag_sum"   # per topic; kafka_consumergroup_lag has -1 entries
-    # ZooKeeper ensemble exporter
-    zk_up = "zk_up"
-    zk_leader = "zk_server_leader"
-    zk_state = "zk_server_state"
-    zk_avg_latency = "zk_avg_latency"
-    zk_max_latency = "zk_max_latency"
-    zk_outstanding = "zk_outstanding_requests"
-    zk_alive_connections = "zk_num_alive_connections"
-    zk_znodes = "zk_znode_count"
-    zk_watches = "zk_watch_count"
-    zk_fsync = "zk_avg_fsynctime"
-    zk_ephemerals = "zk_ephemerals_count"
-    zk_packets_received = "zk_packets_received"
-    # host (node exporter; the info metric is kafkascope/node_exporter.py's textfile)
-    node_cpu = "node_cpu_seconds_total"
-    node_load1 = "node_load1"
-    node_mem_total = "node_memory_MemTotal_bytes"
-    node_mem_available = "node_memory_MemAvailable_bytes"
-    node_mem_cached = "node_memory_Cached_bytes"
-    node_mem_buffers = "node_memory_Buffers_bytes"
-    node_major_faults = "node_vmstat_pgmajfault"
-    node_net_rx = "node_network_receive_bytes_total"
-    node_net_tx = "node_network_transmit_bytes_total"
-    node_net_rx_errs = "node_network_receive_errs_total"
-    node_net_tx_errs = "node_network_transmit_errs_total"
-    node_net_rx_drop = "node_network_receive_drop_total"
-    node_net_tx_drop = "node_network_transmit_drop_total"
-    node_tcp_retrans = "node_netstat_Tcp_RetransSegs"
-    node_disk_reads = "node_disk_reads_completed_total"
-    node_disk_writes = "node_disk_writes_completed_total"
-    node_disk_read_time = "node_disk_read_time_seconds_total"
-    node_disk_write_time = "node_disk_write_time_seconds_total"
-    node_disk_read_bytes = "node_disk_read_bytes_total"
-    node_disk_written_bytes = "node_disk_written_bytes_total"
-    node_disk_io_time = "node_disk_io_time_seconds_total"
-    node_disk_io_weighted = "node_disk_io_time_weighted_seconds_total"
-    node_fs_avail = "node_filesystem_avail_bytes"
-    node_fs_size = "node_filesystem_size_bytes"
-    node_fs_readonly = "node_filesystem_readonly"
-    logdir_mount_info = "kafkascope_logdir_mount_info"
-
+from dashboards import grafana
+from dashboards.catalog import (
+    ALERTS_FILE,
+    DASHBOARDS_DIR,
+    EXAMPLE_CONFIG_FILE,
+    GRAFANA_DIR,
+    HERE,
+    JOB_BROKER,
+    JOB_LAG,
+    JOB_NODE,
+    JOB_XMONITOR,
+    JOB_ZK,
+    PROMETHEUS_DIR,
+    RECORDING_FILE,
+    RULE_FILES,
+    RUNBOOK_DIR,
+)
+from dashboards.metrics import DISKS, REAL_FS, M, fs_free_ratio, logdir_fs_free_ratio
+from dashboards.slos import slos
 
 # ------------------------------------------------------------------------------------------------ thresholds
 
@@ -167,24 +51,6 @@ ISR_SHRINKS_PER_10M = 3         # ISR shrinks per broker over 10 minutes
 FS_FREE_MIN_RATIO = 0.15        # Strimzi's KafkaRunningOutOfSpace: under 15% available
 DISK_QUEUE_MAX = 10             # node-mixin's NodeDiskIOSaturation: average queue (aqu-sz) over 10 for 30m
 
-# Host selectors. Pseudo and in-memory filesystems are left out except where a log dir lives (the textfile says
-# so); disks are node-mixin's real block devices (no loop, ram or zram).
-PSEUDO_FS = "tmpfs|ramfs|rootfs|overlay|squashfs|iso9660|autofs|nsfs|devtmpfs|fuse.lxcfs"
-NODE = f'job="{JOB_NODE}"'
-REAL_FS = f'{NODE},fstype!="",fstype!~"{PSEUDO_FS}",mountpoint!=""'
-DISKS = f'{NODE},device=~"(/dev/)?(mmcblk.p.+|nvme.+|rbd.+|sd.+|vd.+|xvd.+|dm-.+|md.+|dasd.+)"'
-
-
-def fs_free_ratio(sel: str = NODE) -> str:
-    """Available / size of writable filesystems matching `sel` (labels: instance, device, fstype, mountpoint)."""
-    return (f"({M.node_fs_avail}{{{sel}}} / {M.node_fs_size}{{{sel}}} "
-            f"and on(instance, device, mountpoint) {M.node_fs_readonly}{{{sel}}} == 0)")
-
-
-def logdir_fs_free_ratio() -> str:
-    """fs_free_ratio of the filesystems that hold a broker log dir (any fstype: a log dir on tmpfs counts)."""
-    return f"({fs_free_ratio()} and on(instance, mountpoint) {M.logdir_mount_info})"
-
 # Burn-rate windows (Google SRE Workbook's table, with Sloth's 3x ticket) for a 14-day period.
 SLI_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
 PERIOD = "14d"
@@ -196,56 +62,7 @@ BURN_ALERTS = (  # (alert, severity, factor, long window, short window, for)
 )
 
 
-# ------------------------------------------------------------------------------------------------ SLOs
-
-
-@dataclass(frozen=True)
-class SLO:
-    name: str
-    display: str
-    target: float
-    kind: str   # "ratio" (errors / total from counters) or "timeslice" (a 0..1 bad-fraction gauge averaged)
-    errors: str = ""  # PromQL with $W for the window, summed by cluster
-    total: str = ""
-    bad_now: str = ""  # timeslice: fraction of things bad right now, by cluster
-
-
-def _or_zero(expr: str, like: str) -> str:
-    """`expr` by cluster, or 0 for every cluster `like` has (counters that appear only with their first event)."""
-    return f"({expr} or ({like} * 0))"
-
-
-def slos() -> list[SLO]:
-    from slo.specs import load_specs
-
-    targets = {s.name: (s.objective.target, s.display_name) for s in load_specs()}
-    consumed = f"sum by (cluster) (rate({M.x_consumed}[$W]))"
-    lost = _or_zero(f"sum by (cluster) (rate({M.x_lost}[$W]))", consumed)
-    late = _or_zero(f"sum by (cluster) (rate({M.x_late}[$W]))", consumed)
-    attempts = f"sum by (cluster) (rate({M.x_attempts}[$W]))"
-    successes = f"sum by (cluster) (rate({M.x_successes}[$W]))"
-    e2e_total = f"sum by (cluster) (rate({M.x_e2e_count}[$W]))"
-    e2e_good = f'sum by (cluster) (rate({M.x_e2e_bucket}{{le="0.5"}}[$W]))'
-    defs = {
-        "write-availability": dict(kind="ratio", errors=f"clamp_min({attempts} - {successes}, 0)", total=attempts),
-        "read-availability": dict(kind="ratio", errors=f"({late} + {lost})", total=f"({consumed} + {lost})"),
-        "e2e-latency": dict(kind="ratio", errors=f"clamp_min({e2e_total} - {e2e_good}, 0)", total=e2e_total),
-        "no-loss": dict(kind="ratio", errors=lost, total=f"({consumed} + {lost})"),
-        "consumer-lag": dict(kind="timeslice",
-                             bad_now=f"avg by (cluster) ({M.burrow_status} >= bool 2)"),
-    }
-    out = []
-    for name, d in defs.items():
-        target, display = targets.get(name, (0.99, name))
-        out.append(SLO(name, display, target, **d))
-    return out
-
-
 # ------------------------------------------------------------------------------------------------ rules
-
-
-def _window_seconds(w: str) -> int:
-    return int(w[:-1]) * {"m": 60, "h": 3600, "d": 86400}[w[-1]]
 
 
 def recording_rules() -> dict:
@@ -299,9 +116,9 @@ class Alert:
     labels: tuple = ()
 
 
-def _alerts() -> list[Alert]:
+def _broker_alerts() -> list[Alert]:
     b = f'job="{JOB_BROKER}"'
-    a = [
+    return [
         Alert("KafkaUnderReplicatedPartitions", f"sum by (job, instance) ({M.under_replicated}) > 0", "ticket",
               "{{ $labels.instance }} leads {{ $value }} under-replicated partitions",
               "Partitions led by {{ $labels.instance }} have fewer in-sync replicas than replicas: a follower is "
@@ -360,6 +177,11 @@ def _alerts() -> list[Alert]:
         Alert("KafkaLogDirFreeSpaceLow", f"{M.free_bytes} < {DISK_FREE_MIN_BYTES}", "page",
               "Log dir {{ $labels.logDir }} on {{ $labels.instance }} has {{ $value | humanize1024 }}B free",
               "When the log directory fills the broker takes it offline and its replicas fail.", "5m"),
+    ]
+
+
+def _host_and_monitor_alerts() -> list[Alert]:
+    return [
         Alert("KafkaRunningOutOfSpace",
               f"{logdir_fs_free_ratio()} < {FS_FREE_MIN_RATIO} or ({fs_free_ratio(REAL_FS)} < {FS_FREE_MIN_RATIO} "
               f"unless on(instance) {M.logdir_mount_info})", "ticket",
@@ -394,6 +216,10 @@ def _alerts() -> list[Alert]:
               "xmonitor is down or one of its services is not running",
               "Without xmonitor there are no write/read SLIs: the SLO alerts are blind.", "2m"),
     ]
+
+
+def _burn_alerts() -> list[Alert]:
+    a = []
     for s in slos():
         budget = 1 - s.target
         for name, sev, factor, long_w, short_w, for_ in BURN_ALERTS:
@@ -408,6 +234,10 @@ def _alerts() -> list[Alert]:
                 f"{14 / factor:.3g} days. Current {long_w} error ratio: {{{{ $value | humanizePercentage }}}}.",
                 for_, (("slo", s.name), ("long_window", long_w), ("short_window", short_w))))
     return a
+
+
+def _alerts() -> list[Alert]:
+    return [*_broker_alerts(), *_host_and_monitor_alerts(), *_burn_alerts()]
 
 
 def alert_names() -> list[str]:
@@ -471,14 +301,10 @@ def generated() -> dict[Path, str]:
     out = {
         PROMETHEUS_DIR / RECORDING_FILE: HEADER + _yaml(recording_rules()),
         PROMETHEUS_DIR / ALERTS_FILE: HEADER + _yaml(alerting_rules()),
-        PROMETHEUS_DIR / "prometheus.example.yml": HEADER + scrape_config(EXAMPLE_TARGETS),
+        PROMETHEUS_DIR / EXAMPLE_CONFIG_FILE: HEADER + scrape_config(EXAMPLE_TARGETS),
     }
-    try:
-        from dashboards import grafana
-    except ImportError:
-        return out
     for name, board in grafana.dashboards().items():
-        out[GRAFANA_DIR / "dashboards" / f"{name}.json"] = json.dumps(board, indent=2, sort_keys=True) + "\n"
+        out[DASHBOARDS_DIR / f"{name}.json"] = json.dumps(board, indent=2, sort_keys=True) + "\n"
     for rel, text in grafana.provisioning().items():
         out[GRAFANA_DIR / rel] = text
     return out

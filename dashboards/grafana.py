@@ -1,14 +1,16 @@
 """Grafana dashboards as code (JSON model, schemaVersion 39) and provisioning files; written by dashboards/build.py.
 
-Every query names its metrics through build.M, so a renamed metric breaks the build and the live-scrape test,
-not a dashboard at 3 a.m. ``QUERIES_NEEDING_FAULT`` lists the queries that only have data while something is wrong
-(the end-to-end test produces those faults).
+Every query names its metrics through dashboards.metrics.M, so a renamed metric breaks the build and the
+live-scrape test, not a dashboard at 3 a.m. ``QUERIES_NEEDING_FAULT`` lists the queries that only have data
+while something is wrong (the end-to-end test produces those faults).
 """
 
 from __future__ import annotations
 
-from dashboards import build
-from dashboards.build import JOB_BROKER, JOB_LAG, JOB_XMONITOR, JOB_ZK, M, slos
+from dashboards import metrics
+from dashboards.catalog import JOB_BROKER, JOB_LAG, JOB_XMONITOR, JOB_ZK
+from dashboards.metrics import M
+from dashboards.slos import slos
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 DATASOURCE_UID = "kafkascope-prometheus"
@@ -318,7 +320,7 @@ def host() -> Board:
     d = Board("kafkascope-host", "Hosts",
               "The machines under the brokers (Prometheus node exporter): CPU, memory, network, disk I/O latency "
               "and utilisation, space left where the log dirs live, and the broker processes' CPU and GC.")
-    n, disks = build.NODE, build.DISKS
+    n, disks = metrics.NODE, metrics.DISKS
     cores = f'on(instance) group_left count by (instance) ({M.node_cpu}{{{n},mode="idle"}})'
     d.row("CPU and memory")
     d.panel("CPU busy", [(f'1 - avg by (instance) (rate({M.node_cpu}{{{n},mode="idle"}}[5m]))', "{{instance}}")],
@@ -367,7 +369,7 @@ def host() -> Board:
                            (f"rate({M.node_disk_written_bytes}{{{disks}}}[5m])", "written {{device}} {{instance}}")],
             unit="Bps")
     d.row("Filesystems")
-    d.panel("Space left on log-dir filesystems", [(build.logdir_fs_free_ratio(), "{{mountpoint}} {{instance}}")],
+    d.panel("Space left on log-dir filesystems", [(metrics.logdir_fs_free_ratio(), "{{mountpoint}} {{instance}}")],
             unit="percentunit", thresholds=[(None, "red"), (0.15, "orange"), (0.3, "green")],
             description=f"Filesystems holding a broker log dir ({M.logdir_mount_info}, written by kafkascope up into "
                         "the node exporter's textfile directory). KafkaRunningOutOfSpace fires under 15%.")
@@ -377,7 +379,7 @@ def host() -> Board:
     d.panel("Log dirs and their filesystems",
             [(f"max by (instance, broker_id, logDir, mountpoint) ({M.logdir_mount_info})", "")], kind="table")
     d.panel("Space left, every writable non-pseudo filesystem",
-            [(build.fs_free_ratio(build.REAL_FS), "{{mountpoint}} {{instance}}")], kind="table", w=24,
+            [(metrics.fs_free_ratio(metrics.REAL_FS), "{{mountpoint}} {{instance}}")], kind="table", w=24,
             unit="percentunit")
     d.row("Broker processes")
     d.panel("Broker CPU (cores)", [(f"rate({M.cpu}{{{B}}}[5m])", "{{instance}}")])

@@ -4,12 +4,14 @@ Grafana's HTTP API (an http.server on 127.0.0.1 that records the requests)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import yaml
 
-from dashboards import build, grafana
+from dashboards import build, catalog, grafana
 from kafkascope.cli import main
 
 
@@ -28,7 +30,21 @@ def test_dashboards_are_well_formed():
             if p["type"] != "row":
                 assert p["targets"] and all(t["expr"] for t in p["targets"]), (b["uid"], p["title"])
     for rel in grafana.provisioning():
-        assert yaml.safe_load((build.GRAFANA_DIR / rel).read_text())["apiVersion"] == 1
+        assert yaml.safe_load((catalog.GRAFANA_DIR / rel).read_text())["apiVersion"] == 1
+
+
+def test_build_writes_one_file_per_board_where_the_catalog_says():
+    files = build.generated()
+    boards = {p.stem for p in files if p.parent == catalog.DASHBOARDS_DIR}
+    assert boards == set(grafana.BOARDS)
+    assert {catalog.PROMETHEUS_DIR / f for f in catalog.RULE_FILES} <= set(files)
+    assert all(catalog.GRAFANA_DIR / rel in files for rel in grafana.provisioning())
+
+
+def test_the_dashboards_do_not_import_the_build():
+    """grafana.py takes names from the shared modules; the build imports it, not the other way round."""
+    code = "import sys, dashboards.grafana; sys.exit('dashboards.build' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=catalog.HERE.parent, timeout=60).returncode == 0
 
 
 class _Grafana(BaseHTTPRequestHandler):
