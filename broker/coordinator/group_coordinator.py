@@ -1,9 +1,10 @@
-"""The classic consumer-group coordinator (Kafka's GroupCoordinator + GroupMetadataManager) over asyncio.
+"""The classic consumer-group coordinator (Kafka's GroupCoordinator) over asyncio.
 
-State lives in `group_state.Group`; this module adds the waiting (JoinGroup/SyncGroup answers arrive when the
-rebalance completes), the timers (session, rebalance, pending-member and offset expiry, all read from the injected
-clock) and persistence to `__consumer_offsets` through an `OffsetsLog`. Everything runs on one event loop, so no
-method awaits between reading and changing a group.
+State lives in `group_state.Group`; this module adds the membership protocol and its waiting (JoinGroup/SyncGroup
+answers arrive when the rebalance completes) and the timers (session, rebalance, pending-member and offset expiry,
+all read from the injected clock). The group cache, the offsets and their persistence to `__consumer_offsets` are
+the GroupMetadataManager's (group_metadata_manager.py). Everything runs on one event loop, so no method awaits
+between reading and changing a group.
 """
 
 from __future__ import annotations
@@ -11,72 +12,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from broker.clock import Clock
 from broker.config import BrokerConfig
+from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog, java_string_hash
 from broker.coordinator.group_state import (
     CONSUMER_PROTOCOL_TYPE,
     Group,
     GroupState,
     Member,
-    OffsetAndMetadata,
     new_member_id,
 )
-from broker.coordinator.offsets_schema import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadata,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-    encode_group_metadata_value,
-    encode_key,
-    encode_offset_commit_value,
-)
+from broker.coordinator.pending_answers import JoinResult, PendingAnswers, SyncResult
 from broker.errors import ErrorCode, KafkaError
 
+# Named here too for the coordinator's users: OffsetsLog and java_string_hash are the GroupMetadataManager's,
+# JoinResult and SyncResult pending_answers'.
+__all__ = ["GroupCoordinator", "GroupDescription", "JoinResult", "MemberDescription", "OffsetsLog", "SyncResult",
+           "java_string_hash"]
+
 log = logging.getLogger("broker.coordinator")
-
-# Kafka's offset.metadata.max.bytes default.
-OFFSET_METADATA_MAX_BYTES = 4096
-
-
-class OffsetsLog(Protocol):
-    """The `__consumer_offsets` topic as the coordinator sees it; the broker implements it over the real log."""
-
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], topic_stats: bool = True) -> None:
-        """Append one batch of keyed records (value None = tombstone), synchronously; `topic_stats` False: not
-        counted in BrokerTopicMetrics (Kafka's cleanup writes bypass ReplicaManager)."""
-
-    def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
-        """Every record currently in the partition, in offset order."""
-
-
-@dataclass
-class JoinResult:
-    """A JoinGroup answer. `members` (member_id, group_instance_id, metadata) is filled for the leader only."""
-
-    error: ErrorCode
-    member_id: str = ""
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
-    skip_assignment: bool = False
-
-
-@dataclass
-class SyncResult:
-    error: ErrorCode
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol_name: str | None = None
 
 
 @dataclass
@@ -99,15 +56,6 @@ class GroupDescription:
     members: list[MemberDescription] = field(default_factory=list)
 
 
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as a signed int32."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 class GroupCoordinator:
     """Kafka's classic group coordinator for the groups whose `__consumer_offsets` partition this broker leads.
 
@@ -118,11 +66,8 @@ class GroupCoordinator:
     def __init__(self, config: BrokerConfig, clock: Clock, offsets_log: OffsetsLog) -> None:
         self._config = config
         self._clock = clock
-        self._log = offsets_log
-        self._groups: dict[str, Group] = {}
-        self._owned: set[int] = set()
-        self._join_waiters: dict[tuple[str, str], asyncio.Future[JoinResult]] = {}
-        self._sync_waiters: dict[tuple[str, str], asyncio.Future[SyncResult]] = {}
+        self.group_manager = GroupMetadataManager(config, clock, offsets_log)
+        self._pending = PendingAnswers()
         self._next_expire = self._now() + config.offsets_retention_check_interval_ms
         self._wakeup = asyncio.Event()
         self._closed = False
@@ -136,12 +81,19 @@ class GroupCoordinator:
         return self._clock.now_ms()
 
     def partition_for(self, group_id: str) -> int:
-        """Kafka: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where abs(Integer.MIN_VALUE) is 0."""
-        h = java_string_hash(group_id)
-        return (0 if h == -(1 << 31) else abs(h)) % self._config.offsets_topic_num_partitions
+        """The `__consumer_offsets` partition of a group (GroupMetadataManager.partition_for)."""
+        return self.group_manager.partition_for(group_id)
 
     def owns(self, group_id: str) -> bool:
-        return self.partition_for(group_id) in self._owned
+        return self.group_manager.owns(group_id)
+
+    def group_state_counts(self) -> Counter[str]:
+        """Groups per state name, for the groups this broker coordinates (NumGroups<State>)."""
+        return self.group_manager.group_state_counts()
+
+    def num_offsets(self) -> int:
+        """Committed offsets held for the groups this broker coordinates (NumOffsets)."""
+        return self.group_manager.num_offsets()
 
     # ------------------------------------------------------------ JoinGroup
 
@@ -167,13 +119,13 @@ class GroupCoordinator:
         if not (self._config.group_min_session_timeout_ms <= session_timeout_ms
                 <= self._config.group_max_session_timeout_ms):
             return JoinResult(ErrorCode.invalid_session_timeout, member_id)
-        group = self._groups.get(group_id)
+        group = self.group_manager.group(group_id)
         if group is None:
             if member_id:
                 return JoinResult(ErrorCode.unknown_member_id, member_id)
             if not (protocol_type and protocols):
                 return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)
-            group = self._groups[group_id] = Group(group_id, state_timestamp=self._wall())
+            group = self.group_manager.add_group(group_id)
         if group.is_(GroupState.DEAD):
             return JoinResult(ErrorCode.coordinator_not_available, member_id)
         if not group.supports_protocols(protocol_type, (name for name, _ in protocols)):
@@ -224,7 +176,7 @@ class GroupCoordinator:
                             new_member.session_timeout_ms)
         member.last_heartbeat = self._now()
         if group.is_(GroupState.STABLE) and unchanged:
-            self._store_group(group)
+            self.group_manager.store_group(group)
             is_leader = group.is_leader(member.member_id)
             return self._join_result(group, member.member_id, skip_assignment=is_leader)
         fut = self._await_join(group, member)
@@ -264,9 +216,7 @@ class GroupCoordinator:
 
     def _await_join(self, group: Group, member: Member) -> asyncio.Future[JoinResult]:
         member.awaiting_join = True
-        fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
-        self._join_waiters[(group.group_id, member.member_id)] = fut
-        return fut
+        return self._pending.await_join(group.group_id, member.member_id)
 
     def _join_result(self, group: Group, member_id: str, skip_assignment: bool = False) -> JoinResult:
         members = []
@@ -331,7 +281,7 @@ class GroupCoordinator:
         log.info("stabilized group %s generation %d (%d members, leader %s)", group.group_id, group.generation_id,
                  len(group.members), group.leader_id)
         if group.is_(GroupState.EMPTY):
-            self._store_group(group)
+            self.group_manager.store_group(group)
             return
         now = self._now()
         for m in group.members.values():
@@ -371,14 +321,10 @@ class GroupCoordinator:
         self._try_complete_join(group)
 
     def _resolve_join(self, group: Group, member_id: str, result: JoinResult) -> None:
-        fut = self._join_waiters.pop((group.group_id, member_id), None)
-        if fut is not None and not fut.done():
-            fut.set_result(result)
+        self._pending.resolve_join(group.group_id, member_id, result)
 
     def _resolve_sync(self, group: Group, member_id: str, result: SyncResult) -> None:
-        fut = self._sync_waiters.pop((group.group_id, member_id), None)
-        if fut is not None and not fut.done():
-            fut.set_result(result)
+        self._pending.resolve_sync(group.group_id, member_id, result)
 
     def _member_error(self, group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
         problem = group.validate_member(member_id, group_instance_id)
@@ -405,7 +351,7 @@ class GroupCoordinator:
               ) -> SyncResult | asyncio.Future[SyncResult]:
         if not self.owns(group_id):
             return SyncResult(ErrorCode.not_coordinator)
-        group = self._groups.get(group_id)
+        group = self.group_manager.group(group_id)
         if group is None:
             return SyncResult(ErrorCode.unknown_member_id)
         if group.is_(GroupState.DEAD):
@@ -427,13 +373,12 @@ class GroupCoordinator:
         if group.is_(GroupState.STABLE):
             return SyncResult(ErrorCode.none, member.assignment, group.protocol_type, group.protocol_name)
         member.awaiting_sync = True
-        fut: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-        self._sync_waiters[(group_id, member_id)] = fut
+        fut = self._pending.await_sync(group_id, member_id)
         if group.is_leader(member_id):
             given = dict(assignments)
             for m in group.members.values():
                 m.assignment = given.get(m.member_id, b"")
-            self._store_group(group)
+            self.group_manager.store_group(group)
             self._propagate_assignment(group)
             group.transition_to(GroupState.STABLE, self._wall())
         return fut
@@ -452,7 +397,7 @@ class GroupCoordinator:
         """Keep a member alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
         if not self.owns(group_id):
             return ErrorCode.not_coordinator
-        group = self._groups.get(group_id)
+        group = self.group_manager.group(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
         if group.is_(GroupState.DEAD):
@@ -475,7 +420,7 @@ class GroupCoordinator:
         static member (KIP-345 admin removal). One error per member, in order."""
         if not self.owns(group_id):
             return [ErrorCode.not_coordinator for _ in members]
-        group = self._groups.get(group_id)
+        group = self.group_manager.group(group_id)
         if group is None:
             return [ErrorCode.unknown_member_id for _ in members]
         if group.is_(GroupState.DEAD):
@@ -508,11 +453,11 @@ class GroupCoordinator:
 
         if not self.owns(group_id):
             return all_(ErrorCode.not_coordinator)
-        group = self._groups.get(group_id)
+        group = self.group_manager.group(group_id)
         if group is None:
             if generation_id >= 0:
                 return all_(ErrorCode.illegal_generation)
-            group = self._groups[group_id] = Group(group_id, state_timestamp=self._wall())
+            group = self.group_manager.add_group(group_id)
         if group.is_(GroupState.DEAD):
             return all_(ErrorCode.coordinator_not_available)
         if not (generation_id < 0 and group.is_(GroupState.EMPTY)):
@@ -525,24 +470,7 @@ class GroupCoordinator:
                 return all_(ErrorCode.illegal_generation)
             group.members[member_id].last_heartbeat = self._now()
 
-        wall = self._wall()
-        results: dict[tuple[str, int], ErrorCode] = {}
-        records: list[tuple[bytes, bytes | None]] = []
-        accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
-        for topic, partition, offset, leader_epoch, metadata in offsets:
-            meta = metadata or ""
-            if len(meta.encode()) > OFFSET_METADATA_MAX_BYTES:
-                results[(topic, partition)] = ErrorCode.offset_metadata_too_large
-                continue
-            committed = OffsetAndMetadata(offset, leader_epoch, meta, wall)
-            accepted[(topic, partition)] = committed
-            records.append((encode_key(OffsetCommitKey(group_id, topic, partition)),
-                            encode_offset_commit_value(OffsetCommitValue(offset, meta, wall, leader_epoch))))
-            results[(topic, partition)] = ErrorCode.none
-        if records:
-            self._log.append(self.partition_for(group_id), records)
-            group.offsets.update(accepted)
-        return results
+        return self.group_manager.store_offsets(group, offsets)
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], tuple[int, int, str | None]]:
@@ -551,15 +479,7 @@ class GroupCoordinator:
         Raises NOT_COORDINATOR for a group this broker does not coordinate."""
         if not self.owns(group_id):
             raise KafkaError(ErrorCode.not_coordinator)
-        group = self._groups.get(group_id)
-        stored = group.offsets if group is not None else {}
-        if partitions is None:
-            return {tp: (o.offset, o.leader_epoch, o.metadata) for tp, o in stored.items()}
-        out: dict[tuple[str, int], tuple[int, int, str | None]] = {}
-        for tp in partitions:
-            o = stored.get(tp)
-            out[tp] = (o.offset, o.leader_epoch, o.metadata) if o is not None else (-1, -1, "")
-        return out
+        return self.group_manager.get_offsets(group_id, partitions)
 
     # ------------------------------------------------------------ admin
 
@@ -567,7 +487,7 @@ class GroupCoordinator:
         """Kafka's GroupSummary: metadata/assignments and the protocol only while Stable; unknown groups are Dead."""
         if not self.owns(group_id):
             return GroupDescription(group_id, ErrorCode.not_coordinator, GroupState.DEAD.value, "", "")
-        group = self._groups.get(group_id)
+        group = self.group_manager.group(group_id)
         if group is None:
             return GroupDescription(group_id, ErrorCode.none, GroupState.DEAD.value, "", "")
         stable = group.is_(GroupState.STABLE) and group.protocol_name is not None
@@ -583,14 +503,14 @@ class GroupCoordinator:
     def list_groups(self, states: list[str] | None = None) -> list[tuple[str, str, str]]:
         """(group_id, protocol_type, state) for every group, optionally filtered by state name (case-insensitive)."""
         wanted = {s.lower() for s in states} if states else None
-        return [(g.group_id, g.protocol_type or "", g.state.value) for g in self._groups.values()
+        return [(g.group_id, g.protocol_type or "", g.state.value) for g in self.group_manager.groups()
                 if wanted is None or g.state.value.lower() in wanted]
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         """Delete empty groups with their offsets (tombstones); NON_EMPTY_GROUP while members remain."""
         results: dict[str, ErrorCode] = {}
         for group_id in group_ids:
-            group = self._groups.get(group_id)
+            group = self.group_manager.group(group_id)
             if not self.owns(group_id):
                 results[group_id] = ErrorCode.not_coordinator
             elif group is None or group.is_(GroupState.DEAD):
@@ -599,7 +519,7 @@ class GroupCoordinator:
                 results[group_id] = ErrorCode.non_empty_group
             else:
                 group.transition_to(GroupState.DEAD, self._wall())
-                self._cleanup(group, list(group.offsets))
+                self.group_manager.cleanup(group, list(group.offsets))
                 results[group_id] = ErrorCode.none
         return results
 
@@ -608,7 +528,7 @@ class GroupCoordinator:
         """OffsetDelete: refuse topics the consumer group still subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
         if not self.owns(group_id):
             return ErrorCode.not_coordinator, {}
-        group = self._groups.get(group_id)
+        group = self.group_manager.group(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return ErrorCode.group_id_not_found, {}
         results: dict[tuple[str, int], ErrorCode] = {}
@@ -623,52 +543,15 @@ class GroupCoordinator:
             eligible = list(partitions)
         else:
             return ErrorCode.non_empty_group, {}
-        self._cleanup(group, eligible)
+        self.group_manager.cleanup(group, eligible)
         results.update({tp: ErrorCode.none for tp in eligible})
         return ErrorCode.none, results
 
     def expire(self) -> None:
         """Remove offsets past offsets.retention.minutes (KIP-211 rules) and drop empty groups left without offsets."""
-        wall = self._wall()
-        retention_ms = self._config.offsets_retention_minutes * 60_000
-        for group in list(self._groups.values()):
-            self._cleanup(group, group.expired_offsets(wall, retention_ms))
+        self.group_manager.expire()
 
-    def _cleanup(self, group: Group, partitions: list[tuple[str, int]]) -> None:
-        """Kafka's cleanupGroupMetadata: tombstone the removed offsets; an empty group left with no offsets dies."""
-        records: list[tuple[bytes, bytes | None]] = []
-        for topic, partition in partitions:
-            if group.offsets.pop((topic, partition), None) is not None:
-                records.append((encode_key(OffsetCommitKey(group.group_id, topic, partition)), None))
-        if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members:
-            group.transition_to(GroupState.DEAD, self._wall())
-        if group.is_(GroupState.DEAD):
-            # As Kafka: no group metadata tombstone at generation 0 (a group that only stored offsets), so readers
-            # of __consumer_offsets that delete a group on that tombstone keep it, as they do on Kafka.
-            if group.generation_id > 0:
-                records.append((encode_key(GroupMetadataKey(group.group_id)), None))
-            del self._groups[group.group_id]
-        if records:
-            self._log.append(self.partition_for(group.group_id), records, topic_stats=False)
-
-    # ------------------------------------------------------------ persistence
-
-    def _store_group(self, group: Group) -> None:
-        """Persist the group as GroupMetadataValue v3 (after a completed rebalance or when it becomes empty)."""
-        protocol = group.protocol_name
-        value = GroupMetadataValue(
-            protocol_type=group.protocol_type or "",
-            generation=group.generation_id,
-            protocol=protocol,
-            leader=group.leader_id,
-            current_state_timestamp=group.state_timestamp,
-            members=[MemberMetadata(m.member_id, m.client_id, m.client_host, m.session_timeout_ms,
-                                    m.metadata(protocol) if protocol else b"", m.assignment,
-                                    m.group_instance_id, m.rebalance_timeout_ms)
-                     for m in group.members.values()],
-        )
-        self._log.append(self.partition_for(group.group_id),
-                         [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
+    # ------------------------------------------------------------ offsets partitions
 
     def load(self) -> None:
         """Take over every offsets partition (tests and tools that run one coordinator alone)."""
@@ -676,63 +559,22 @@ class GroupCoordinator:
             self.load_partition(partition)
 
     def load_partition(self, partition: int) -> None:
-        """This broker became leader of `__consumer_offsets` partition `partition`: rebuild its groups and
-        offsets from the log. Groups come back Empty with their generation; members are not live any more, so
-        a group that had members counts as empty from now (offset retention)."""
-        metadata: dict[str, GroupMetadataValue] = {}
-        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        for raw_key, raw_value in self._log.read(partition):
-            key = decode_key(raw_key)
-            if isinstance(key, OffsetCommitKey):
-                group_offsets = offsets.setdefault(key.group, {})
-                if raw_value is None:
-                    group_offsets.pop((key.topic, key.partition), None)
-                else:
-                    v = decode_offset_commit_value(raw_value)
-                    group_offsets[(key.topic, key.partition)] = OffsetAndMetadata(
-                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
-            elif isinstance(key, GroupMetadataKey):
-                if raw_value is None:
-                    metadata.pop(key.group, None)
-                else:
-                    metadata[key.group] = decode_group_metadata_value(raw_value)
-        self._drop_groups(partition)
-        self._owned.add(partition)
-        wall = self._wall()
-        for group_id in sorted(set(metadata) | {g for g, o in offsets.items() if o}):
-            group = Group(group_id, state_timestamp=wall, offsets=offsets.get(group_id, {}))
-            meta = metadata.get(group_id)
-            if meta is not None:
-                group.protocol_type = meta.protocol_type or None
-                group.generation_id = meta.generation
-                if not meta.members and meta.current_state_timestamp >= 0:
-                    group.state_timestamp = meta.current_state_timestamp
-            self._groups[group_id] = group
+        """This broker became leader of `__consumer_offsets` partition `partition`: its groups and offsets are
+        rebuilt from the log (GroupMetadataManager.load_partition); members waiting in a group it held before
+        are told NOT_COORDINATOR."""
+        self._pending.not_coordinator(self.group_manager.load_partition(partition))
 
     def unload_partition(self, partition: int) -> None:
         """Leadership of the offsets partition moved away: forget its groups; waiting members are told
         NOT_COORDINATOR and find the new coordinator."""
-        self._owned.discard(partition)
-        self._drop_groups(partition)
-
-    def _drop_groups(self, partition: int) -> None:
-        for group_id in [g for g in self._groups if self.partition_for(g) == partition]:
-            del self._groups[group_id]
-            for key in [k for k in self._join_waiters if k[0] == group_id]:
-                fut = self._join_waiters.pop(key)
-                if not fut.done():
-                    fut.set_result(JoinResult(ErrorCode.not_coordinator, key[1]))
-            for key in [k for k in self._sync_waiters if k[0] == group_id]:
-                fut = self._sync_waiters.pop(key)
-                if not fut.done():
-                    fut.set_result(SyncResult(ErrorCode.not_coordinator))
+        self._pending.not_coordinator(self.group_manager.unload_partition(partition))
 
     # ------------------------------------------------------------ timers
 
     def tick(self) -> None:
         """Act on every deadline that has passed: sessions, pending members, rebalances, periodic expiry."""
         now = self._now()
-        for group in list(self._groups.values()):
+        for group in self.group_manager.groups():
             for member_id in group.expired_pending_members(now):
                 self._remove_pending_member(group, member_id)
             for member in group.expired_members(now):
@@ -745,7 +587,7 @@ class GroupCoordinator:
             self._next_expire = now + self._config.offsets_retention_check_interval_ms
 
     def _next_deadline(self) -> int:
-        deadlines = [d for d in (g.next_deadline() for g in self._groups.values()) if d is not None]
+        deadlines = [d for d in (g.next_deadline() for g in self.group_manager.groups()) if d is not None]
         return min(deadlines + [self._next_expire])
 
     async def run(self) -> None:
@@ -761,11 +603,4 @@ class GroupCoordinator:
         """Stop run() and answer every waiting JoinGroup/SyncGroup with NOT_COORDINATOR so clients rediscover."""
         self._closed = True
         self._wakeup.set()
-        for key, fut in list(self._join_waiters.items()):
-            if not fut.done():
-                fut.set_result(JoinResult(ErrorCode.not_coordinator, key[1]))
-        for fut in self._sync_waiters.values():
-            if not fut.done():
-                fut.set_result(SyncResult(ErrorCode.not_coordinator))
-        self._join_waiters.clear()
-        self._sync_waiters.clear()
+        self._pending.close()

@@ -181,7 +181,7 @@ async def test_member_id_required_flow():
     assert pending.error == ErrorCode.member_id_required
     clock.advance(10_000)
     coord.tick()
-    assert pending.member_id not in coord._groups["g"].pending_members
+    assert pending.member_id not in coord.group_manager.group("g").pending_members
 
 
 @async_test

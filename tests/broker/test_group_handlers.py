@@ -21,7 +21,8 @@ from tests.broker.test_group_coordinator import MemoryOffsetsLog, subscription
 def stub_broker():
     config = BrokerConfig(offsets_topic_num_partitions=4, group_initial_rebalance_delay_ms=0)
     topics = {"t": SimpleNamespace(partitions=2)}
-    coordinator = GroupCoordinator(config, ManualClock(), MemoryOffsetsLog())
+    offsets_log = MemoryOffsetsLog()
+    coordinator = GroupCoordinator(config, ManualClock(), offsets_log)
     coordinator.load()
     metadata = SimpleNamespace(topic=topics.get, brokers=lambda: [BrokerInfo(1, "h", 9092)],
                                partition_state=lambda t, p: PartitionState((1,), 1, 0, (1,)))
@@ -34,7 +35,7 @@ def stub_broker():
     return SimpleNamespace(node_id=1, advertised_host="h", advertised_port=9092, metadata=metadata,
                            replicas=replicas, config=config,
                            ensure_offsets_topic=lambda: True,
-                           group_coordinator=coordinator)
+                           group_coordinator=coordinator, offsets_log=offsets_log)
 
 
 def call(broker, fn, api_key, version, body, client_host="127.0.0.1"):
@@ -102,7 +103,7 @@ def test_member_client_host_is_javas_inet_address_string():
                                                "assignments": [{"member_id": joined["member_id"], "assignment": b""}]})
     described = call(b, groups.handle_describe_groups, 15, 5, {"groups": ["g"]})
     assert [m["client_host"] for m in described["groups"][0]["members"]] == ["/127.0.0.1"]
-    stored = [decode_group_metadata_value(v) for k, v in b.group_coordinator._log.records()
+    stored = [decode_group_metadata_value(v) for k, v in b.offsets_log.records()
               if isinstance(k, GroupMetadataKey) and v is not None]
     assert stored and all([m.client_host for m in s.members] == ["/127.0.0.1"] for s in stored)
 

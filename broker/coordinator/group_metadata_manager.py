@@ -1,0 +1,225 @@
+"""Kafka's GroupMetadataManager: the groups of the `__consumer_offsets` partitions this broker leads, their
+committed offsets, and their persistence (group metadata and offset commit records, loaded back on leadership,
+tombstoned on expiry and deletion). The membership protocol is the GroupCoordinator's (group_coordinator.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Protocol
+
+from broker.clock import Clock
+from broker.config import BrokerConfig
+from broker.coordinator.group_state import Group, GroupState, OffsetAndMetadata
+from broker.coordinator.offsets_schema import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    encode_group_metadata_value,
+    encode_key,
+    encode_offset_commit_value,
+)
+from broker.errors import ErrorCode
+
+# Kafka's offset.metadata.max.bytes default.
+OFFSET_METADATA_MAX_BYTES = 4096
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetsLog(Protocol):
+    """The `__consumer_offsets` topic as the coordinator sees it; the broker implements it over the real log."""
+
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], topic_stats: bool = True) -> None:
+        """Append one batch of keyed records (value None = tombstone), synchronously; `topic_stats` False: not
+        counted in BrokerTopicMetrics (Kafka's cleanup writes bypass ReplicaManager)."""
+
+    def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
+        """Every record currently in the partition, in offset order."""
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+class GroupMetadataManager:
+    """The group cache of the owned offsets partitions, and every read and write of `__consumer_offsets`."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock, offsets_log: OffsetsLog) -> None:
+        self._config = config
+        self._clock = clock
+        self._log = offsets_log
+        self._groups: dict[str, Group] = {}
+        self._owned: set[int] = set()
+
+    def _wall(self) -> int:
+        return self._clock.now_ms()
+
+    # ------------------------------------------------------------ ownership and the cache
+
+    def partition_for(self, group_id: str) -> int:
+        """Kafka: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where abs(Integer.MIN_VALUE) is 0."""
+        h = java_string_hash(group_id)
+        return (0 if h == -(1 << 31) else abs(h)) % self._config.offsets_topic_num_partitions
+
+    def owns(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self._owned
+
+    def group(self, group_id: str) -> Group | None:
+        return self._groups.get(group_id)
+
+    def add_group(self, group_id: str) -> Group:
+        """A new, empty group (the caller checked there is none)."""
+        group = self._groups[group_id] = Group(group_id, state_timestamp=self._wall())
+        return group
+
+    def groups(self) -> list[Group]:
+        return list(self._groups.values())
+
+    def group_state_counts(self) -> Counter[str]:
+        """Groups per state name (Kafka's NumGroups<State> gauges)."""
+        return Counter(g.state.value for g in self._groups.values())
+
+    def num_offsets(self) -> int:
+        """Committed offsets (group, partition) held for the groups of the owned partitions (NumOffsets)."""
+        return sum(len(g.offsets) for g in self._groups.values())
+
+    # ------------------------------------------------------------ offsets
+
+    def store_offsets(self, group: Group, offsets: list[tuple[str, int, int, int, str | None]]
+                      ) -> dict[TopicPartition, ErrorCode]:
+        """Kafka's storeOffsets: append one record per acceptable commit (topic, partition, offset, leader_epoch,
+        metadata), then cache them; oversized metadata is refused per partition."""
+        wall = self._wall()
+        results: dict[TopicPartition, ErrorCode] = {}
+        records: list[tuple[bytes, bytes | None]] = []
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            meta = metadata or ""
+            if len(meta.encode()) > OFFSET_METADATA_MAX_BYTES:
+                results[(topic, partition)] = ErrorCode.offset_metadata_too_large
+                continue
+            accepted[(topic, partition)] = OffsetAndMetadata(offset, leader_epoch, meta, wall)
+            records.append((encode_key(OffsetCommitKey(group.group_id, topic, partition)),
+                            encode_offset_commit_value(OffsetCommitValue(offset, meta, wall, leader_epoch))))
+            results[(topic, partition)] = ErrorCode.none
+        if records:
+            self._log.append(self.partition_for(group.group_id), records)
+            group.offsets.update(accepted)
+        return results
+
+    def get_offsets(self, group_id: str, partitions: list[TopicPartition] | None
+                    ) -> dict[TopicPartition, tuple[int, int, str | None]]:
+        """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "")."""
+        group = self._groups.get(group_id)
+        stored = group.offsets if group is not None else {}
+        if partitions is None:
+            return {tp: (o.offset, o.leader_epoch, o.metadata) for tp, o in stored.items()}
+        out: dict[TopicPartition, tuple[int, int, str | None]] = {}
+        for tp in partitions:
+            o = stored.get(tp)
+            out[tp] = (o.offset, o.leader_epoch, o.metadata) if o is not None else (-1, -1, "")
+        return out
+
+    def expire(self) -> None:
+        """Remove offsets past offsets.retention.minutes (KIP-211 rules) and drop empty groups left without offsets."""
+        wall = self._wall()
+        retention_ms = self._config.offsets_retention_minutes * 60_000
+        for group in list(self._groups.values()):
+            self.cleanup(group, group.expired_offsets(wall, retention_ms))
+
+    def cleanup(self, group: Group, partitions: list[TopicPartition]) -> None:
+        """Kafka's cleanupGroupMetadata: tombstone the removed offsets; an empty group left with no offsets dies."""
+        records: list[tuple[bytes, bytes | None]] = []
+        for topic, partition in partitions:
+            if group.offsets.pop((topic, partition), None) is not None:
+                records.append((encode_key(OffsetCommitKey(group.group_id, topic, partition)), None))
+        if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members:
+            group.transition_to(GroupState.DEAD, self._wall())
+        if group.is_(GroupState.DEAD):
+            # As Kafka: no group metadata tombstone at generation 0 (a group that only stored offsets), so readers
+            # of __consumer_offsets that delete a group on that tombstone keep it, as they do on Kafka.
+            if group.generation_id > 0:
+                records.append((encode_key(GroupMetadataKey(group.group_id)), None))
+            del self._groups[group.group_id]
+        if records:
+            self._log.append(self.partition_for(group.group_id), records, topic_stats=False)
+
+    # ------------------------------------------------------------ group metadata
+
+    def store_group(self, group: Group) -> None:
+        """Persist the group as GroupMetadataValue v3 (after a completed rebalance or when it becomes empty)."""
+        protocol = group.protocol_name
+        value = GroupMetadataValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=protocol,
+            leader=group.leader_id,
+            current_state_timestamp=group.state_timestamp,
+            members=[MemberMetadata(m.member_id, m.client_id, m.client_host, m.session_timeout_ms,
+                                    m.metadata(protocol) if protocol else b"", m.assignment,
+                                    m.group_instance_id, m.rebalance_timeout_ms)
+                     for m in group.members.values()],
+        )
+        self._log.append(self.partition_for(group.group_id),
+                         [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
+
+    def _read_partition(self, partition: int
+                        ) -> tuple[dict[str, GroupMetadataValue], dict[str, dict[TopicPartition, OffsetAndMetadata]]]:
+        """The latest group metadata and offsets per group in one offsets partition (tombstones applied)."""
+        metadata: dict[str, GroupMetadataValue] = {}
+        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        for raw_key, raw_value in self._log.read(partition):
+            key = decode_key(raw_key)
+            if isinstance(key, OffsetCommitKey):
+                group_offsets = offsets.setdefault(key.group, {})
+                if raw_value is None:
+                    group_offsets.pop((key.topic, key.partition), None)
+                else:
+                    v = decode_offset_commit_value(raw_value)
+                    group_offsets[(key.topic, key.partition)] = OffsetAndMetadata(
+                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+            elif isinstance(key, GroupMetadataKey):
+                if raw_value is None:
+                    metadata.pop(key.group, None)
+                else:
+                    metadata[key.group] = decode_group_metadata_value(raw_value)
+        return metadata, offsets
+
+    def load_partition(self, partition: int) -> list[str]:
+        """Become the owner of offsets partition `partition`: rebuild its groups and offsets from the log. Groups
+        come back Empty with their generation; members are not live any more, so a group that had members counts
+        as empty from now (offset retention). Returns the ids of the groups dropped from the cache first."""
+        metadata, offsets = self._read_partition(partition)
+        dropped = self.unload_partition(partition)
+        self._owned.add(partition)
+        wall = self._wall()
+        for group_id in sorted(set(metadata) | {g for g, o in offsets.items() if o}):
+            group = Group(group_id, state_timestamp=wall, offsets=offsets.get(group_id, {}))
+            meta = metadata.get(group_id)
+            if meta is not None:
+                group.protocol_type = meta.protocol_type or None
+                group.generation_id = meta.generation
+                if not meta.members and meta.current_state_timestamp >= 0:
+                    group.state_timestamp = meta.current_state_timestamp
+            self._groups[group_id] = group
+        return dropped
+
+    def unload_partition(self, partition: int) -> list[str]:
+        """Forget the partition and its groups; returns the ids of the groups dropped."""
+        self._owned.discard(partition)
+        dropped = [g for g in self._groups if self.partition_for(g) == partition]
+        for group_id in dropped:
+            del self._groups[group_id]
+        return dropped
