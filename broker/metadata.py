@@ -1,7 +1,9 @@
 """Cluster metadata behind one interface: topics, their partitions, ids and config overrides, brokers.
 
 `LocalMetadata` is the standalone implementation (one broker, state in a JSON file in the first log dir).
-The ZooKeeper-backed cluster implementation provides the same methods.
+The ZooKeeper-backed cluster implementation (broker/controller/store.py, ZkMetadata) provides the same
+methods. Nothing outside the two implementations asks which one it has, except through `clustered`:
+cluster-only requests (reassignments, ElectLeaders) get the answer Kafka gives for a one-broker cluster.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -61,6 +63,12 @@ class TopicInfo:
         return self.name in INTERNAL_TOPICS
 
 
+# (topic, partition) -> (error, message), the per-partition result of ElectLeaders and reassignments.
+PartitionResults = dict[tuple[str, int], tuple[ErrorCode, str | None]]
+# (topic, partition) -> (replicas, adding, removing) of an ongoing reassignment.
+Reassignments = dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]
+
+
 class MetadataStore(Protocol):
     """Cluster metadata as this broker sees it. Reads come from a local cache (never block); writes that
     go to ZooKeeper are synchronous and short; waiting for the controller to act is async."""
@@ -68,6 +76,9 @@ class MetadataStore(Protocol):
     cluster_id: str
     controller_id: int
 
+    @property
+    def clustered(self) -> bool:
+        """True for a ZooKeeper cluster member, False standalone (which is its own controller)."""
     def brokers(self) -> list[BrokerInfo]:
         """Live brokers."""
     def topics(self) -> dict[str, TopicInfo]: ...
@@ -82,6 +93,18 @@ class MetadataStore(Protocol):
     def update_isr(self, topic: str, partition: int, current: PartitionState,
                    isr: tuple[int, ...]) -> PartitionState | None:
         """Leader-only conditional ISR write; None if `current` is stale (version or leader epoch moved)."""
+    def claim_producer_id_block(self, size: int) -> int:
+        """Claim the next `size` producer ids (never handed out before, by any broker); the block's first id."""
+    def reassignments(self) -> Reassignments:
+        """Ongoing partition reassignments (ListPartitionReassignments)."""
+    def alter_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None],
+                            allow_replication_factor_change: bool = True) -> PartitionResults:
+        """AlterPartitionReassignments: start (replicas) or cancel (None) a reassignment per partition."""
+    async def elect_leaders(self, election_type: int, partitions: Sequence[tuple[str, int]] | None,
+                            timeout_s: float) -> PartitionResults:
+        """ElectLeaders (0 preferred, 1 unclean); raises NOT_CONTROLLER on a broker that is not the controller."""
+    def set_leader_election_hook(self, hook: Callable[[float, bool], None]) -> None:
+        """Call `hook(milliseconds, unclean)` (from any thread) for every leader this broker elects as controller."""
     async def wait_online(self, topic: str, timeout_s: float) -> bool:
         """Until every partition of `topic` has a leader (the controller acted), or the timeout."""
     async def wait_deleted(self, topic: str, timeout_s: float) -> bool:
@@ -90,7 +113,7 @@ class MetadataStore(Protocol):
         """Brokers in controlled shutdown: leaders must not add them back to an ISR."""
     def start(self, listener: ClusterListener) -> None:
         """Register this broker and start delivering partition states to `listener`."""
-    async def controlled_shutdown(self, timeout_s: float) -> None:
+    async def controlled_shutdown(self, timeout_s: float) -> int | None:
         """Ask the controller to move leadership off this broker before it stops."""
     def close(self) -> None: ...
 
@@ -99,15 +122,18 @@ class LocalMetadata:
     """Standalone metadata: this broker is the only broker and the controller."""
 
     FILE = "__cluster_metadata.json"
+    PRODUCER_ID_FILE = "__producer_id_block"
+    clustered = False
 
     def __init__(self, data_dir: Path, me: BrokerInfo, cluster_id: str = "") -> None:
         self._path = data_dir / self.FILE
+        self._producer_id_path = data_dir / self.PRODUCER_ID_FILE
         self._me = me
         self.controller_id = me.node_id
         self._topics: dict[str, TopicInfo] = {}
         self._listener: ClusterListener | None = None
         state = json.loads(self._path.read_text()) if self._path.exists() else {}
-        self.cluster_id = state.get("cluster_id") or cluster_id or _new_cluster_id()
+        self.cluster_id = state.get("cluster_id") or cluster_id or new_cluster_id()
         for t in state.get("topics", []):
             info = TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["partitions"], t.get("replication_factor", 1),
                              dict(t.get("configs", {})))
@@ -161,7 +187,31 @@ class LocalMetadata:
                 self._listener.on_partition_state(name, p, self.partition_state(name, p))
 
     async def controlled_shutdown(self, timeout_s: float) -> None:
-        return None
+        return None  # nobody to hand leadership to
+
+    def claim_producer_id_block(self, size: int) -> int:
+        """The file holds the end of the last block claimed, so ids never repeat across restarts."""
+        start = int(self._producer_id_path.read_text()) if self._producer_id_path.exists() else 0
+        tmp = self._producer_id_path.with_suffix(".tmp")
+        tmp.write_text(str(start + size))
+        os.replace(tmp, self._producer_id_path)
+        return start
+
+    def reassignments(self) -> Reassignments:
+        return {}
+
+    def alter_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None],
+                            allow_replication_factor_change: bool = True) -> PartitionResults:
+        return {k: (ErrorCode.invalid_replica_assignment, "Reassignment needs cluster mode") for k in targets}
+
+    async def elect_leaders(self, election_type: int, partitions: Sequence[tuple[str, int]] | None,
+                            timeout_s: float) -> PartitionResults:
+        """One replica per partition: its leader is always the preferred one, and never offline."""
+        return {(t, p): ((ErrorCode.election_not_needed, None) if self.partition_state(t, p) is not None
+                         else (ErrorCode.unknown_topic_or_partition, None)) for t, p in partitions or []}
+
+    def set_leader_election_hook(self, hook: Callable[[float, bool], None]) -> None:
+        return None  # a standalone broker never elects
 
     def close(self) -> None:
         return None
@@ -234,6 +284,6 @@ class LocalMetadata:
         return info
 
 
-def _new_cluster_id() -> str:
+def new_cluster_id() -> str:
     import base64
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,8 +1,9 @@
 """The controller: one broker at a time (elected through the ephemeral /controller znode) decides leaders.
 
-It runs on its own thread, fed by an event queue (Kafka's ControllerEventManager): ZooKeeper watches (through
-ZkMetadata) and requests (ElectLeaders) only enqueue, so neither the broker's event loop nor kazoo's callback
-thread ever waits on it. Every write is a multi-op fenced by a version check on /controller_epoch: a controller
+It runs on its own thread, fed by an event queue (events.py, Kafka's ControllerEventManager): ZooKeeper watches
+(watches.py) and requests (ElectLeaders) only enqueue, so neither the broker's event loop nor kazoo's callback
+thread ever waits on it. It reads the cluster from the shared `MetadataCache` (its ControllerContext) and puts
+what it writes to ZooKeeper back into it. Every write is a multi-op fenced by a version check on /controller_epoch: a controller
 that lost its seat (paused, session expired) fails its first write and resigns.
 
 All decisions come from election.py; the controller reconciles the whole cluster against them on each batch of
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,12 +31,17 @@ from kazoo.exceptions import (
 
 from broker.controller import election
 from broker.controller import zk_paths as zp
+from broker.controller.cache import MetadataCache
+from broker.controller.events import ControllerEventQueue
+from broker.controller.reassignment import alter_reassignments
 from broker.controller.state import NO_LEADER, PartitionState
+from broker.controller.watches import refresh_state, refresh_topic
 from broker.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
     from broker.config import BrokerConfig
-    from broker.controller.store import ZkMetadata
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +82,16 @@ class Fenced(Exception):
 
 
 class Controller:
-    def __init__(self, store: ZkMetadata, settings: ControllerSettings) -> None:
-        self.store = store
+    """Kafka's KafkaController (ZooKeeper mode), built from the ZooKeeper client, the cluster-state cache it
+    shares with the store, and its event queue; `start` once the client is connected."""
+
+    def __init__(self, zk: KazooClient, cache: MetadataCache, events: ControllerEventQueue, broker_id: int,
+                 settings: ControllerSettings) -> None:
+        self.zk = zk
+        self.cache = cache
+        self.events = events
         self.settings = settings
-        self.me = store.me.node_id
+        self.me = broker_id
         self.active = False
         self.epoch = 0
         self.epoch_zk_version = -1
@@ -89,7 +100,6 @@ class Controller:
         # Metrics hook, called on this thread with (milliseconds the election took, unclean) for every leader
         # this controller elects (LeaderElectionRateAndTimeMs, UncleanLeaderElectionsPerSec).
         self.on_leader_election: Callable[[float, bool], None] | None = None
-        self._q: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._next_rebalance = time.monotonic() + settings.leader_imbalance_check_interval_s
@@ -104,22 +114,20 @@ class Controller:
 
     def stop(self) -> None:
         self._stopping = True
-        self._q.put(("stop",))
+        self.events.put("stop")
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
     def enqueue(self, kind: str, *args: object) -> None:
-        self._q.put((kind, *args))
+        self.events.put(kind, *args)
 
     def submit(self, fn: Callable[[], object]) -> concurrent.futures.Future:
         """Run `fn` on the controller thread; the future carries its result."""
-        fut: concurrent.futures.Future = concurrent.futures.Future()
-        self._q.put(("call", fn, fut))
-        return fut
+        return self.events.submit(fn)
 
     def stats(self) -> ControllerStats:
-        states = self.store.partition_states()
-        assigns = self.store.assignments()
+        states = self.cache.partition_states()
+        assigns = self.cache.assignments()
         return ControllerStats(
             active=self.active, epoch=self.epoch, leader_elections=self.leader_elections,
             unclean_leader_elections=self.unclean_leader_elections,
@@ -127,22 +135,14 @@ class Controller:
             preferred_replica_imbalance=election.preferred_imbalance_count(
                 (s.replicas, s.leader) for s in states.values()),
             global_topic_count=len(assigns), global_partition_count=sum(len(a.partitions) for a in assigns.values()),
-            event_queue_size=self._q.qsize(), reassigning_partitions=len(self.store.reassignments()))
+            event_queue_size=self.events.size(), reassigning_partitions=len(self.cache.reassignments()))
 
     def _run(self) -> None:
         while not self._stopping:
-            timeout = max(0.0, self._next_rebalance - time.monotonic())
-            try:
-                first = self._q.get(timeout=timeout)
-            except queue.Empty:
+            events = self.events.take(max(0.0, self._next_rebalance - time.monotonic()))
+            if not events:
                 self._periodic()
                 continue
-            events = [first]
-            while True:  # coalesce a burst of watch events into one pass
-                try:
-                    events.append(self._q.get_nowait())
-                except queue.Empty:
-                    break
             try:
                 self._process(events)
             except Fenced:
@@ -163,8 +163,8 @@ class Controller:
             return
         if "resign" in kinds:
             self._resign("ZooKeeper session lost")
-        if "controller_changed" in kinds and self.active and self.store.controller_id != self.me:
-            self._resign(f"broker {self.store.controller_id} is the controller now")
+        if "controller_changed" in kinds and self.active and self.cache.controller_id != self.me:
+            self._resign(f"broker {self.cache.controller_id} is the controller now")
         if "elect" in kinds and not self.active:
             self._elect()
         if self.active and kinds - {"call", "controller_changed", "resign"}:
@@ -198,7 +198,7 @@ class Controller:
     # ------------------------------------------------------------ election of the controller
 
     def _elect(self) -> None:
-        zk = self.store.zk
+        zk = self.zk
         try:
             data, stat = zk.get(zp.CONTROLLER_EPOCH)
         except NoNodeError:
@@ -218,17 +218,17 @@ class Controller:
             except NoNodeError:
                 self.enqueue("elect")
                 return
-            self.store.controller_id = cid
+            self.cache.controller_id = cid
             return
         if isinstance(res[1], BadVersionError) or any(isinstance(r, Exception) for r in res):
             log.info("controller %d: lost the controller race (%r)", self.me, res)
             self.enqueue("elect")
             return
         self.active = True
-        self._czxids = dict(self.store.broker_czxids)
+        self._czxids = self.cache.broker_czxids()
         self.epoch = epoch
         self.epoch_zk_version = res[1].version
-        self.store.controller_id = self.me
+        self.cache.controller_id = self.me
         self._next_rebalance = time.monotonic() + self.settings.leader_imbalance_check_interval_s
         log.info("broker %d is the controller (epoch %d)", self.me, epoch)
 
@@ -239,7 +239,7 @@ class Controller:
 
     def _commit(self, build: Callable[[object], None]) -> list:
         """Run a multi-op behind a /controller_epoch version check; results of `build`'s ops."""
-        tx = self.store.zk.transaction()
+        tx = self.zk.transaction()
         tx.check(zp.CONTROLLER_EPOCH, self.epoch_zk_version)
         build(tx)
         res = tx.commit()
@@ -250,7 +250,7 @@ class Controller:
     # ------------------------------------------------------------ partition state writes
 
     def _unclean(self, topic: str) -> bool:
-        info = self.store.topic(topic)
+        info = self.cache.topic(topic)
         return election.unclean_enabled(info.configs if info else {}, self.settings.unclean_leader_election_enable)
 
     def _write_state(self, t: str, p: int,
@@ -259,7 +259,7 @@ class Controller:
         state moved underneath (a leader's ISR change). Returns the state written (or None)."""
         started = time.monotonic()
         for _ in range(5):
-            cur = self.store.partition_state(t, p)
+            cur = self.cache.partition_state(t, p)
             if cur is None:
                 return None
             d = decide(cur)
@@ -270,10 +270,10 @@ class Controller:
             res = self._commit(lambda tx, new=new: tx.set_data(zp.state_path(t, p), zp.encode_state(new),
                                                                version=new.version))
             if isinstance(res[0], Exception):
-                self.store.refresh_state(t, p)
+                refresh_state(self.zk, self.cache, t, p)
                 continue
             written = replace(new, version=res[0].version)
-            self.store._put_state(t, p, written)
+            self.cache.put_state(t, p, written)
             if d.leader != cur.leader and d.leader != NO_LEADER:
                 self._elected(started, d.unclean)
             elif d.unclean:
@@ -299,7 +299,7 @@ class Controller:
         d = election.initial(replicas, live)
         if d is None:
             return
-        zk = self.store.zk
+        zk = self.zk
         parents = [path for path in (zp.partitions_path(t), zp.partition_path(t, p)) if not zk.exists(path)]
         s = PartitionState(replicas=tuple(replicas), leader=d.leader, leader_epoch=0, isr=d.isr,
                            controller_epoch=self.epoch, version=0)
@@ -312,19 +312,18 @@ class Controller:
         if any(isinstance(r, NoNodeError) for r in res):
             return  # the topic went away
         if any(isinstance(r, NodeExistsError) for r in res):
-            self.store.refresh_state(t, p)
+            refresh_state(self.zk, self.cache, t, p)
             return
         if isinstance(res[-1], Exception):
             raise res[-1]
-        self.store._put_state(t, p, s)
+        self.cache.put_state(t, p, s)
         self._elected(started)
 
     # ------------------------------------------------------------ reconcile
 
     def _reconcile(self) -> None:
-        store = self.store
-        live = store.live_broker_ids()
-        czxids = dict(store.broker_czxids)
+        live = self.cache.live_broker_ids()
+        czxids = self.cache.broker_czxids()
         bounced = {b for b in live if b in self._czxids and self._czxids[b] != czxids.get(b)}
         if bounced:
             # Restarted between two looks (kill -9 then start): handle as a failure first, as Kafka does.
@@ -334,23 +333,23 @@ class Controller:
         self._reconcile_with(live)
 
     def _reconcile_with(self, live: set[int]) -> None:
-        store = self.store
-        shutting = store.shutting_down_brokers() & live
+        cache = self.cache
+        shutting = cache.shutting_down_brokers() & live
         self._process_deletes()
         self._process_legacy_reassignment(live)
         self._process_preferred_znode(live)
         again = False
-        for t, a in store.assignments().items():
-            if t in store.pending_deletes:
+        for t, a in cache.assignments().items():
+            if t in cache.pending_deletes():
                 continue
             unclean = self._unclean(t)
             for p, replicas in a.partitions.items():
-                cur = store.partition_state(t, p)
+                cur = cache.partition_state(t, p)
                 if cur is None:
                     try:
-                        store.zk.get(zp.state_path(t, p))
-                        store.refresh_state(t, p)
-                        cur = store.partition_state(t, p)
+                        self.zk.get(zp.state_path(t, p))
+                        refresh_state(self.zk, cache, t, p)
+                        cur = cache.partition_state(t, p)
                     except NoNodeError:
                         self._create_state(t, p, replicas, live)
                         continue
@@ -365,8 +364,8 @@ class Controller:
             self.enqueue("reconcile")
 
     def _answer_shutdowns(self, shutting: set[int]) -> None:
-        zk = self.store.zk
-        states = self.store.partition_states()
+        zk = self.zk
+        states = self.cache.partition_states()
         for b in shutting:
             path = zp.controlled_shutdown_path(b)
             try:
@@ -384,8 +383,8 @@ class Controller:
                      self.me, b, remaining)
 
     def _process_deletes(self) -> None:
-        zk = self.store.zk
-        for t in sorted(self.store.pending_deletes):
+        zk = self.zk
+        for t in sorted(self.cache.pending_deletes()):
             try:
                 parts = zk.get_children(zp.partitions_path(t))
             except NoNodeError:
@@ -424,8 +423,8 @@ class Controller:
         """Phase B: once every target replica is in the ISR, lead from the target set and drop the others.
         Returns True when a retry is needed (the topic znode moved)."""
         started = time.monotonic()
-        a = self.store.assignment(t)
-        cur = self.store.partition_state(t, p)
+        a = self.cache.assignment(t)
+        cur = self.cache.partition_state(t, p)
         if a is None or cur is None or not a.reassigning(p):
             return False
         trs = a.target(p)
@@ -451,11 +450,11 @@ class Controller:
             tx.set_data(zp.topic_path(t), zp.encode_topic(new_a), version=a.version)
         res = self._commit(build)
         if any(isinstance(r, Exception) for r in res):
-            self.store.refresh_state(t, p)
-            self.store.refresh_topic(t)
+            refresh_state(self.zk, self.cache, t, p)
+            refresh_topic(self.zk, self.cache, t)
             return True
-        self.store._apply_assignment(t, replace(new_a, version=res[1].version))
-        self.store._put_state(t, p, replace(new_state, version=res[0].version))
+        self.cache.put_assignment(t, replace(new_a, version=res[1].version))
+        self.cache.put_state(t, p, replace(new_state, version=res[0].version))
         if leader != cur.leader:
             self._elected(started)
         log.info("controller %d: reassignment of %s-%d complete: replicas %s", self.me, t, p, list(trs))
@@ -465,7 +464,7 @@ class Controller:
     def _process_legacy_reassignment(self, live: set[int]) -> None:
         """/admin/reassign_partitions (kafka-reassign-partitions with --zookeeper): start each listed
         partition (skipping one already moving); delete the znode once all are done."""
-        zk = self.store.zk
+        zk = self.zk
         try:
             data, stat = zk.get(zp.REASSIGN_PARTITIONS)
         except NoNodeError:
@@ -479,7 +478,7 @@ class Controller:
         pending = {}
         start: dict[tuple[str, int], tuple[int, ...]] = {}
         for (t, p), target in wanted.items():
-            a = self.store.assignment(t)
+            a = self.cache.assignment(t)
             if a is None or p not in a.partitions or not target or not set(target) <= live:
                 log.warning("controller %d: reassignment of %s-%d to %s ignored", self.me, t, p, list(target))
                 continue
@@ -494,7 +493,7 @@ class Controller:
                 pending[(t, p)] = target
                 start[(t, p)] = target
         if start:
-            results = self.store.alter_reassignments(start)
+            results = alter_reassignments(self.zk, self.cache, start)
             for key, (code, _msg) in results.items():
                 if code != ErrorCode.none:
                     pending.pop(key, None)
@@ -502,7 +501,7 @@ class Controller:
             self._commit(lambda tx: tx.delete(zp.REASSIGN_PARTITIONS))
 
     def _finish_legacy(self, t: str, p: int) -> None:
-        zk = self.store.zk
+        zk = self.zk
         try:
             data, stat = zk.get(zp.REASSIGN_PARTITIONS)
         except NoNodeError:
@@ -520,7 +519,7 @@ class Controller:
     # ------------------------------------------------------------ preferred leaders
 
     def _process_preferred_znode(self, live: set[int]) -> None:
-        zk = self.store.zk
+        zk = self.zk
         try:
             data, stat = zk.get(zp.PREFERRED_REPLICA_ELECTION)
         except NoNodeError:
@@ -537,12 +536,12 @@ class Controller:
         number of partitions moved back to their preferred leader."""
         if not self.active:
             return 0
-        store = self.store
-        live = store.live_broker_ids()
-        shutting = store.shutting_down_brokers()
-        reassigning = set(store.reassignments())
-        states = {k: s for k, s in store.partition_states().items()
-                  if k not in reassigning and k[0] not in store.pending_deletes}
+        cache = self.cache
+        live = cache.live_broker_ids()
+        shutting = cache.shutting_down_brokers()
+        reassigning = set(cache.reassignments())
+        deleting = cache.pending_deletes()
+        states = {k: s for k, s in cache.partition_states().items() if k not in reassigning and k[0] not in deleting}
         brokers = election.imbalanced_brokers(((s.replicas, s.leader) for s in states.values()),
                                               self.settings.leader_imbalance_per_broker_percentage)
         moved = 0
@@ -562,15 +561,15 @@ class Controller:
         With `partitions` None, every partition is tried and only attempted elections are reported."""
         if not self.active:
             raise RuntimeError("not the controller")
-        store = self.store
-        live = store.live_broker_ids()
-        shutting = store.shutting_down_brokers()
+        cache = self.cache
+        live = cache.live_broker_ids()
+        shutting = cache.shutting_down_brokers()
         everything = partitions is None
         if partitions is None:
-            partitions = sorted(store.partition_states())
+            partitions = sorted(cache.partition_states())
         out: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
         for t, p in partitions:
-            cur = store.partition_state(t, p)
+            cur = cache.partition_state(t, p)
             if cur is None:
                 out[(t, p)] = (ErrorCode.unknown_topic_or_partition, None)
                 continue

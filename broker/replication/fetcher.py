@@ -13,7 +13,8 @@ from broker.errors import ErrorCode, KafkaError
 from broker.replication.client import BrokerConnection
 
 if TYPE_CHECKING:
-    from broker.replication.replica_manager import Partition, ReplicaManager
+    from broker.config import BrokerConfig
+    from broker.replication.replica_manager import Partition
 
 log = logging.getLogger(__name__)
 FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
@@ -33,7 +34,7 @@ class FetchTarget:
 class ReplicaFetcher:
     """Replicates the partitions led by one broker; a task that lives while there is something to follow."""
 
-    def __init__(self, manager: ReplicaManager, leader_id: int) -> None:
+    def __init__(self, manager: ReplicaFetcherManager, leader_id: int) -> None:
         self.manager = manager
         self.leader_id = leader_id
         self.targets: dict[tuple[str, int], FetchTarget] = {}
@@ -60,13 +61,13 @@ class ReplicaFetcher:
 
     async def _connection(self) -> BrokerConnection:
         if self._conn is None or not self._conn.connected:
-            endpoint = next((b for b in self.manager.store.brokers() if b.node_id == self.leader_id), None)
+            endpoint = self.manager.endpoint(self.leader_id)
             if endpoint is None:
                 raise ConnectionError(f"broker {self.leader_id} is not registered")
-            conn = BrokerConnection(endpoint.host, endpoint.port, f"replica-fetcher-{self.manager.broker_id}")
+            conn = BrokerConnection(*endpoint, f"replica-fetcher-{self.manager.broker_id}")
             await conn.connect(timeout_s=5)
             self._conn = conn
-            self.endpoint = (endpoint.host, endpoint.port)
+            self.endpoint = endpoint
         return self._conn
 
     async def _run(self) -> None:
@@ -143,8 +144,7 @@ class ReplicaFetcher:
                 "session_epoch": -1, "topics": [{"topic": n, "partitions": ps} for n, ps in topics.items()],
                 "forgotten_topics_data": [], "rack_id": ""}, timeout_s=wait_ms / 1000 + 30)
         finally:  # counted answered or not, as Kafka's fetcherStats.requestRate
-            if self.manager.fetchers is not None:
-                self.manager.fetchers.on_fetch_request(self)
+            self.manager.on_fetch_request(self)
         progressed = False
         for topic in resp.responses:
             for p in topic.partitions:
@@ -160,10 +160,9 @@ class ReplicaFetcher:
                             log.warning("%s-%d: follower append failed: %s", part.topic, part.index, e)
                             target.truncated = False
                             continue
-                        if self.manager.fetchers is not None:
-                            self.manager.fetchers.on_bytes_in(len(p.records))
+                        self.manager.on_bytes_in(len(p.records))
                     target.leader_high_watermark = p.high_watermark
-                    self.manager.on_follower_progress(part, p.high_watermark)
+                    self.manager.on_progress(part, p.high_watermark)
                     if p.log_start_offset > part.log.log_start_offset:  # DeleteRecords/retention on the leader
                         part.log.delete_records_before(min(p.log_start_offset, part.log.high_watermark))
                     progressed = True
@@ -185,10 +184,18 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    """One ReplicaFetcher per leader broker."""
+    """One ReplicaFetcher per leader broker (Kafka's ReplicaFetcherManager with num.replica.fetchers=1).
 
-    def __init__(self, manager: ReplicaManager) -> None:
-        self.manager = manager
+    Built with what the fetchers need and nothing more: this broker's id, the replica.fetch.* settings, a lookup
+    of a broker's (host, port), and `on_progress(partition, leader_high_watermark)` after every fetched
+    partition (the follower's high watermark rule, ReplicaManager.on_follower_progress)."""
+
+    def __init__(self, broker_id: int, config: BrokerConfig, endpoint: Callable[[int], tuple[str, int] | None],
+                 on_progress: Callable[[Partition, int], None]) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.endpoint = endpoint
+        self.on_progress = on_progress
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[tuple[str, int], int] = {}
         # Bytes of every batch appended as follower (the metrics set it: ReplicationBytesInPerSec).

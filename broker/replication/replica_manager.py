@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from broker.clock import Clock
 from broker.config import BrokerConfig
@@ -25,7 +25,6 @@ from broker.replication import isr as isr_rules
 
 if TYPE_CHECKING:
     from broker.metadata import MetadataStore
-    from broker.replication.fetcher import ReplicaFetcherManager
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +63,22 @@ class Partition:
         return len(self.state.replicas) > 1
 
 
+class ReplicaFetchers(Protocol):
+    """What the replica manager asks of the follower side (fetcher.ReplicaFetcherManager)."""
+
+    def follow(self, part: Partition, leader_id: int, leader_epoch: int) -> None:
+        """Replicate `part` from `leader_id` at `leader_epoch` (truncating first)."""
+    def unfollow(self, key: tuple[str, int]) -> None:
+        """Stop replicating the partition, if followed."""
+    def on_brokers_changed(self) -> None:
+        """Brokers may have new endpoints: reconnect."""
+
+
 class ReplicaManager:
     """Roles, high watermarks and ISR for every local replica."""
 
     def __init__(self, config: BrokerConfig, clock: Clock, logs: LogManager, store: MetadataStore,
-                 purgatory: Purgatory) -> None:
+                 purgatory: Purgatory, fetchers: ReplicaFetchers) -> None:
         self.broker_id = config.broker_id
         self.config = config
         self.clock = clock
@@ -76,7 +86,7 @@ class ReplicaManager:
         self.store = store
         self.purgatory = purgatory
         self.partitions: dict[tuple[str, int], Partition] = {}
-        self.fetchers: ReplicaFetcherManager | None = None
+        self.fetchers = fetchers
         # Called with (topic, partition, is_leader) on role changes: the group coordinator follows
         # the leadership of __consumer_offsets partitions.
         self.role_listeners: list[Callable[[str, int, bool], None]] = []
@@ -119,8 +129,7 @@ class ReplicaManager:
         self.logs.update_config(topic)
 
     def on_brokers_changed(self) -> None:
-        if self.fetchers is not None:
-            self.fetchers.on_brokers_changed()
+        self.fetchers.on_brokers_changed()
 
     # ------------------------------------------------------------ role changes
 
@@ -147,7 +156,7 @@ class ReplicaManager:
         else:
             part.followers = {}
             part.log.auto_high_watermark = False
-            if state.online and self.fetchers is not None:
+            if state.online:
                 self.fetchers.follow(part, state.leader, state.leader_epoch)
             else:
                 self._stop_following(key)
@@ -162,8 +171,7 @@ class ReplicaManager:
                 notify(part.topic, part.index, is_leader)
 
     def _stop_following(self, key: tuple[str, int]) -> None:
-        if self.fetchers is not None:
-            self.fetchers.unfollow(key)
+        self.fetchers.unfollow(key)
 
     # ------------------------------------------------------------ lookups
 
@@ -265,8 +273,10 @@ class ReplicaManager:
             self._write_isr(part, tuple(sorted(set(part.state.isr) | {replica_id})), shrink=False)
         self._maybe_advance_hw(part)
 
-    def on_follower_progress(self, part: Partition, leader_high_watermark: int) -> None:
-        """Follower side: the leader's high watermark, bounded by what we have."""
+    @staticmethod
+    def on_follower_progress(part: Partition, leader_high_watermark: int) -> None:
+        """Follower side: the leader's high watermark, bounded by what we have (the fetchers' progress callback;
+        static, so the fetcher manager can be built before the replica manager that uses it)."""
         part.log.high_watermark = max(part.log.high_watermark,
                                       min(leader_high_watermark, part.log.log_end_offset))
 

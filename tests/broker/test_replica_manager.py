@@ -32,12 +32,29 @@ class FakeStore:
         return set()
 
 
-def _manager(tmp_path, **cfg):
+class FakeFetchers:
+    """Records what the replica manager asks of the follower side (ReplicaFetchers)."""
+
+    def __init__(self):
+        self.following: dict[tuple[str, int], tuple[int, int]] = {}
+        self.brokers_changed = 0
+
+    def follow(self, part, leader_id, leader_epoch):
+        self.following[(part.topic, part.index)] = (leader_id, leader_epoch)
+
+    def unfollow(self, key):
+        self.following.pop(key, None)
+
+    def on_brokers_changed(self):
+        self.brokers_changed += 1
+
+
+def _manager(tmp_path, fetchers=None, **cfg):
     config = BrokerConfig(broker_id=1, replica_lag_time_max_ms=1000, **cfg)
     clock = ManualClock()
     logs = LogManager([tmp_path], clock, lambda t: config.log_config())
     store = FakeStore()
-    return ReplicaManager(config, clock, logs, store, Purgatory()), clock, store
+    return ReplicaManager(config, clock, logs, store, Purgatory(), fetchers or FakeFetchers()), clock, store
 
 
 def _batch():
@@ -144,3 +161,31 @@ async def test_acks_all_waiter_judges_the_leadership_of_the_append_not_of_its_st
     rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 5, (1, 2), version=2))
     assert await asyncio.wait_for(rm.wait_for_replication(part, result.last_offset, 5, at_append), 1) \
         == ErrorCode.not_leader_or_follower
+
+
+async def test_the_follower_role_follows_the_leader_through_the_fetchers(tmp_path):
+    fetchers = FakeFetchers()
+    rm, _, _ = _manager(tmp_path, fetchers)
+    rm.on_partition_state("t", 0, PartitionState((2, 1), 2, 3, (2, 1), version=0))
+    assert fetchers.following == {("t", 0): (2, 3)}
+    rm.on_partition_state("t", 0, PartitionState((2, 1), 1, 4, (2, 1), version=1))  # leader now: stop fetching
+    assert fetchers.following == {}
+    rm.on_partition_state("t", 0, PartitionState((2, 1), -1, 5, (2,), version=2))  # offline: nobody to follow
+    assert fetchers.following == {}
+    rm.on_partition_state("t", 0, PartitionState((2, 1), 2, 6, (2,), version=3))
+    assert fetchers.following == {("t", 0): (2, 6)}
+    rm.on_topic_deleted("t")
+    assert fetchers.following == {}
+    rm.on_brokers_changed()
+    assert fetchers.brokers_changed == 1
+
+
+async def test_fetcher_progress_moves_the_follower_high_watermark_within_its_log(tmp_path):
+    rm, _, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((2, 1), 2, 0, (2, 1), version=0))
+    part = rm.partitions[("t", 0)]
+    part.log.append_as_follower(_batch())
+    ReplicaManager.on_follower_progress(part, 10)  # the leader is further: bounded by our log end
+    assert part.log.high_watermark == 1
+    ReplicaManager.on_follower_progress(part, 0)  # never backwards
+    assert part.log.high_watermark == 1

@@ -339,7 +339,7 @@ def test_short_zookeeper_pause_keeps_cache_and_recovers(cluster):
     assert ctrl.controller.active
 
 
-def test_producer_id_blocks_are_unique_across_brokers(cluster, tmp_path):
+def test_producer_id_blocks_are_unique_across_brokers(cluster):
     """Kafka's /latest_producer_id_block: each broker claims its own block, so two brokers never hand out the
     same producer id (an idempotent producer reconnecting to another broker would be taken for a duplicate)."""
     from broker.broker import ProducerIdManager
@@ -349,7 +349,7 @@ def test_producer_id_blocks_are_unique_across_brokers(cluster, tmp_path):
     assert b.claim_producer_id_block(1000) == 1000
     data = json.loads(a.zk.get(zp.PRODUCER_ID_BLOCK)[0])
     assert data == {"version": 1, "broker": 2, "block_start": "1000", "block_end": "1999"}
-    ma = ProducerIdManager(tmp_path / "a", a.claim_producer_id_block)
-    mb = ProducerIdManager(tmp_path / "b", b.claim_producer_id_block)
+    ma = ProducerIdManager(a.claim_producer_id_block)
+    mb = ProducerIdManager(b.claim_producer_id_block)
     ids = [ma.allocate(), mb.allocate(), ma.allocate(), mb.allocate()]
     assert ids == [2000, 3000, 2001, 3001]
