@@ -30,7 +30,7 @@ from benchmarks._common import emit_json, fmt, ratio
 from broker.broker import Broker
 from broker.config import BrokerConfig
 from broker.log.records import Record, build_batch
-from broker.metrics import RequestStats
+from broker.observer import RequestTiming
 from broker.protocol.codec import build, request_class
 
 FETCH, VERSION = 1, 12
@@ -93,7 +93,7 @@ class Consumer:
 async def one(broker: Broker, c: Consumer, corr: int, max_wait_ms: int) -> dict:
     body = c.next_body(max_wait_ms)
     frame = request_frame(corr, body)
-    stats = RequestStats()
+    stats = RequestTiming()
     t0 = perf_counter()
     out = await broker.server.dispatch(frame, "127.0.0.1", stats)
     t3 = perf_counter()

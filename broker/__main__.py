@@ -10,6 +10,7 @@ import signal
 import sys
 
 from broker.config import BrokerConfig, ConfigError
+from broker.event_loop import new_event_loop
 
 log = logging.getLogger("broker")
 
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     raise_open_file_limit()
     try:
-        asyncio.run(serve(config))
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:  # its selector times the idle share
+            runner.run(serve(config))
     except OSError as e:  # e.g. the port is taken
         print(f"broker: {e}", file=sys.stderr)
         return 1

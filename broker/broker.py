@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig, LogConfig
@@ -24,35 +23,33 @@ from broker.metadata import (
     TopicInfo,
     validate_topic_name,
 )
+from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.server import KafkaServer
 
+if TYPE_CHECKING:
+    from broker.metrics import BrokerMetrics
+
 log = logging.getLogger(__name__)
 
 
 class ProducerIdManager:
-    """Hands out producer ids; blocks of ids are persisted so ids never repeat across restarts. In cluster mode
-    blocks are claimed from ZooKeeper (`claim_block`), so ids never repeat across brokers either."""
+    """Hands out producer ids from blocks claimed through the metadata (`MetadataStore.claim_producer_id_block`):
+    standalone from a file, so ids never repeat across restarts; in cluster mode from ZooKeeper, so ids never
+    repeat across brokers either."""
 
     BLOCK = 1000
 
-    def __init__(self, path: Path, claim_block: Callable[[int], int] | None = None) -> None:
-        self._path = path
+    def __init__(self, claim_block: Callable[[int], int]) -> None:
         self._claim_block = claim_block
-        self._next = int(path.read_text()) if path.exists() and claim_block is None else 0
-        self._block_end = self._next
+        self._next = self._block_end = 0
 
     def allocate(self) -> int:
-        if self._next >= self._block_end and self._claim_block is not None:
+        if self._next >= self._block_end:
             self._next = self._claim_block(self.BLOCK)
             self._block_end = self._next + self.BLOCK
-        elif self._next >= self._block_end:
-            self._block_end = self._next + self.BLOCK
-            tmp = self._path.with_suffix(".tmp")
-            tmp.write_text(str(self._block_end))
-            os.replace(tmp, self._path)
         pid = self._next
         self._next += 1
         return pid
@@ -98,6 +95,23 @@ class OffsetsTopicLog:
                 offset = max(offset, header.next_offset)
 
 
+def zookeeper_metadata(config: BrokerConfig, me: BrokerInfo) -> MetadataStore:
+    """Cluster mode: the ZooKeeper client, the cluster-state cache and the controller's event queue are shared by
+    the controller and the metadata store built here (imported here: a standalone broker needs no kazoo)."""
+    from broker.controller.cache import MetadataCache
+    from broker.controller.controller import Controller, ControllerSettings
+    from broker.controller.events import ControllerEventQueue
+    from broker.controller.store import ZkMetadata
+    from broker.controller.zk_session import new_client
+
+    zk = new_client(config.zookeeper_connect, config.zookeeper_session_timeout_ms)
+    cache, events = MetadataCache(), ControllerEventQueue()
+    controller = Controller(zk, cache, events, me.node_id, ControllerSettings.from_config(config))
+    return ZkMetadata(zk, cache, events, controller, me, connect=config.zookeeper_connect,
+                      cluster_id=config.cluster_id, session_timeout_ms=config.zookeeper_session_timeout_ms,
+                      connection_timeout_ms=config.zookeeper_connection_timeout_ms)
+
+
 class Broker:
     """A Kafka broker process: standalone, or a cluster member when `zookeeper.connect` is set."""
 
@@ -111,34 +125,37 @@ class Broker:
         adv = config.advertised
         self.advertised_host, self.advertised_port = adv.host, adv.port
         me = BrokerInfo(self.node_id, adv.host, adv.port, config.broker_rack or None)
-        if config.zookeeper_connect:
-            from broker.controller.store import ZkMetadata
-
-            self.metadata: MetadataStore = ZkMetadata.from_config(config, me)
-        else:
-            self.metadata = LocalMetadata(dirs[0], me, config.cluster_id)
+        self.metadata: MetadataStore = (zookeeper_metadata(config, me) if config.zookeeper_connect
+                                        else LocalMetadata(dirs[0], me, config.cluster_id))
         self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms)
-        claim = getattr(self.metadata, "claim_producer_id_block", None) if config.zookeeper_connect else None
-        self.producer_ids = ProducerIdManager(dirs[0] / "__producer_id_block", claim)
+        self.producer_ids = ProducerIdManager(self.metadata.claim_producer_id_block)
         self.purgatory = Purgatory()
-        self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory)
+        self.fetchers = ReplicaFetcherManager(config.broker_id, config, self._endpoint,
+                                              ReplicaManager.on_follower_progress)
+        self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory, self.fetchers)
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
+        handlers = handler_table()
         self.metrics = None
         if config.prometheus_listener or config.hdr_log_dir:
             from broker.metrics import BrokerMetrics
 
-            self.metrics = BrokerMetrics(self)
+            self.metrics = BrokerMetrics(self, handlers)
             self.replicas.on_isr_change = self.metrics.isr_changed
             register_fetch_session_metrics(self.metrics.registry, self.fetch_sessions)
-        self.server = KafkaServer(self)
+        self.server = KafkaServer(self, handlers, self.metrics)
         self._tasks: list[asyncio.Task] = []
 
     @property
     def clustered(self) -> bool:
-        return bool(self.config.zookeeper_connect)
+        return self.metadata.clustered
+
+    def _endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """A live broker's (host, port), for the replica fetchers."""
+        b = next((b for b in self.metadata.brokers() if b.node_id == node_id), None)
+        return (b.host, b.port) if b is not None else None
 
     # ------------------------------------------------------------ topics and logs
 
@@ -212,12 +229,12 @@ class Broker:
         """Recover logs, join the cluster (or load standalone metadata), start listening; returns the port."""
         loop_start = self.clock.monotonic()
         self.logs.load_all()
-        self.replicas.fetchers = ReplicaFetcherManager(self.replicas)
         self.metadata.start(self.replicas)
         if not self.clustered:
             self.ensure_offsets_topic()
         self.logs.start()
         if self.metrics is not None:
+            self._observe(self.metrics)
             await self.metrics.start()  # before the Kafka port opens, so /metrics is up once clients can connect
         port = await self.server.start()
         self._tasks.append(asyncio.create_task(self.group_coordinator.run(), name="group-coordinator"))
@@ -226,6 +243,18 @@ class Broker:
         log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
                  self.clock.monotonic() - loop_start, len(self.logs.partitions()))
         return port
+
+    def _observe(self, metrics: BrokerMetrics) -> None:
+        """Hand the metrics the components' public hooks; they read nothing else of them."""
+        self.fetchers.on_bytes_in = metrics.on_replication_bytes_in
+        self.fetchers.on_fetch_request = metrics.fetcher_metrics.on_fetch_request
+        metrics.watch_fetchers(self.fetchers)
+        self.metadata.set_leader_election_hook(metrics.cluster.on_leader_election)
+        if self.clustered:
+            from broker.controller.store import ZkMetadata
+
+            assert isinstance(self.metadata, ZkMetadata)
+            metrics.cluster.watch_zookeeper(self.metadata.zk)  # connected by metadata.start
 
     async def _retention_loop(self) -> None:
         interval = self.config.log_retention_check_interval_ms / 1000
@@ -238,7 +267,7 @@ class Broker:
 
     async def stop(self) -> None:
         """Controlled shutdown: leadership moves to other brokers before this one stops serving."""
-        if self.clustered and self.config.controlled_shutdown_enable:
+        if self.config.controlled_shutdown_enable:  # standalone: returns at once
             try:
                 await self.metadata.controlled_shutdown(timeout_s=30)
             except Exception:
@@ -249,8 +278,7 @@ class Broker:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.replicas.fetchers is not None:
-            self.replicas.fetchers.stop()
+        self.fetchers.stop()
         self.metadata.close()
         self.group_coordinator.close()
         self.logs.close()

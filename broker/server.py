@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 from broker.errors import ErrorCode, InvalidRequest
 from broker.log.segment import FileRegion
 from broker.memory_pool import MemoryPool
-from broker.protocol.api import HANDLERS, RequestContext, load_handlers
+from broker.observer import ConnectionObserver, RequestObserver, RequestTiming
+from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
 
 if TYPE_CHECKING:
     from broker.broker import Broker
-    from broker.metrics import BrokerMetrics, RequestStats
 
 log = logging.getLogger(__name__)
 _RECV_CHUNK = 256 * 1024
@@ -41,6 +41,7 @@ class Connection:
         self.sock = sock
         self.loop = loop
         self._buf = bytearray()
+        self.timing: RequestTiming | None = None  # set while an observer watches
 
     async def _fill(self, need: int) -> None:
         while len(self._buf) < need:
@@ -154,18 +155,23 @@ class Connection:
 
 class KafkaServer:
     """Serves Kafka requests strictly in order per connection, as clients require (the Kafka protocol guide:
-    requests on one TCP connection are processed in the order they are sent)."""
+    requests on one TCP connection are processed in the order they are sent).
 
-    def __init__(self, broker: Broker) -> None:
+    `handlers` is the handler table (broker.protocol.routes); `observer`, if any, is told about every connection
+    and request (the broker's metrics)."""
+
+    def __init__(self, broker: Broker, handlers: dict[int, ApiSpec],
+                 observer: RequestObserver | None = None) -> None:
         self.broker = broker
         self.config = broker.config
+        self.handlers = handlers
+        self._observer = observer
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task | None = None
         self._per_ip: Counter[str] = Counter()
         self._connections: dict[Connection, asyncio.Task] = {}
         self._slot_freed = asyncio.Event()
         self.request_pool = MemoryPool(self.config.queued_max_request_bytes)
-        load_handlers()
 
     async def start(self) -> int:
         lst = self.config.listener
@@ -193,6 +199,19 @@ class KafkaServer:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    def _in_phase(self, phase: int) -> int:
+        return sum(1 for c in self._connections if c.timing is not None and c.timing.phase == phase)
+
+    @property
+    def request_queue_size(self) -> int:
+        """Requests read and not yet answered (being handled, incl. parked in the purgatory); observed only."""
+        return self._in_phase(1)
+
+    @property
+    def response_queue_size(self) -> int:
+        """Encoded responses still being written to the socket; observed connections only."""
+        return self._in_phase(2)
+
     async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -217,17 +236,18 @@ class KafkaServer:
         while len(self._connections) >= self.config.max_connections:  # ends as connections close
             self._slot_freed.clear()
             await self._slot_freed.wait()
-        if self.broker.metrics is not None:
-            self.broker.metrics.acceptor_blocked(perf_counter_ns() - start)
+        if self._observer is not None:
+            self._observer.acceptor_blocked(perf_counter_ns() - start)
 
     async def _serve(self, conn: Connection, host: str) -> None:
-        metrics = self.broker.metrics
-        stats = metrics.new_request_stats() if metrics is not None else None
+        watcher = self._observer.connection_opened() if self._observer is not None else None
+        if watcher is not None:
+            conn.timing = RequestTiming()
         try:
             while True:
                 frame = await conn.read_frame(self.config.socket_request_max_bytes, self.request_pool)
                 try:
-                    await self._serve_one(conn, frame, host, metrics, stats)
+                    await self._serve_one(conn, frame, host, watcher)
                 finally:
                     self.request_pool.release(len(frame))
         except (ConnectionError, OSError):
@@ -245,59 +265,64 @@ class KafkaServer:
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
             conn.close()
-            if metrics is not None:
-                metrics.connection_closed(stats)
+            if watcher is not None:
+                watcher.closed()
 
     async def _serve_one(self, conn: Connection, frame: bytes | memoryview, host: str,
-                         metrics: BrokerMetrics | None, stats: RequestStats | None) -> None:
-        t0 = perf_counter()
-        response = await self.dispatch(frame, host, stats)
-        if stats is None:
+                         watcher: ConnectionObserver | None) -> None:
+        timing = conn.timing
+        if watcher is None or timing is None:
+            response = await self.dispatch(frame, host)
             if response is not None:
                 await conn.write(response)
             return
-        t3 = perf_counter()
-        stats.phase = 2
+        timing.t0 = perf_counter()
+        response = await self.dispatch(frame, host, timing)
+        timing.t3 = perf_counter()
+        timing.phase = 2
         if response is not None:
             await conn.write(response)
-        metrics.request_done(stats, t0, t3, perf_counter())
+        timing.t4 = perf_counter()
+        timing.phase = 0
+        watcher.request_done(timing)
+        timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
 
-    async def dispatch(self, frame: bytes, client_host: str, stats: RequestStats | None = None
+    def _failed(self, timing: RequestTiming | None, api_key: int, code: int) -> None:
+        if timing is not None and self._observer is not None:
+            self._observer.request_failed(api_key, code)
+
+    async def dispatch(self, frame: bytes, client_host: str, timing: RequestTiming | None = None
                        ) -> bytes | list | None:
-        """Serve one request frame; with `stats` (metrics on), stamp the handler's start and end into it."""
+        """Serve one request frame; with `timing` (observed), stamp the handler's start and end into it."""
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
-        if stats is not None:
-            stats.api_key, stats.version, stats.t1, stats.t2, stats.phase = api_key, api_version, 0.0, 0.0, 1
-        spec = HANDLERS.get(api_key)
+        if timing is not None:
+            timing.start(api_key, api_version)
+        spec = self.handlers.get(api_key)
         if api_key == API_VERSIONS_KEY and (spec is None or api_version > spec.max_version):
-            return encode_response(API_VERSIONS_KEY, 0, correlation_id, unsupported_version_body())
+            return encode_response(API_VERSIONS_KEY, 0, correlation_id, unsupported_version_body(self.handlers))
         if spec is None or not spec.min_version <= api_version <= spec.max_version:
-            if stats is not None:
-                self.broker.metrics.request_failed(api_key, ErrorCode.unsupported_version)
+            self._failed(timing, api_key, ErrorCode.unsupported_version)
             raise UnparseableRequest(f"unsupported api_key={api_key} version={api_version}")
         try:
             header, body = parse_request(frame)
         except UnparseableRequest:
-            if stats is not None:
-                self.broker.metrics.request_failed(api_key, ErrorCode.invalid_request)
+            self._failed(timing, api_key, ErrorCode.invalid_request)
             raise
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id, client_host)
-        if stats is not None:
-            stats.ctx, stats.body, stats.t1 = ctx, body, perf_counter()
+        if timing is not None:
+            timing.body, timing.t1 = body, perf_counter()
         try:
             result = await spec.handle(ctx, body)
-            if stats is not None:
-                stats.t2, stats.result = perf_counter(), result
+            if timing is not None:
+                timing.t2, timing.result, timing.remote_s = perf_counter(), result, ctx.remote_s
             if result is None:
                 return None
             return encode_response(api_key, api_version, correlation_id, result)
         except InvalidRequest as e:
-            if stats is not None:
-                self.broker.metrics.request_failed(api_key, ErrorCode.invalid_request)
+            self._failed(timing, api_key, ErrorCode.invalid_request)
             raise UnparseableRequest(f"api_key={api_key} v{api_version}: {e.message}") from None
         except Exception:
             # A bug, not bad input (the frame parsed): keep the traceback, close only this connection.
             log.exception("serving api_key=%d v%d failed", api_key, api_version)
-            if stats is not None:
-                self.broker.metrics.request_failed(api_key, ErrorCode.unknown_server_error)
+            self._failed(timing, api_key, ErrorCode.unknown_server_error)
             raise UnparseableRequest("handler failure") from None

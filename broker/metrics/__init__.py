@@ -26,7 +26,8 @@ response is encoded, t4 the last byte is handed to the kernel.
   in the purgatory); ResponseQueueSize: encoded responses still being written to a slow socket.
 * NetworkProcessorAvgIdlePercent / RequestHandlerAvgIdlePercent (*analogue*): one event loop is both the network
   processor and the handler pool, so both measure the share of wall time the loop spends blocked in
-  ``selector.select()`` (idle). RequestHandlerAvgIdlePercent is a meter marked with idle nanoseconds and a
+  ``selector.select()`` (idle), timed by the selector of ``broker/event_loop.py``'s loop (``python -m broker``
+  runs on it; on any other loop they read 0). RequestHandlerAvgIdlePercent is a meter marked with idle nanoseconds and a
   nanosecond rate unit (as Kafka), so MeanRate/OneMinuteRate read as a 0..1 fraction;
   NetworkProcessorAvgIdlePercent is a gauge of the same meter's OneMinuteRate.
 * socket-server-metrics{listener,networkProcessor="0"}: connection-count (live), connection-creation/close-rate
@@ -77,7 +78,7 @@ something, 0 with none.
 Cluster mode (the ZooKeeper beans are not defined standalone, where they have no honest values; the two election
 beans are, and stay at 0: a standalone broker, its own controller, never elects):
 * LeaderElectionRateAndTimeMs (timer, ms) and UncleanLeaderElectionsPerSec (meter): the controller thread calls
-  ``Controller.on_leader_election(ms, unclean)`` for every leader it elects (a dead or shutting-down leader
+  the hook set by ``MetadataStore.set_leader_election_hook`` with (ms, unclean) for every leader it elects (a dead or shutting-down leader
   replaced, a new partition's first leader, preferred-leader and reassignment moves); ms = from the start of
   that partition's decision to its fenced ZooKeeper write. The call is handed to the event loop
   (``call_soon_threadsafe``), so only the active controller's counts move, as in Kafka. (Kafka's ZK
@@ -90,7 +91,8 @@ beans are, and stay at 0: a standalone broker, its own controller, never elects)
   (our own close is none); SaslAuthentications stays 0 (no SASL to ZooKeeper). SessionState is Kafka's string
   gauge made numeric as a state set, ``SessionState{state=S}`` = 1 for kazoo's current client state S (CONNECTED, CONNECTING, CONNECTED_RO,
   EXPIRED_SESSION, AUTH_FAILED, CLOSED), 0 for the others. ``ZooKeeperClientMetrics`` ZooKeeperRequestLatencyMs
-  (timer, ms): every request kazoo queues (``KazooClient._call``), from queueing to its result.
+  (timer, ms): every request kazoo queues, from queueing to its result (the request listener of
+  ``broker/controller/zk_client.TimedKazooClient``).
 
 Fetch sessions (``kafka.server:type=FetchSessionCache``, KIP-227; ``broker/fetch_session.py``):
 NumIncrementalFetchSessions and NumIncrementalFetchPartitionsCached read the cache at scrape;
@@ -110,7 +112,7 @@ There is no ControlPlaneRequestHandlerAvgIdlePercent: Kafka 3.9 has it only with
 
 from broker.metrics.core import BrokerMetrics
 from broker.metrics.replicas import BrokerReplicaView, PartitionStats, ReplicaView
-from broker.metrics.requests import API_NAMES, RequestStats, count_errors, error_name
+from broker.metrics.requests import API_NAMES, count_errors, error_name
 
-__all__ = ["API_NAMES", "BrokerMetrics", "BrokerReplicaView", "PartitionStats", "ReplicaView", "RequestStats",
-           "count_errors", "error_name"]
+__all__ = ["API_NAMES", "BrokerMetrics", "BrokerReplicaView", "PartitionStats", "ReplicaView", "count_errors",
+           "error_name"]

@@ -2,23 +2,32 @@
 ``ZooKeeperClientMetrics``). A standalone broker has no honest values for these, so it does not define them.
 
 The controller and kazoo call from their own threads; every recording is handed to the event loop (`post`), so
-the registry is only ever touched there.
+the registry is only ever touched there. The broker hands over the hooks (`on_leader_election` to the controller,
+the ZooKeeper client to `watch_zookeeper`); nothing here reaches into the metadata store.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from exporter.registry import Registry
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 ZK_CLIENT_STATES = ("CONNECTED", "CONNECTING", "CONNECTED_RO", "EXPIRED_SESSION", "AUTH_FAILED", "CLOSED")
 # Kafka's ZooKeeperClient meters, one per KeeperState event: ZooKeeper<event>PerSec.
 ZK_EVENTS = ("Disconnects", "SyncConnects", "AuthFailures", "ReadOnlyConnects", "SaslAuthentications", "Expires")
+
+
+class ZooKeeperClient(Protocol):
+    """What the metrics read of the broker's ZooKeeper client (kazoo's KazooClient, with the request hook of
+    broker.controller.zk_client.TimedKazooClient)."""
+
+    @property
+    def client_state(self) -> object: ...
+
+    def add_listener(self, listener: Callable[[str], object]) -> None: ...
+
+    def add_request_listener(self, listener: Callable[[float], None]) -> None: ...
 
 
 def zk_event(kazoo_state: str, client_state: str) -> str | None:
@@ -35,32 +44,32 @@ def zk_event(kazoo_state: str, client_state: str) -> str | None:
 
 
 class ClusterMetrics:
-    def __init__(self, reg: Registry, broker: Broker, post: Callable[..., None]) -> None:
-        self._broker = broker
+    """`clustered`: define the ZooKeeper beans (a standalone broker has no honest values for them)."""
+
+    def __init__(self, reg: Registry, clustered: bool, post: Callable[..., None]) -> None:
         self._post = post
+        self._zk: ZooKeeperClient | None = None
         cs = ("kafka.controller", "ControllerStats")
         self.unclean_elections = reg.meter(*cs, "UncleanLeaderElectionsPerSec")
         self.leader_election = reg.timer(*cs, "LeaderElectionRateAndTimeMs")
-        if not broker.clustered:
+        self._clustered = clustered
+        if not clustered:
             return
         sel = ("kafka.server", "SessionExpireListener")
         self.zk_events = {e: reg.meter(*sel, f"ZooKeeper{e}PerSec") for e in ZK_EVENTS}
         self.zk_request_latency = reg.histogram("kafka.server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs")
         reg.gauge_family(*sel, "SessionState", self._zk_session_state)
 
-    def wire(self) -> None:
-        b = self._broker
-        if not b.clustered:
+    def watch_zookeeper(self, zk: ZooKeeperClient) -> None:
+        """Listen to the connected client's state changes and request latencies."""
+        if not self._clustered:
             return
-        controller = getattr(b.metadata, "controller", None)
-        if controller is not None:
-            controller.on_leader_election = self._on_leader_election
-        zk = getattr(b.metadata, "_zk", None)
-        if zk is not None:
-            zk.add_listener(self._on_zk_state)
-            self._wrap_zk_calls(zk)
+        self._zk = zk
+        zk.add_listener(self._on_zk_state)
+        zk.add_request_listener(self._on_zk_request)
 
-    def _on_leader_election(self, ms: float, unclean: bool) -> None:  # controller thread
+    def on_leader_election(self, ms: float, unclean: bool) -> None:
+        """The controller elected a leader in `ms` (controller thread)."""
         self._post(self._record_election, ms, unclean)
 
     def _record_election(self, ms: float, unclean: bool) -> None:
@@ -69,29 +78,15 @@ class ClusterMetrics:
             self.unclean_elections.mark()
 
     def _on_zk_state(self, state: str) -> None:  # kazoo thread, which has just set its client state; never block
-        zk = getattr(self._broker.metadata, "_zk", None)
+        zk = self._zk
         event = zk_event(str(state), str(zk.client_state) if zk is not None else "")
         if event is not None:
             self._post(self.zk_events[event].mark)
 
+    def _on_zk_request(self, seconds: float) -> None:  # kazoo thread: a request's result arrived
+        self._post(self.zk_request_latency.update, seconds * 1000)
+
     def _zk_session_state(self) -> Iterable[tuple]:
-        zk = getattr(self._broker.metadata, "_zk", None)
+        zk = self._zk
         current = str(zk.client_state) if zk is not None else "CLOSED"
         return (((("state", st),), int(st == current)) for st in ZK_CLIENT_STATES)
-
-    def _wrap_zk_calls(self, zk: Any) -> None:
-        """Time every request kazoo queues, from queueing to its result (ZooKeeperRequestLatencyMs)."""
-        orig = zk._call
-        timer_update = self.zk_request_latency.update
-        post = self._post
-        perf = time.perf_counter
-
-        def _call(request, async_object):  # noqa: ANN001, ANN202
-            t0 = perf()
-            try:
-                async_object.rawlink(lambda _r: post(timer_update, (perf() - t0) * 1000))
-            except Exception:  # noqa: BLE001, S110 - never break a ZooKeeper request for a metric
-                pass
-            return orig(request, async_object)
-
-        zk._call = _call

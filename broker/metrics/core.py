@@ -1,5 +1,8 @@
 """BrokerMetrics: the broker's one metrics object. It owns the registry, composes the per-concern parts
-(requests, topics, replicas, cluster, runtime), takes the recordings the edges make and serves /metrics."""
+(requests, topics, replicas, cluster, runtime), takes the recordings the edges make and serves /metrics.
+
+It is the server's RequestObserver (broker/observer.py) and reads other components only through their public
+methods; the broker hands it the hooks it needs (``Broker._observe``)."""
 
 from __future__ import annotations
 
@@ -7,16 +10,19 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from broker.metrics.clients import ConnectionsByClient, client_information, is_deprecated
+from broker.event_loop import idle_timer
+from broker.metrics.clients import UNKNOWN_CLIENT, ConnectionsByClient, client_information, is_deprecated
 from broker.metrics.cluster import ClusterMetrics
 from broker.metrics.jvm import jvm_families
-from broker.metrics.replicas import FetcherMetrics, ReplicaGauges, ReplicaView
-from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, RequestStats, count_errors
-from broker.metrics.runtime import GcStats, free_bytes, install_idle_probe, proc_io
+from broker.metrics.replicas import FetcherManagerView, FetcherMetrics, ReplicaGauges, ReplicaView
+from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, count_errors
+from broker.metrics.runtime import GcStats, free_bytes, proc_io
 from broker.metrics.topics import TopicMetrics, TopicStats
+from broker.observer import RequestTiming
 from exporter.registry import MetricName, Registry, SampledRate
 
 if TYPE_CHECKING:
@@ -30,8 +36,26 @@ BROKER_STATE_RUNNING = 3
 API_VERSIONS = 18
 
 
+class ClientConnection:
+    """One connection as the metrics see it: its KIP-511 client software, and the requests it sends."""
+
+    __slots__ = ("client", "_metrics")
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self.client = UNKNOWN_CLIENT  # (software name, version) until a valid ApiVersions v3+ says more
+        self._metrics = metrics
+
+    def request_done(self, timing: RequestTiming) -> None:
+        self._metrics.request_done(self, timing)
+
+    def closed(self) -> None:
+        self._metrics.connection_closed(self)
+
+
 class BrokerMetrics:
-    def __init__(self, broker: Broker, registry: Registry | None = None) -> None:
+    """`api_keys`: the APIs the broker serves, whose request metrics exist from the start (as Kafka's)."""
+
+    def __init__(self, broker: Broker, api_keys: Iterable[int], registry: Registry | None = None) -> None:
         self.broker = broker
         self.registry = reg = registry or Registry(broker.clock)
         self._loop_idle = reg.meter("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent",
@@ -40,14 +64,10 @@ class BrokerMetrics:
         # Kafka marks it with the acceptor's blocked nanoseconds, rate unit ns: its rates read as a 0..1 share.
         self._acceptor_blocked = reg.meter("kafka.network", "Acceptor", "AcceptorBlockedPercent", scale=1e-9,
                                            listener=self._listener)
-        self._live_stats: set[RequestStats] = set()
         self._clients = ConnectionsByClient(self._add_client_gauge, self._remove_client_gauge)
         self.topics = TopicMetrics(reg)
         self._groups: dict[int, RequestGroup] = {}
-        from broker.protocol.api import HANDLERS, load_handlers
-
-        load_handlers()
-        for key in sorted(HANDLERS):
+        for key in sorted(api_keys):
             self._group(key)
         self.fetch_consumer = RequestGroup(reg, "FetchConsumer")
         self.fetch_follower = RequestGroup(reg, "FetchFollower")
@@ -55,8 +75,9 @@ class BrokerMetrics:
         self.isr_shrinks = reg.meter("kafka.server", "ReplicaManager", "IsrShrinksPerSec")
         self.isr_expands = reg.meter("kafka.server", "ReplicaManager", "IsrExpandsPerSec")
         self.failed_isr_updates = reg.meter("kafka.server", "ReplicaManager", "FailedIsrUpdatesPerSec")
-        self.cluster = ClusterMetrics(reg, broker, self._post)
+        self.cluster = ClusterMetrics(reg, broker.clustered, self._post)
         self.replica_gauges = ReplicaGauges(reg, broker, reg.clock.monotonic)
+        self._fetchers: FetcherManagerView | None = None
         self.fetcher_metrics = FetcherMetrics(reg, self._active_fetchers)
         self._conn_created = SampledRate(reg.clock)
         self._conn_closed = SampledRate(reg.clock)
@@ -66,7 +87,7 @@ class BrokerMetrics:
         self._tick_task: asyncio.Task | None = None
         self._hdr_writers: dict[str, Any] = {}
         self._wall_offset = time.time() - reg.clock.monotonic()
-        self._restore_select = None
+        self._idle_timer = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ------------------------------------------------------------ definitions
@@ -100,14 +121,13 @@ class BrokerMetrics:
             reg.gauge("kafka.server", "DelayedOperationPurgatory", "NumDelayedOperations",
                       lambda op=op: b.purgatory.delayed(op), delayedOperation=op)
         cg = ("kafka.coordinator.group", "GroupMetadataManager")
-        reg.gauge(*cg, "NumOffsets", self._num_offsets)
-        reg.gauge(*cg, "NumGroups", lambda: len(self._group_states()))
+        coordinator = b.group_coordinator
+        reg.gauge(*cg, "NumOffsets", coordinator.num_offsets)
+        reg.gauge(*cg, "NumGroups", lambda: sum(coordinator.group_state_counts().values()))
         for st in GROUP_STATES:
-            reg.gauge(*cg, f"NumGroups{st}", lambda st=st: sum(1 for s in self._group_states() if s == st))
-        reg.gauge("kafka.network", "RequestChannel", "RequestQueueSize",
-                  lambda: sum(1 for s in self._live_stats if s.phase == 1))
-        reg.gauge("kafka.network", "RequestChannel", "ResponseQueueSize",
-                  lambda: sum(1 for s in self._live_stats if s.phase == 2))
+            reg.gauge(*cg, f"NumGroups{st}", lambda st=st: coordinator.group_state_counts().get(st, 0))
+        reg.gauge("kafka.network", "RequestChannel", "RequestQueueSize", lambda: b.server.request_queue_size)
+        reg.gauge("kafka.network", "RequestChannel", "ResponseQueueSize", lambda: b.server.response_queue_size)
         reg.gauge("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent",
                   lambda: min(1.0, self._loop_idle.one_minute_rate))
         ssm = dict(listener=self._listener, networkProcessor="0")
@@ -133,41 +153,36 @@ class BrokerMetrics:
         reg.raw(self._gc.families)
         reg.raw(jvm_families)
 
+    def watch_fetchers(self, fetchers: FetcherManagerView) -> None:
+        """The replica fetcher manager, read for MaxLag and MinFetchRate."""
+        self._fetchers = fetchers
+        self.replica_gauges.watch_fetchers(fetchers)
+
     def _active_fetchers(self) -> list:
-        fetchers = self.broker.replicas.fetchers
-        return fetchers.active() if fetchers is not None else []
+        return self._fetchers.active() if self._fetchers is not None else []
 
-    def _num_offsets(self) -> int:
-        """Committed offsets (group, partition) held for the groups this broker coordinates, as Kafka's."""
-        groups = getattr(self.broker.group_coordinator, "_groups", {})
-        return sum(len(g.offsets) for g in groups.values())
-
-    def _group_states(self) -> list[str]:
-        groups = getattr(self.broker.group_coordinator, "_groups", {})
-        return [g.state.value for g in groups.values()]
+    def on_replication_bytes_in(self, nbytes: int) -> None:
+        """A replica fetcher appended `nbytes` as follower (ReplicationBytesInPerSec)."""
+        self.topics.replication_bytes_in.mark(nbytes)
 
     def isr_changed(self, shrink: bool) -> None:
         (self.isr_shrinks if shrink else self.isr_expands).mark()
 
     # ------------------------------------------------------------ recording (called from the edges)
 
-    def new_request_stats(self) -> RequestStats:
-        """A new connection: its stats object, counted as an unknown client until ApiVersions v3+ says more."""
-        s = RequestStats()
-        self._live_stats.add(s)
+    def connection_opened(self) -> ClientConnection:
+        """A new connection, counted as an unknown client until ApiVersions v3+ says more."""
+        c = ClientConnection(self)
         self._conn_created.record()
-        self._clients.increment(s.client)
-        return s
+        self._clients.increment(c.client)
+        return c
 
-    def connection_closed(self, stats: RequestStats | None) -> None:
-        if stats is not None:
-            self._live_stats.discard(stats)
-            self._clients.decrement(stats.client)
+    def connection_closed(self, c: ClientConnection) -> None:
+        self._clients.decrement(c.client)
         self._conn_closed.record()
 
-    def _client_software(self, s: RequestStats) -> None:
+    def _client_software(self, s: ClientConnection, body: Any) -> None:
         """KIP-511: a valid ApiVersions v3+ names the connection's client software (Kafka's SocketServer)."""
-        body = s.body
         info = client_information(getattr(body, "client_software_name", None),
                                   getattr(body, "client_software_version", None))
         if info is not None and info != s.client:
@@ -191,35 +206,33 @@ class BrokerMetrics:
         """The accept loop waited `ns` for a connection slot (max.connections)."""
         self._acceptor_blocked.mark(ns)
 
-    def request_done(self, s: RequestStats, t0: float, t3: float, t4: float) -> None:
-        """One served request: stamps t0 (read) .. t4 (written), the rest from ``s`` (seconds)."""
-        s.phase = 0
-        t1, t2 = s.t1 or t0, s.t2 or t0
-        ctx = s.ctx
-        remote = ctx.remote_s if ctx is not None else 0.0
+    def request_done(self, s: ClientConnection, timing: RequestTiming) -> None:
+        """One served request of connection `s`: stamps t0 (read) .. t4 (written), in seconds."""
+        t0, t3, t4 = timing.t0, timing.t3, timing.t4
+        t1, t2 = timing.t1 or t0, timing.t2 or t0
+        remote = timing.remote_s
         queue, local, respq, send, total = (t1 - t0) * 1e3, (t2 - t1 - remote) * 1e3, (t3 - t2) * 1e3, \
             (t4 - t3) * 1e3, (t4 - t0) * 1e3
         remote *= 1e3
-        api_key, version = s.api_key, s.version
+        api_key, version = timing.api_key, timing.version
         if api_key == API_VERSIONS and version >= 3:
-            self._client_software(s)
+            self._client_software(s, timing.body)
         g = self._groups.get(api_key) or self._group(api_key)
         g.record(version, queue, local, remote, respq, send, total)
         deprecated = is_deprecated(api_key, version)
         if deprecated:
             g.deprecated(version, s.client)
         if api_key == FETCH:
-            split = self.fetch_follower if getattr(s.body, "replica_id", -1) >= 0 else self.fetch_consumer
+            split = self.fetch_follower if getattr(timing.body, "replica_id", -1) >= 0 else self.fetch_consumer
             split.record(version, queue, local, remote, respq, send, total)
             if deprecated:
                 split.deprecated(version, s.client)
-        result = s.result
+        result = timing.result
         if result is not None:
             errors: dict[int, int] = {}
             count_errors(result, errors)
             for code, n in errors.items():
                 g.error(code, n)
-        s.ctx = s.result = s.body = None
 
     def request_failed(self, api_key: int, code: int) -> None:
         """A request answered by closing the connection (unsupported version, invalid request, handler failure)."""
@@ -248,13 +261,12 @@ class BrokerMetrics:
     async def start(self) -> None:
         cfg = self.broker.config
         self._gc.install()
-        self._restore_select = install_idle_probe(self._loop_idle)
         self._loop = asyncio.get_running_loop()
-        fetchers = self.broker.replicas.fetchers
-        if fetchers is not None:
-            fetchers.on_bytes_in = self.topics.replication_bytes_in.mark
-            fetchers.on_fetch_request = self.fetcher_metrics.on_fetch_request
-        self.cluster.wire()
+        self._idle_timer = idle_timer(self._loop)
+        if self._idle_timer is not None:
+            self._idle_timer.add_listener(self._loop_idle.mark)
+        else:
+            log.info("event loop not made by broker.event_loop.new_event_loop: idle metrics will read 0")
         if cfg.prometheus_listener:
             from exporter.collector import build_prometheus_registry, render
             from exporter.http import MetricsHTTPServer
@@ -302,7 +314,7 @@ class BrokerMetrics:
         if self._http is not None:
             await self._http.stop()
         self._gc.uninstall()
-        if self._restore_select is not None:
-            self._restore_select()
+        if self._idle_timer is not None:
+            self._idle_timer.remove_listener(self._loop_idle.mark)
         for w in self._hdr_writers.values():
             w.close()

@@ -69,12 +69,21 @@ class ReplicaView(Protocol):
     def max_lag(self) -> int: ...
 
 
+class FetcherManagerView(Protocol):
+    """What the metrics read of the replica fetcher manager (ReplicaFetcherManager)."""
+
+    def max_lag(self) -> int: ...
+
+    def active(self) -> list[ReplicaFetcher]: ...
+
+
 class BrokerReplicaView:
     """Reads the metadata store's partition states (the whole cluster as this broker sees it) and the
-    replica fetchers; the same code serves standalone and cluster mode."""
+    replica fetchers (once the broker hands them over); the same code serves standalone and cluster mode."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
+        self.fetchers: FetcherManagerView | None = None
 
     def partition_states(self) -> Iterable[PartitionStats]:
         b = self._broker
@@ -94,8 +103,7 @@ class BrokerReplicaView:
         return self._broker.metadata.controller_id == self._broker.node_id
 
     def max_lag(self) -> int:
-        fetchers = self._broker.replicas.fetchers
-        return fetchers.max_lag() if fetchers is not None else 0
+        return self.fetchers.max_lag() if self.fetchers is not None else 0
 
 
 def partition_rows(states: Iterable[PartitionStats], fn: Callable[[PartitionStats], int]) -> Iterable[tuple]:
@@ -110,9 +118,13 @@ class ReplicaGauges:
         self._reg = reg
         self._broker = broker
         self._clock_s = clock_s
-        self.view: ReplicaView = BrokerReplicaView(broker)
+        self._broker_view = BrokerReplicaView(broker)
+        self.view: ReplicaView = self._broker_view
         self._cache: tuple[float, list[PartitionStats]] = (-1.0, [])
         self._define()
+
+    def watch_fetchers(self, fetchers: FetcherManagerView) -> None:
+        self._broker_view.fetchers = fetchers
 
     def set_view(self, view: ReplicaView) -> None:
         self.view = view

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from broker.errors import ErrorCode
-from broker.metrics.clients import UNKNOWN_CLIENT
 from exporter.registry import Meter, Registry
 
 API_NAMES = {
@@ -53,20 +52,6 @@ def count_errors(body: Any, out: dict[int, int]) -> None:
             for item in v:
                 if type(item) is dict:
                     count_errors(item, out)
-
-
-class RequestStats:
-    """Reused per connection: what dispatch learnt about the request being served."""
-
-    __slots__ = ("api_key", "version", "t1", "t2", "ctx", "result", "body", "phase", "client")
-
-    def __init__(self) -> None:
-        self.client = UNKNOWN_CLIENT  # the connection's KIP-511 (software name, version)
-        self.api_key = -1
-        self.version = 0
-        self.t1 = self.t2 = 0.0
-        self.ctx = self.result = self.body = None
-        self.phase = 0  # 0 reading, 1 in the handler, 2 writing the response
 
 
 class RequestGroup:

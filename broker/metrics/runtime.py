@@ -1,16 +1,16 @@
-"""Process and runtime metrics: the event loop's idle share, Python's GC, disk I/O, free bytes per log dir."""
+"""Process and runtime metrics: Python's GC, disk I/O, free bytes per log dir (the event loop's idle share is
+broker/event_loop.py's)."""
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
-from exporter.registry import Meter, RawFamily, RawSample
+from exporter.registry import RawFamily, RawSample
 
 log = logging.getLogger(__name__)
 
@@ -47,32 +47,6 @@ class GcStats:
         yield RawFamily("python_gc_pause_seconds", "summary", "Python GC pauses per generation (gc.callbacks)", py)
         yield RawFamily("jvm_gc_collection_seconds", "summary",
                         "Python GC pauses, under the JVM GC name the dashboards query", jvm)
-
-
-def install_idle_probe(meter: Meter) -> Callable[[], None] | None:
-    """Time the running loop's blocking select() into `meter` (idle ns); returns the undo, None if impossible."""
-    loop = asyncio.get_running_loop()
-    selector = getattr(loop, "_selector", None)
-    if selector is None:
-        log.warning("event loop has no selector; idle metrics will read 0")
-        return None
-    orig = selector.select
-    mark = meter.mark
-    perf_ns = time.perf_counter_ns
-
-    def select(timeout=None):  # noqa: ANN001, ANN202
-        t = perf_ns()
-        try:
-            return orig(timeout)
-        finally:
-            mark(perf_ns() - t)
-
-    selector.select = select
-
-    def restore() -> None:
-        selector.select = orig
-
-    return restore
 
 
 def proc_io() -> dict[str, int]:

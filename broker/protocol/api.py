@@ -1,4 +1,8 @@
-"""Handler registry: one async handler per API key serves every advertised version of it."""
+"""What a request handler is: one async handler per API key serves every advertised version of it.
+
+A handler returns the response body as a dict of kio field names, or None for "no response" (Produce with acks=0).
+Each handler module lists its ApiSpecs in ``APIS``; ``broker.protocol.routes.handler_table`` joins them.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,12 @@ Handler = Callable[["RequestContext", Any], Awaitable[dict | None]]
 
 @dataclass(frozen=True)
 class ApiSpec:
+    """`handle` serves `api_key` for every version in [min_version, max_version]."""
+
     api_key: int
     min_version: int
     max_version: int
     handle: Handler
-
-
-HANDLERS: dict[int, ApiSpec] = {}
 
 
 @dataclass
@@ -34,34 +37,3 @@ class RequestContext:
     client_id: str | None
     client_host: str
     remote_s: float = 0.0  # time parked in the purgatory (RequestMetrics RemoteTimeMs)
-
-
-def handler(api_key: int, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
-    """Register `fn` as the handler of `api_key`, advertised for [min_version, max_version].
-
-    A handler returns the response body as a dict of kio field names, or None for "no response"
-    (Produce with acks=0).
-    """
-
-    def register(fn: Handler) -> Handler:
-        if api_key in HANDLERS:
-            raise RuntimeError(f"api key {api_key} registered twice")
-        HANDLERS[api_key] = ApiSpec(api_key, min_version, max_version, fn)
-        return fn
-
-    return register
-
-
-def load_handlers() -> dict[int, ApiSpec]:
-    """Import every handler module so that its @handler registrations run."""
-    from broker.protocol.handlers import (  # noqa: F401
-        admin,
-        api_versions,
-        cluster_admin,
-        fetch,
-        groups,
-        metadata,
-        produce,
-    )
-
-    return HANDLERS

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from broker.log.records import Record, build_batch
+from kafkascope.local.wire import WireClient
 from tests.broker.inproc import inproc_broker, metric, names, wait_until_async
 from tests.e2e.helpers import create_topic
-from tests.support.wire import WireClient
 
 METADATA, API_VERSIONS = 3, 18
 
@@ -132,9 +132,10 @@ async def test_request_metrics_are_registered_for_every_advertised_api_at_start(
     RequestsPerSec{version} and ErrorsPerSec{error} meters come on first use, as Kafka's."""
     from broker.metrics import API_NAMES
     from broker.protocol.handlers.api_versions import advertised
+    from broker.protocol.routes import handler_table
 
     async with inproc_broker(tmp_path) as (b, _port):
-        expected = {API_NAMES[a["api_key"]] for a in advertised()} | {"FetchConsumer", "FetchFollower"}
+        expected = {API_NAMES[a["api_key"]] for a in advertised(handler_table())} | {"FetchConsumer", "FetchFollower"}
         for timer in ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ThrottleTimeMs", "ResponseQueueTimeMs",
                       "ResponseSendTimeMs", "TotalTimeMs"):
             registered = {dict(n.tags)["request"] for n in names(b, "kafka.network", "RequestMetrics", timer)}

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from kio.serial import entity_reader
 
-from broker.protocol.api import load_handlers
 from broker.protocol.codec import UnparseableRequest, parse_request, request_class
+from broker.protocol.routes import handler_table
 from broker.protocol.validate import InvalidFrame, walker
 from kafkascope.fuzz.mutate import campaign
 from kafkascope.fuzz.seeds import seeds
 
 CORPUS = Path(__file__).resolve().parents[1] / "fuzz" / "corpus"
 ROOT = Path(__file__).resolve().parents[2]
-ADVERTISED = {k: (s.min_version, s.max_version) for k, s in load_handlers().items()}
+ADVERTISED = {k: (s.min_version, s.max_version) for k, s in handler_table().items()}
 SEEDS = list(seeds(ADVERTISED))
 
 

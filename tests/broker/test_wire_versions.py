@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.protocol.api import load_handlers
 from broker.protocol.handlers.api_versions import advertised
-from tests.support.wire import WireClient
+from broker.protocol.routes import handler_table
+from kafkascope.local.wire import WireClient
 
 API_VERSIONS, PRODUCE = 18, 0
 
@@ -45,8 +45,9 @@ def test_floors_are_kafka_4_0s(shared_broker):
 
 
 def test_advertised_ranges_are_the_served_ranges_but_produces_floor():
-    served = {s.api_key: (s.min_version, s.max_version) for s in load_handlers().values()}
-    listed = {a["api_key"]: (a["min_version"], a["max_version"]) for a in advertised()}
+    table = handler_table()
+    served = {s.api_key: (s.min_version, s.max_version) for s in table.values()}
+    listed = {a["api_key"]: (a["min_version"], a["max_version"]) for a in advertised(table)}
     assert served.pop(PRODUCE) == (3, 10) and listed.pop(PRODUCE) == (0, 10)
     assert listed == served
 

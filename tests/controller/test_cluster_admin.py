@@ -9,8 +9,9 @@ from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
 from broker.errors import ErrorCode
-from broker.protocol.api import RequestContext, load_handlers
+from broker.protocol.api import RequestContext
 from broker.protocol.codec import encode_with_kio
+from broker.protocol.routes import handler_table
 from tests.controller.test_zk_cluster import online, three
 
 
@@ -20,7 +21,7 @@ def ctx(node, key, version):
 
 
 def test_handlers_round_trip(cluster):
-    handlers = load_handlers()
+    handlers = handler_table()
     ctrl = three(cluster)
     ctrl.create_topic("h", 1, 2, {}, assignment={0: [1, 2]})
     online(cluster, ctrl, "h", 1)

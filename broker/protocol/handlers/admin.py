@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from broker.config import TOPIC_CONFIGS, ConfigError, validate_topic_configs
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import INTERNAL_TOPICS, validate_topic_name
-from broker.protocol.api import RequestContext, handler
+from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
 
 TOPIC, BROKER = 2, 4
@@ -72,7 +72,6 @@ def partitions_to_add(topics, current: Mapping[str, int]) -> int:
     return sum(max(0, t.count - current[t.name]) for t in topics if t.name in current)
 
 
-@handler(19, 2, 7)
 async def handle_create_topics(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
     too_many = partitions_to_create(req.topics, broker.config.num_partitions) > MAX_PARTITIONS_PER_BATCH
@@ -116,7 +115,6 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
     return {"throttle_time": 0, "topics": results}
 
 
-@handler(20, 1, 6)
 async def handle_delete_topics(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
     names = list(getattr(req, "topic_names", ()) or ())
@@ -148,7 +146,6 @@ async def handle_delete_topics(ctx: RequestContext, req) -> dict:
     return {"throttle_time": 0, "responses": results, "topic_names": [r["name"] for r in results]}
 
 
-@handler(37, 0, 3)
 async def handle_create_partitions(ctx: RequestContext, req) -> dict:
     current = {t.name: info.partitions for t in req.topics if (info := ctx.broker.metadata.topic(t.name))}
     too_many = partitions_to_add(req.topics, current) > MAX_PARTITIONS_PER_BATCH
@@ -226,7 +223,6 @@ def _check_broker_resource(ctx: RequestContext, name: str) -> None:
         raise KafkaError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker.node_id}")
 
 
-@handler(32, 1, 4)
 async def handle_describe_configs(ctx: RequestContext, req) -> dict:
     results = []
     synonyms = getattr(req, "include_synonyms", False)
@@ -298,11 +294,19 @@ async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
     return {"throttle_time": 0, "responses": responses}
 
 
-@handler(33, 0, 2)
 async def handle_alter_configs(ctx: RequestContext, req) -> dict:
     return await _alter(ctx, req, incremental=False)
 
 
-@handler(44, 0, 1)
 async def handle_incremental_alter_configs(ctx: RequestContext, req) -> dict:
     return await _alter(ctx, req, incremental=True)
+
+
+APIS = (
+    ApiSpec(19, 2, 7, handle_create_topics),
+    ApiSpec(20, 1, 6, handle_delete_topics),
+    ApiSpec(37, 0, 3, handle_create_partitions),
+    ApiSpec(32, 1, 4, handle_describe_configs),
+    ApiSpec(33, 0, 2, handle_alter_configs),
+    ApiSpec(44, 0, 1, handle_incremental_alter_configs),
+)

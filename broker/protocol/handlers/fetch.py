@@ -6,7 +6,7 @@ from typing import Any
 
 from broker.errors import ErrorCode, KafkaError
 from broker.fetch_session import FetchContext, SessionlessFetchContext
-from broker.protocol.api import RequestContext, handler
+from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
 from broker.replication.replica_manager import hw_key, leo_key
 
@@ -65,7 +65,6 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
     return topics, datas, gathered
 
 
-@handler(1, 4, 12)  # capped at 12: v13+ identifies topics by id (KIP-516)
 async def handle_fetch(ctx: RequestContext, req) -> dict:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
@@ -114,7 +113,6 @@ def _per_partition(topics, topic_key: str, index_key: str, defaults: dict,
     return out
 
 
-@handler(2, 1, 7)
 async def handle_list_offsets(ctx: RequestContext, req) -> dict:
     def fill(topic: str, p, entry: dict) -> None:
         part = ctx.broker.replicas.leader_partition(topic, p.partition_index, getattr(p, "current_leader_epoch", -1))
@@ -137,7 +135,6 @@ async def handle_list_offsets(ctx: RequestContext, req) -> dict:
                                                          {"timestamp": -1, "offset": -1, "leader_epoch": -1}, fill)}
 
 
-@handler(23, 2, 4)
 async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
     def fill(topic: str, p, entry: dict) -> None:
         part = ctx.broker.replicas.leader_partition(topic, p.partition, p.current_leader_epoch)
@@ -147,7 +144,6 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
                                                          {"leader_epoch": -1, "end_offset": -1}, fill)}
 
 
-@handler(21, 0, 2)
 async def handle_delete_records(ctx: RequestContext, req) -> dict:
     def fill(topic: str, p, entry: dict) -> None:
         plog = ctx.broker.replicas.leader_log(topic, p.partition_index)
@@ -155,3 +151,11 @@ async def handle_delete_records(ctx: RequestContext, req) -> dict:
 
     return {"throttle_time": 0, "topics": _per_partition(req.topics, "name", "partition_index",
                                                          {"low_watermark": -1}, fill)}
+
+
+APIS = (
+    ApiSpec(1, 4, 12, handle_fetch),  # capped at 12: v13+ identifies topics by id (KIP-516)
+    ApiSpec(2, 1, 7, handle_list_offsets),
+    ApiSpec(23, 2, 4, handle_offset_for_leader_epoch),
+    ApiSpec(21, 0, 2, handle_delete_records),
+)

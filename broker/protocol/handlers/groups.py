@@ -8,7 +8,7 @@ import ipaddress
 
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import OFFSETS_TOPIC
-from broker.protocol.api import RequestContext, handler
+from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
 
 GROUP_KEY_TYPE = 0
@@ -40,7 +40,6 @@ def _has_partition(ctx: RequestContext, topic: str, partition: int) -> bool:
 
 # ------------------------------------------------------------ FindCoordinator
 
-@handler(10, 0, 6)
 async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
     """A group's coordinator is the leader of its `__consumer_offsets` partition; transaction coordinators
     are not offered."""
@@ -69,7 +68,6 @@ async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
 
 # ------------------------------------------------------------ JoinGroup / SyncGroup / Heartbeat / LeaveGroup
 
-@handler(11, 0, 9)
 async def handle_join_group(ctx: RequestContext, req) -> dict:
     session_timeout = ms(req.session_timeout)
     # v0 has no rebalance timeout; Kafka uses the session timeout.
@@ -92,7 +90,6 @@ async def handle_join_group(ctx: RequestContext, req) -> dict:
     }
 
 
-@handler(14, 0, 5)
 async def handle_sync_group(ctx: RequestContext, req) -> dict:
     result = await ctx.broker.group_coordinator.sync_group(
         req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None),
@@ -102,14 +99,12 @@ async def handle_sync_group(ctx: RequestContext, req) -> dict:
             "protocol_name": result.protocol_name, "assignment": result.assignment}
 
 
-@handler(12, 0, 4)
 async def handle_heartbeat(ctx: RequestContext, req) -> dict:
     error = ctx.broker.group_coordinator.heartbeat(req.group_id, req.generation_id, req.member_id,
                                                    getattr(req, "group_instance_id", None))
     return {"throttle_time": 0, "error_code": error}
 
 
-@handler(13, 0, 5)
 async def handle_leave_group(ctx: RequestContext, req) -> dict:
     coordinator = ctx.broker.group_coordinator
     if ctx.api_version < 3:
@@ -124,7 +119,6 @@ async def handle_leave_group(ctx: RequestContext, req) -> dict:
 
 # ------------------------------------------------------------ offsets
 
-@handler(8, 2, 9)
 async def handle_offset_commit(ctx: RequestContext, req) -> dict:
     generation = getattr(req, "generation_id_or_member_epoch", None)
     if generation is None:
@@ -194,7 +188,6 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: list[tuple[str, int
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-@handler(9, 1, 9)
 async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
     # require_stable (v7+) needs no wait: this coordinator has no pending transactional offsets.
     def group_entry(group_id: str, topics) -> dict:
@@ -211,7 +204,6 @@ async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
     return {"throttle_time": 0, **group_entry(req.group_id, topics)}
 
 
-@handler(47, 0, 0)
 async def handle_offset_delete(ctx: RequestContext, req) -> dict:
     partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     error, results = ctx.broker.group_coordinator.delete_offsets(req.group_id, partitions)
@@ -226,7 +218,6 @@ async def handle_offset_delete(ctx: RequestContext, req) -> dict:
 
 # ------------------------------------------------------------ admin
 
-@handler(15, 0, 6)
 async def handle_describe_groups(ctx: RequestContext, req) -> dict:
     coordinator = ctx.broker.group_coordinator
     groups = []
@@ -246,7 +237,6 @@ async def handle_describe_groups(ctx: RequestContext, req) -> dict:
     return {"throttle_time": 0, "groups": groups}
 
 
-@handler(16, 0, 5)
 async def handle_list_groups(ctx: RequestContext, req) -> dict:
     types = {t.lower() for t in getattr(req, "types_filter", ()) or ()}
     if types and CLASSIC_GROUP_TYPE not in types:
@@ -257,8 +247,22 @@ async def handle_list_groups(ctx: RequestContext, req) -> dict:
         for g, ptype, state in listed]}
 
 
-@handler(42, 0, 2)
 async def handle_delete_groups(ctx: RequestContext, req) -> dict:
     results = ctx.broker.group_coordinator.delete_groups(list(req.groups_names))
     return {"throttle_time": 0,
             "results": [{"group_id": g, "error_code": results[g]} for g in req.groups_names]}
+
+
+APIS = (
+    ApiSpec(10, 0, 6, handle_find_coordinator),
+    ApiSpec(11, 0, 9, handle_join_group),
+    ApiSpec(14, 0, 5, handle_sync_group),
+    ApiSpec(12, 0, 4, handle_heartbeat),
+    ApiSpec(13, 0, 5, handle_leave_group),
+    ApiSpec(8, 2, 9, handle_offset_commit),
+    ApiSpec(9, 1, 9, handle_offset_fetch),
+    ApiSpec(47, 0, 0, handle_offset_delete),
+    ApiSpec(15, 0, 6, handle_describe_groups),
+    ApiSpec(16, 0, 5, handle_list_groups),
+    ApiSpec(42, 0, 2, handle_delete_groups),
+)

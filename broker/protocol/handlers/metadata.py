@@ -2,7 +2,7 @@
 
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import TopicInfo
-from broker.protocol.api import RequestContext, handler
+from broker.protocol.api import ApiSpec, RequestContext
 
 
 def _brokers(ctx: RequestContext) -> list[dict]:
@@ -34,7 +34,6 @@ def _error_entry(name: str | None, code: ErrorCode) -> dict:
             "topic_authorized_operations": -2147483648}
 
 
-@handler(3, 0, 12)
 async def handle_metadata(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
     brokers = _brokers(ctx)
@@ -68,7 +67,6 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
     }
 
 
-@handler(60, 0, 1)
 async def handle_describe_cluster(ctx: RequestContext, req) -> dict:
     return {
         "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "endpoint_type": 1,
@@ -77,3 +75,9 @@ async def handle_describe_cluster(ctx: RequestContext, req) -> dict:
                     for b in _brokers(ctx)],
         "cluster_authorized_operations": -2147483648,
     }
+
+
+APIS = (
+    ApiSpec(3, 0, 12, handle_metadata),
+    ApiSpec(60, 0, 1, handle_describe_cluster),
+)

@@ -4,11 +4,10 @@ import asyncio
 from time import perf_counter
 
 from broker.errors import ErrorCode, KafkaError
-from broker.protocol.api import RequestContext, handler
+from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
 
 
-@handler(0, 3, 10)  # served from v3 (KIP-896); ApiVersions still advertises v0, as Kafka 4.0 (api_versions.py)
 async def handle_produce(ctx: RequestContext, req) -> dict | None:
     broker = ctx.broker
     metrics = broker.metrics
@@ -65,7 +64,6 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     return {"responses": topics, "throttle_time": 0}
 
 
-@handler(22, 0, 4)
 async def handle_init_producer_id(ctx: RequestContext, req) -> dict:
     if req.transactional_id is not None:
         # Transactions are not implemented; Kafka answers this way when the coordinator is unavailable.
@@ -81,3 +79,10 @@ async def handle_init_producer_id(ctx: RequestContext, req) -> dict:
     else:
         pid, epoch = ctx.broker.producer_ids.allocate(), 0
     return {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": pid, "producer_epoch": epoch}
+
+
+APIS = (
+    # Served from v3 (KIP-896); ApiVersions still advertises v0, as Kafka 4.0 (api_versions.py).
+    ApiSpec(0, 3, 10, handle_produce),
+    ApiSpec(22, 0, 4, handle_init_producer_id),
+)

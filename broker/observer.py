@@ -1,0 +1,59 @@
+"""What the network server tells an observer (the broker's metrics) about connections and requests.
+
+The server owns the stamps; the observer only reads them. Kept apart from both so that neither imports the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class RequestTiming:
+    """One request as the server saw it, reused for every request of a connection.
+
+    Stamps are ``time.perf_counter()`` seconds: t0 the frame is fully read, t1 the handler starts, t2 it returns,
+    t3 the response is encoded, t4 its last byte is handed to the kernel. t1 and t2 stay 0.0 when no handler ran
+    (an ApiVersions answered with the v0 error body). `remote_s` is the time the handler spent parked in the
+    purgatory; `body` and `result` are the parsed request and the response body (None until known).
+    """
+
+    __slots__ = ("api_key", "version", "t0", "t1", "t2", "t3", "t4", "remote_s", "body", "result", "phase")
+
+    def __init__(self) -> None:
+        self.api_key = -1
+        self.version = 0
+        self.t0 = self.t1 = self.t2 = self.t3 = self.t4 = 0.0
+        self.remote_s = 0.0
+        self.body: Any = None
+        self.result: dict | None = None
+        self.phase = 0  # 0 reading, 1 in the handler, 2 writing the response
+
+    def start(self, api_key: int, version: int) -> None:
+        """A new request whose frame was read at t0: forget the previous request's other values."""
+        self.api_key, self.version = api_key, version
+        self.t1 = self.t2 = self.t3 = self.t4 = self.remote_s = 0.0
+        self.body = self.result = None
+        self.phase = 1
+
+
+class ConnectionObserver(Protocol):
+    """Told about the requests of one connection, in order."""
+
+    def request_done(self, timing: RequestTiming) -> None:
+        """A request answered (or, for Produce acks=0, served); `timing` is reused after this returns."""
+
+    def closed(self) -> None:
+        """The connection is gone."""
+
+
+class RequestObserver(Protocol):
+    """Told about the server's connections and requests; every call is on the event loop and must not block."""
+
+    def connection_opened(self) -> ConnectionObserver:
+        """A connection was accepted: the observer of its requests."""
+
+    def request_failed(self, api_key: int, code: int) -> None:
+        """A request answered by closing the connection (unsupported version, invalid request, handler failure)."""
+
+    def acceptor_blocked(self, ns: int) -> None:
+        """The accept loop waited `ns` nanoseconds for a connection slot (max.connections)."""
