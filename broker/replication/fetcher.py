@@ -208,7 +208,7 @@ class ReplicaFetcherManager:
         self.unfollow(key)
         fetcher = self._fetchers.get(leader_id)
         if fetcher is None:
-            fetcher = self._fetchers[leader_id] = ReplicaFetcher(self.manager, leader_id)
+            fetcher = self._fetchers[leader_id] = ReplicaFetcher(self, leader_id)
         fetcher.add(part, leader_epoch)
         self._leader_of[key] = leader_id
 

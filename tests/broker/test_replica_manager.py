@@ -12,6 +12,7 @@ from broker.log.manager import LogManager
 from broker.log.records import Record, build_batch
 from broker.metadata import TopicInfo
 from broker.purgatory import Purgatory
+from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager, hw_key
 
 
@@ -189,3 +190,26 @@ async def test_fetcher_progress_moves_the_follower_high_watermark_within_its_log
     assert part.log.high_watermark == 1
     ReplicaManager.on_follower_progress(part, 0)  # never backwards
     assert part.log.high_watermark == 1
+
+
+async def test_fetcher_manager_runs_one_fetcher_per_leader_and_looks_the_leader_up(tmp_path):
+    looked_up = []
+
+    def endpoint(broker_id):
+        looked_up.append(broker_id)
+        return None  # not registered (yet): the fetcher backs off and asks again
+
+    config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=10)
+    fm = ReplicaFetcherManager(1, config, endpoint, ReplicaManager.on_follower_progress)
+    rm, _, _ = _manager(tmp_path, fm)
+    rm.on_partition_state("t", 0, PartitionState((2, 1), 2, 0, (2, 1), version=0))
+    rm.on_partition_state("t", 1, PartitionState((2, 1), 2, 0, (2, 1), version=0))
+    try:
+        assert [f.leader_id for f in fm.active()] == [2] and len(fm.active()[0].targets) == 2
+        await asyncio.sleep(0.05)
+        assert looked_up and set(looked_up) == {2}
+        rm.on_partition_state("t", 0, PartitionState((2, 1), 1, 1, (2, 1), version=1))
+        rm.on_partition_state("t", 1, PartitionState((2, 1), 1, 1, (2, 1), version=1))
+        assert fm.active() == [] and fm.max_lag() == 0
+    finally:
+        fm.stop()
