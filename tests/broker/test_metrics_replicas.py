@@ -81,7 +81,7 @@ def lagging(hw: int, leo: int):
 def test_max_lag_is_never_negative():
     """AbstractFetcherManager MaxLag folds max(0, ...) over lags that are themselves max(0, hw - next offset):
     a follower ahead of the high watermark it was last told, or not yet answered (hw -1), lags 0."""
-    m = ReplicaFetcherManager(SimpleNamespace())
+    m = ReplicaFetcherManager(1, SimpleNamespace(), lambda broker_id: None, lambda part, hw: None)
     assert m.max_lag() == 0
     m._fetchers = {1: SimpleNamespace(targets={("t", 0): lagging(hw=-1, leo=0), ("t", 1): lagging(hw=8, leo=10)})}
     assert m.max_lag() == 0

@@ -1,4 +1,4 @@
-"""A real ZooKeeper (kafkascope.cluster.zookeeper) and in-process cluster members (ZkMetadata + controller)
+"""A real ZooKeeper (kafkascope.local.zookeeper) and in-process cluster members (ZkMetadata + controller)
 driven with fake listeners on one background event loop."""
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ from collections.abc import Callable
 
 import pytest
 
-from broker.controller.controller import ControllerSettings
+from broker.controller.cache import MetadataCache
+from broker.controller.controller import Controller, ControllerSettings
+from broker.controller.events import ControllerEventQueue
 from broker.controller.state import PartitionState
 from broker.controller.store import ZkMetadata
+from broker.controller.zk_session import new_client
 from broker.metadata import BrokerInfo
-from kafkascope.cluster import zookeeper as zkrun
+from kafkascope.local import zookeeper as zkrun
 
 _chroots = itertools.count()
 
@@ -81,8 +84,12 @@ class Cluster:
     def start(self, broker_id: int, rack: str | None = None, session_timeout_ms: int = 4000,
               **settings: object) -> ZkMetadata:
         s = ControllerSettings(**{"leader_imbalance_check_interval_s": 3600.0, **settings})
-        store = ZkMetadata(self.connect, BrokerInfo(broker_id, "127.0.0.1", 19000 + broker_id, rack),
-                           session_timeout_ms=session_timeout_ms, settings=s)
+        # built as broker.broker.zookeeper_metadata builds it
+        zk = new_client(self.connect, session_timeout_ms)
+        cache, events = MetadataCache(), ControllerEventQueue()
+        controller = Controller(zk, cache, events, broker_id, s)
+        store = ZkMetadata(zk, cache, events, controller, BrokerInfo(broker_id, "127.0.0.1", 19000 + broker_id, rack),
+                           connect=self.connect, session_timeout_ms=session_timeout_ms)
         listener = FakeListener(self.thread)
         self.call(lambda: store.start(listener))
         self.nodes[broker_id] = store
