@@ -74,8 +74,10 @@ class MetadataStore(Protocol):
     go to ZooKeeper are synchronous and short; waiting for the controller to act is async."""
 
     cluster_id: str
-    controller_id: int
 
+    @property
+    def controller_id(self) -> int:
+        """The active controller's broker id (-1 while there is none)."""
     @property
     def clustered(self) -> bool:
         """True for a ZooKeeper cluster member, False standalone (which is its own controller)."""
@@ -160,6 +162,10 @@ class LocalMetadata:
         info = self._topics.get(topic)
         if info is None or not 0 <= partition < info.partitions:
             return None
+        return self._leader_state()
+
+    def _leader_state(self) -> PartitionState:
+        """This broker leads every partition, alone in its ISR."""
         me = self._me.node_id
         return PartitionState(replicas=(me,), leader=me, leader_epoch=0, isr=(me,))
 
@@ -184,7 +190,7 @@ class LocalMetadata:
     def _announce(self, name: str) -> None:
         if self._listener is not None:
             for p in range(self._topics[name].partitions):
-                self._listener.on_partition_state(name, p, self.partition_state(name, p))
+                self._listener.on_partition_state(name, p, self._leader_state())
 
     async def controlled_shutdown(self, timeout_s: float) -> None:
         return None  # nobody to hand leadership to

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -237,7 +237,7 @@ class Controller:
             log.warning("controller %d resigns: %s", self.me, why)
         self.active = False
 
-    def _commit(self, build: Callable[[object], None]) -> list:
+    def _commit(self, build: Callable[[Any], None]) -> list:
         """Run a multi-op behind a /controller_epoch version check; results of `build`'s ops."""
         tx = self.zk.transaction()
         tx.check(zp.CONTROLLER_EPOCH, self.epoch_zk_version)
@@ -267,8 +267,9 @@ class Controller:
                 return None
             new = PartitionState(replicas=cur.replicas, leader=d.leader, leader_epoch=cur.leader_epoch + 1,
                                  isr=tuple(d.isr), controller_epoch=self.epoch, version=cur.version)
-            res = self._commit(lambda tx, new=new: tx.set_data(zp.state_path(t, p), zp.encode_state(new),
-                                                               version=new.version))
+            def build(tx: Any, new: PartitionState = new) -> None:
+                tx.set_data(zp.state_path(t, p), zp.encode_state(new), version=new.version)
+            res = self._commit(build)
             if isinstance(res[0], Exception):
                 refresh_state(self.zk, self.cache, t, p)
                 continue
@@ -355,8 +356,9 @@ class Controller:
                         continue
                     if cur is None:
                         continue
-                self._write_state(t, p, lambda c, u=unclean: election.reconcile(
-                    c.replicas, c.leader, c.isr, live, u, shutting))
+                def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
+                    return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
+                self._write_state(t, p, decide)
                 if a.reassigning(p):
                     again |= self._maybe_complete_reassignment(t, p, live, shutting)
         self._answer_shutdowns(shutting)
@@ -430,13 +432,13 @@ class Controller:
         trs = a.target(p)
         if not set(trs) <= set(cur.isr):
             return False
-        leader = cur.leader
+        leader: int | None = cur.leader
         if leader not in trs or leader not in live or leader in shutting:
             leader = election.clean_leader(trs, cur.isr, live, exclude=shutting)
             if leader is None:
                 leader = election.clean_leader(trs, cur.isr, live)
-            if leader is None:
-                return False
+        if leader is None:
+            return False
         new_state = PartitionState(replicas=trs, leader=leader, leader_epoch=cur.leader_epoch + 1,
                                    isr=tuple(r for r in cur.isr if r in trs), controller_epoch=self.epoch,
                                    version=cur.version)

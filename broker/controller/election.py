@@ -8,6 +8,7 @@ as Kafka's ZooKeeper-mode controller did.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from broker.controller.state import NO_LEADER
@@ -33,14 +34,14 @@ def initial(replicas: Sequence[int], live: set[int]) -> Decision | None:
 
 
 def clean_leader(replicas: Sequence[int], isr: Iterable[int], live: set[int],
-                 exclude: set[int] = frozenset()) -> int | None:
+                 exclude: AbstractSet[int] = frozenset()) -> int | None:
     """Kafka's OfflinePartitionLeaderElection, clean part: first replica (assignment order) in ISR ∩ live."""
     isr_set = set(isr)
     return next((r for r in replicas if r in isr_set and r in live and r not in exclude), None)
 
 
 def offline(replicas: Sequence[int], isr: Sequence[int], live: set[int], unclean_enabled: bool,
-            exclude: set[int] = frozenset(), last_leader: int = NO_LEADER) -> Decision:
+            exclude: AbstractSet[int] = frozenset(), last_leader: int = NO_LEADER) -> Decision:
     """The leader is gone (dead, shut down, or no longer a replica): elect from ISR ∩ live; failing that, the
     first live replica when unclean election is enabled; failing that, offline (leader -1) with the ISR
     kept to its last member (as Kafka keeps it) so that this replica can be cleanly elected when it returns."""
@@ -58,7 +59,7 @@ def offline(replicas: Sequence[int], isr: Sequence[int], live: set[int], unclean
 
 
 def reconcile(replicas: Sequence[int], leader: int, isr: Sequence[int], live: set[int], unclean_enabled: bool,
-              shutting_down: set[int] = frozenset()) -> Decision | None:
+              shutting_down: AbstractSet[int] = frozenset()) -> Decision | None:
     """What a partition's state should become given the live brokers (None: leave it).
 
     - leader not live / not a replica / shutting down → `offline` election (shutting-down brokers excluded;
@@ -86,7 +87,7 @@ def reconcile(replicas: Sequence[int], leader: int, isr: Sequence[int], live: se
 
 
 def preferred(replicas: Sequence[int], leader: int, isr: Sequence[int], live: set[int],
-              shutting_down: set[int] = frozenset()) -> tuple[str, Decision | None]:
+              shutting_down: AbstractSet[int] = frozenset()) -> tuple[str, Decision | None]:
     """Preferred-replica election: ("elected", decision), ("not_needed", None) or ("not_available", None)."""
     if not replicas:
         return "not_available", None

@@ -356,7 +356,7 @@ class ZkMetadata:
             d = zp.decode_shutdown(data) if data else {}
             if d.get("status") == "done":
                 n = int(d.get("partitions_remaining", 0))
-                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(n))
+                loop.call_soon_threadsafe(lambda: None if done.done() else done.set_result(n))
                 return False
             return None
 

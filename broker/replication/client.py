@@ -33,7 +33,7 @@ class BrokerConnection:
         """Send one request and return the decoded kio response body."""
         assert self._reader is not None and self._writer is not None
         self._correlation_id += 1
-        cls = request_class(api_key, version)
+        cls: Any = request_class(api_key, version)  # a kio entity class
         header_cls = cls.__header_schema__
         out = io.BytesIO()
         out.write(b"\0\0\0\0")
@@ -47,10 +47,11 @@ class BrokerConnection:
         await self._writer.drain()
         size = struct.unpack(">i", await asyncio.wait_for(self._reader.readexactly(4), timeout_s))[0]
         data = await asyncio.wait_for(self._reader.readexactly(size), timeout_s)
-        resp_cls = response_class(api_key, version)
+        resp_cls: Any = response_class(api_key, version)
         header, n = entity_reader(resp_cls.__header_schema__)(data, 0)
         if header.correlation_id != self._correlation_id:
             raise ConnectionError(f"correlation id {header.correlation_id} != {self._correlation_id}")
+        response: Any
         response, _ = entity_reader(resp_cls)(data, n)
         return response
 

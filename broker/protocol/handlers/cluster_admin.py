@@ -16,8 +16,10 @@ _DEFAULT_TIMEOUT_S = 30.0
 
 def _timeout_s(req) -> float:
     t = getattr(req, "timeout", None)
+    if t is None:
+        return _DEFAULT_TIMEOUT_S
     try:
-        return max(0.1, t.total_seconds()) if t is not None else _DEFAULT_TIMEOUT_S
+        return max(0.1, t.total_seconds())
     except AttributeError:
         return max(0.1, float(t) / 1000)
 
