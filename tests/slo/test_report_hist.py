@@ -19,17 +19,19 @@ from xmonitor.sli_schema import encode_hdr, new_histogram
 E2E, PRODUCE = HISTS
 
 
-def _payload(samples) -> bytes:
+def _hist(samples):
     h = new_histogram()
     for v in samples:
         h.record_value(v)
-    return encode_hdr(h)
+    return h
+
+
+def _payload(samples) -> bytes:
+    return encode_hdr(_hist(samples))
 
 
 def _summary_of(samples) -> dict:
-    h = new_histogram()
-    for v in samples:
-        h.record_value(v)
+    h = _hist(samples)
     return {"count": len(samples), "p50": h.get_value_at_percentile(50), "p99": h.get_value_at_percentile(99),
             "max": h.get_max_value()}
 

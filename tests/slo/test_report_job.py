@@ -11,6 +11,7 @@ import yaml
 from slo.generate import DAY_S, GenConfig, Incident, expected, generate, profile_samples
 from slo.jobs.slo_report import slo_report
 from slo.specs import DEFAULT_SPEC, load_specs, parse_spec
+from tests.slo.closed_form import FIELDS
 
 INCIDENTS = ("broker-down@2h+4h:cluster=c0,broker=1", "latency-spike@10h+1h:cluster=c1", "loss@14h+30m:lost=2",
              "gap@20h+20m", "no-traffic@1d+1d", "loss@2d12h+1h:cluster=c0,lost=1")
@@ -18,10 +19,6 @@ CFG = GenConfig(days=3, clusters=2, partitions=3, interval_s=60, records=10,
                 incidents=tuple(map(Incident.parse, INCIDENTS)))
 WINDOW = 3 * DAY_S
 SPECS = load_specs()
-FIELDS = {"write-availability": ("produce_successes", "produce_attempts"),
-          "read-availability": ("records_on_time", "records_expected"),
-          "e2e-latency": ("latency_good", "latency_samples"),
-          "no-loss": ("records_not_lost", "records_expected")}
 
 
 @pytest.fixture(scope="module")

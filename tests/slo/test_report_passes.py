@@ -9,14 +9,11 @@ from slo.report.passes import aggregate, hash_pass, payload_pass, split_window
 from slo.report.read import last_end_ms, read_intervals
 from slo.report.window import Steps, report_window
 from slo.specs import load_specs
+from tests.slo.closed_form import FIELDS
 
 CFG = GenConfig(days=2 / 24, clusters=1, partitions=2, interval_s=60, records=10, incidents=tuple(map(
     Incident.parse, ("broker-down@30m+10m:broker=1", "latency-spike@1h10m+5m", "loss@1h30m+3m:lost=2"))))
 SPECS = [s for s in load_specs() if s.kind != "lag"]
-FIELDS = {"write-availability": ("produce_successes", "produce_attempts"),
-          "read-availability": ("records_on_time", "records_expected"),
-          "e2e-latency": ("latency_good", "latency_samples"),
-          "no-loss": ("records_not_lost", "records_expected")}
 
 
 @pytest.fixture(scope="module")
