@@ -1,4 +1,4 @@
-"""Prometheus rules, scrape config and Grafana dashboards as code: every metric name used lives here.
+"""Prometheus rules, scrape config and the generated files (Grafana dashboards from dashboards/grafana.py) as code.
 
     python -m dashboards.build            # (re)write dashboards/prometheus/*.yml and dashboards/grafana/**
     python -m dashboards.build --check    # exit 1 if a committed file differs from what this generates
