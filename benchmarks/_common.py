@@ -6,18 +6,15 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from kafkascope.local.broker_process import BrokerProcess
 
-from tests.support.broker_process import BrokerProcess  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MB = 1_000_000  # throughput figures are decimal MB/s (as kafka-producer-perf-test prints)
 
@@ -40,7 +37,7 @@ def our_broker(**props: object) -> Iterator[BrokerProcess]:
 @contextlib.contextmanager
 def our_cluster(brokers: int) -> Iterator[object]:
     """ZooKeeper and `brokers` of our brokers (kafkascope's cluster launcher); `.bootstrap` as the others."""
-    from kafkascope.cluster.launcher import ClusterLauncher
+    from kafkascope.local.launcher import ClusterLauncher
 
     tmp = Path(tempfile.mkdtemp(prefix="kscope-bench-cluster-"))
     c = ClusterLauncher(tmp, brokers=brokers, broker_props=OUR_BROKER_PROPS)
@@ -67,10 +64,8 @@ def sli_e2e_p99(rows: list[dict], start: datetime, end: datetime | None = None) 
 
 @contextlib.contextmanager
 def apache_kafka() -> Iterator[object]:
-    try:
-        from tests.support.apache_kafka import ApacheKafka
-    except ImportError as e:  # the helper is being written by someone else
-        raise SystemExit(f"--with-apache: tests/support/apache_kafka.py unavailable: {e}") from None
+    from kafkascope.local.apache_kafka import ApacheKafka
+
     with ApacheKafka(log_level="WARN") as k:
         yield k
 

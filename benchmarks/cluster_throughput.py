@@ -3,7 +3,7 @@
     python -m benchmarks.cluster_throughput [--seconds 10] [--partitions 3] [--rate 1000]
                                             [--latency-seconds 10] [--repeat 1] [--quick]
 
-One ZooKeeper and three brokers (the `kafkascope cluster` launcher, tests/support/cluster.py) on loopback.
+One ZooKeeper and three brokers (the `kafkascope cluster` launcher, kafkascope/local/cluster.py) on loopback.
 Two topics on that cluster:
 
 * ``rf3``: replication factor 3, min.insync.replicas=2, produced with acks=all (a produce is answered once
@@ -39,7 +39,7 @@ from hdrh.histogram import HdrHistogram
 
 from benchmarks._common import emit_json, fmt, produce, ratio
 from benchmarks.e2e_latency import _TS, MAX_US, _paced, _summary, latency_line
-from tests.support.cluster import Cluster
+from kafkascope.local.cluster import Cluster
 
 LINGER_MS = 5
 

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from benchmarks._common import emit_json, verdict
 from benchmarks.cluster_throughput import create_replicated_topic, wait_full_isr
-from kafkascope.cluster.launcher import CHROOT
-from tests.support.cluster import Cluster
+from kafkascope.local.cluster import Cluster
+from kafkascope.local.launcher import CHROOT
 
 TOPIC = "failover"
 MARGIN_S = 2.0

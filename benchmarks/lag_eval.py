@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lagmonitor.evaluator import Evaluator, EvaluatorConfig  # noqa: E402
-from lagmonitor.storage import LagStorage, StorageConfig  # noqa: E402
+from lagmonitor.evaluator import Evaluator, EvaluatorConfig
+from lagmonitor.storage import LagStorage, StorageConfig
 
 NOW = 1_700_000_000_000
 

@@ -14,21 +14,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-from benchmarks._common import emit_json  # noqa: E402
-from lagmonitor import history  # noqa: E402
-from slo.jobs.lag_history import lag_history  # noqa: E402
-from slo.spark import session  # noqa: E402
+from benchmarks._common import emit_json
+from lagmonitor import history
+from slo.jobs.lag_history import lag_history
+from slo.spark import session
 
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 

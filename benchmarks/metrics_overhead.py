@@ -18,7 +18,7 @@ import threading
 import urllib.request
 
 from benchmarks._common import create_topic, emit_json, fmt, our_broker, produce, ratio, verdict
-from tests.support.broker_process import free_port
+from kafkascope.local.broker_process import free_port
 
 MAX_GAP = 0.05
 SHAPES = {"bulk": {"queue.buffering.max.messages": 50000},

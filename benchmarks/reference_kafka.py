@@ -1,6 +1,6 @@
-"""Reference Apache Kafka for benchmarks: thin CLI over tests/support/apache_kafka.py.
+"""Reference Apache Kafka for benchmarks: thin CLI over kafkascope/local/apache_kafka.py.
 
-python -m benchmarks.reference_kafka fetch [--version V]   # resolve jars (tests/support/apache_kafka_artifacts.txt), print libs dir
+python -m benchmarks.reference_kafka fetch [--version V]   # resolve jars (kafkascope/local/apache_kafka_artifacts.txt), print libs dir
     # (make reference-kafka fetches 4.1.1 and 3.9.2; tests needing Apache Kafka fetch lazily)
 python -m benchmarks.reference_kafka run [--version V] [--port P] [--log-dir D]
     # start a single-node KRaft broker on 127.0.0.1, print its bootstrap, run until Ctrl-C
@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from tests.support.apache_kafka import DEFAULT_VERSION, ApacheKafka, ApacheKafkaError, ensure_kafka
+from kafkascope.local.apache_kafka import DEFAULT_VERSION, ApacheKafka, ApacheKafkaError, ensure_kafka
 
 
 def _parse_prop(s: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ import time
 import urllib.request
 
 from benchmarks._common import create_topic, emit_json, fmt, our_broker, ratio, verdict
-from tests.support.broker_process import free_port
+from kafkascope.local.broker_process import free_port
 
 TARGET_MS = 250.0
 

@@ -16,12 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from slo.generate import GenConfig, Incident, generate  # noqa: E402
-from slo.jobs.slo_report import slo_report  # noqa: E402
-from slo.spark import session  # noqa: E402
-from slo.specs import load_specs  # noqa: E402
+from slo.generate import GenConfig, Incident, generate
+from slo.jobs.slo_report import slo_report
+from slo.spark import session
+from slo.specs import load_specs
 
 
 def main() -> int:

@@ -38,8 +38,8 @@ from pathlib import Path
 from benchmarks._common import MB, OUR_BROKER_PROPS, create_topic, emit_json, fmt, produce, ratio, verdict
 from broker.log.records import Record, build_batch
 from broker.protocol.handlers.admin import MAX_PARTITIONS_PER_BATCH
-from tests.support.broker_process import BrokerProcess
-from tests.support.wire import WireClient
+from kafkascope.local.broker_process import BrokerProcess
+from kafkascope.local.wire import WireClient
 
 TARGET_S = 10.0
 PER_TOPIC = 100

@@ -47,8 +47,8 @@ from pathlib import Path
 from benchmarks._common import emit_json, fmt, produce, ratio
 from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
 from benchmarks.consume_throughput import consume
-from tests.support.apache_kafka import ZK_VERSION, ensure_kafka, tool_command
-from tests.support.cluster import Cluster
+from kafkascope.local.apache_kafka import ZK_VERSION, ensure_kafka, tool_command
+from kafkascope.local.cluster import Cluster
 
 VALUE = 1024
 PARTITIONS = 3

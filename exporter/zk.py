@@ -191,24 +191,3 @@ async def serve(hosts: Sequence[tuple[str, int]], listen_host: str, listen_port:
     finally:
         await server.stop()
         collector.close()
-
-
-def add_parser(sub) -> None:  # noqa: ANN001
-    """`kafkascope zk-exporter` (registered by kafkascope/cli.py)."""
-    p = sub.add_parser("zk-exporter", help="export ZooKeeper ensemble metrics (mntr) on /metrics",
-                       description="Ask each ZooKeeper server `mntr` on every scrape and serve the figures in "
-                                   "Prometheus text format (zk_* names, zk_host label).")
-    p.add_argument("--zookeeper", required=True, metavar="H:P,...", help="ZooKeeper servers (a chroot is ignored)")
-    p.add_argument("--listen", default="127.0.0.1:9141", metavar="HOST:PORT",
-                   help="where to serve /metrics (default 127.0.0.1:9141; port 0 picks a free one)")
-    p.set_defaults(run=_run)
-
-
-def _run(args) -> int:  # noqa: ANN001
-    hosts = parse_hosts(args.zookeeper)
-    host, _, port = args.listen.rpartition(":")
-    try:
-        asyncio.run(serve(hosts, host or "127.0.0.1", int(port)))
-    except KeyboardInterrupt:
-        pass
-    return 0

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.support.broker_process import BrokerProcess
+from kafkascope.local.broker_process import BrokerProcess
 
 
 @pytest.fixture(scope="session")

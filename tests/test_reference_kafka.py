@@ -1,4 +1,4 @@
-"""The reference Apache Kafka (tests/support/apache_kafka.py) starts and round-trips records."""
+"""The reference Apache Kafka (kafkascope/local/apache_kafka.py) starts and round-trips records."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support.apache_kafka import ApacheKafka
+from kafkascope.local.apache_kafka import ApacheKafka
 
 N = 10
 

@@ -9,9 +9,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.log.records import Record, build_batch
+from kafkascope.local.broker_process import BrokerProcess
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import PRODUCE, create_topic, list_offset, records
-from tests.support.broker_process import BrokerProcess
-from tests.support.wire import WireClient
 
 SOFT, HARD = 256, 1024  # the broker raises its soft limit to the hard one; both below the partition count
 PARTITIONS = 2_000

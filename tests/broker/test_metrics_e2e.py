@@ -8,9 +8,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.log.records import Record, build_batch
+from kafkascope.local.broker_process import BrokerProcess, free_port
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic, fetch_raw, wait_until
-from tests.support.broker_process import BrokerProcess, free_port
-from tests.support.wire import WireClient
 
 PRODUCE = 0
 

@@ -11,9 +11,9 @@ import urllib.request
 import pytest
 
 from broker.log.records import Record, build_batch
+from kafkascope.local.broker_process import BrokerProcess, free_port, wait_for_port
 from tests.broker.test_metrics_e2e import produce
 from tests.e2e.helpers import create_topic, wait_until
-from tests.support.broker_process import BrokerProcess, free_port, wait_for_port
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="Debian package `prometheus` not installed")

@@ -10,8 +10,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.protocol.handlers.admin import MAX_PARTITIONS_PER_BATCH, partitions_to_add, partitions_to_create
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic, topic_error
-from tests.support.wire import WireClient
 
 CREATE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 37, 3
 MESSAGE = "Excessively large number of partitions per request."

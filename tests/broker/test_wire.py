@@ -10,7 +10,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.log.records import Record, build_batch
-from tests.support.wire import WireClient
+from kafkascope.local.wire import WireClient
 
 API_VERSIONS, METADATA, PRODUCE, LIST_OFFSETS, CREATE_TOPICS = 18, 3, 0, 2, 19
 
@@ -146,7 +146,7 @@ def _answered_connection(port: int) -> WireClient:
 
 
 def test_max_connections_per_ip(tmp_path):
-    from tests.support.broker_process import BrokerProcess
+    from kafkascope.local.broker_process import BrokerProcess
 
     with BrokerProcess(tmp_path, max_connections_per_ip=2) as b:
         a1, a2 = _answered_connection(b.port), _answered_connection(b.port)

@@ -8,10 +8,10 @@ from kio.schema.errors import ErrorCode
 
 from broker.fetch_session import INT32_MAX, NUM_SHARDS
 from broker.log.records import Record, build_batch
+from kafkascope.local.broker_process import BrokerProcess, free_port
+from kafkascope.local.wire import WireClient
 from tests.broker.test_metrics_e2e import PRODUCE, scrape
 from tests.e2e.helpers import create_topic, wait_until
-from tests.support.broker_process import BrokerProcess, free_port
-from tests.support.wire import WireClient
 
 FETCH = 1
 SESSIONS = "kafka_server_fetchsessioncache_numincrementalfetchsessions"

@@ -8,8 +8,8 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic
-from tests.support.wire import WireClient
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def _apache_kafka():
-    from tests.support.apache_kafka import ApacheKafka
+    from kafkascope.local.apache_kafka import ApacheKafka
 
     with ApacheKafka() as k:
         yield k.bootstrap

@@ -1,1 +1,1 @@
-from tests.support.cluster import cluster_factory  # noqa: F401 - fixture
+from tests.support.cluster_fixture import cluster_factory  # noqa: F401 - fixture

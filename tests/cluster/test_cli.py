@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from kafkascope.cli import main
-from kafkascope.cluster import zookeeper as zkmod
-from kafkascope.cluster.launcher import ClusterLauncher
-from tests.support.cluster import wait_for
+from kafkascope.local import zookeeper as zkmod
+from kafkascope.local.cluster import wait_for
+from kafkascope.local.launcher import ClusterLauncher
 
 pytestmark = pytest.mark.skipif(not zkmod.available(), reason="java or Debian's zookeeper package missing")
 ROOT = Path(__file__).resolve().parents[2]

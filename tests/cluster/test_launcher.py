@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from kafkascope.cluster import zookeeper as zkmod
-from kafkascope.cluster.launcher import ClusterError, ClusterLauncher, brokers_seen_by
-from tests.support.cluster import Cluster, wait_for
+from kafkascope.local import zookeeper as zkmod
+from kafkascope.local.cluster import Cluster, wait_for
+from kafkascope.local.launcher import ClusterError, ClusterLauncher, brokers_seen_by
 
 pytestmark = pytest.mark.skipif(not zkmod.available(), reason="java or Debian's zookeeper package missing")
 

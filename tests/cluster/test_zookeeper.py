@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafkascope.cluster import process
-from kafkascope.cluster import zookeeper as zkmod
-from kafkascope.cluster.zookeeper import ZooKeeperServer
+from kafkascope.local import process
+from kafkascope.local import zookeeper as zkmod
+from kafkascope.local.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.skipif(not zkmod.available(), reason="java or Debian's zookeeper package missing")
 

@@ -1,6 +1,6 @@
 """End to end: ZooKeeper + 3 brokers (with /metrics), the ZooKeeper exporter, xmonitor, the lag monitor with a
 sample group, the node exporter and a real Prometheus with the generated scrape config and rules
-(kafkascope.up.Stack).
+(kafkascope.local.stack.local.Stack).
 
 * every metric name used by the dashboards and rules is one our components export (live scrape; counters that
   only appear with their first labelled event are taken from xmonitor's own registry);
@@ -24,9 +24,10 @@ from confluent_kafka import KafkaError, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dashboards import build, grafana
-from kafkascope import node_exporter
-from kafkascope.up import XMONITOR_TOPIC, Stack, prometheus_query
-from tests.support.cluster import wait_for
+from kafkascope.local import node_exporter
+from kafkascope.local.cluster import wait_for
+from kafkascope.local.stack.local import XMONITOR_TOPIC, Stack
+from kafkascope.local.stack.procs import prometheus_query
 from xmonitor import payload
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None or node_exporter.binary() is None,

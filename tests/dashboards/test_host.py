@@ -1,4 +1,4 @@
-"""Host metrics: the node exporter part of `kafkascope up` (kafkascope/node_exporter.py) and the Hosts dashboard.
+"""Host metrics: the node exporter part of `kafkascope up` (kafkascope/local/node_exporter.py) and the Hosts dashboard.
 
 * the log-dir textfile maps each broker log dir to the mount point holding it (longest prefix, node exporter's
   spelling);
@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from dashboards import build, grafana
-from kafkascope import node_exporter
-from kafkascope.up import Stack, prometheus_query
+from kafkascope.local import node_exporter
+from kafkascope.local.stack.local import Stack
+from kafkascope.local.stack.procs import prometheus_query
 from tests.e2e.helpers import wait_until
 
 needs_binaries = pytest.mark.skipif(

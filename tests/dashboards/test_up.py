@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkascope import node_exporter
-from kafkascope.cluster import process as proc
-from kafkascope.stack import procs
-from tests.support.cluster import wait_for
+from kafkascope.local import node_exporter
+from kafkascope.local import process as proc
+from kafkascope.local.cluster import wait_for
+from kafkascope.local.stack import procs
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkascope.cluster import process as proc
-from kafkascope.stack import watch
-from kafkascope.stack.procs import ScrapeJob, prometheus_config, prometheus_query
-from tests.support.cluster import Cluster, wait_for
+from kafkascope.local import process as proc
+from kafkascope.local.cluster import Cluster, wait_for
+from kafkascope.local.stack import watch
+from kafkascope.local.stack.procs import ScrapeJob, prometheus_config, prometheus_query
 
 REPO = Path(__file__).resolve().parents[2]
 TOPIC = "xinfra-monitor-topic"

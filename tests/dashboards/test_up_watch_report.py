@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkascope.cluster import process as proc
+from kafkascope.local import process as proc
+from kafkascope.local.cluster import Cluster, wait_for
 from tests.dashboards.test_up_watch import READY, REPO, TOPIC, topics
-from tests.support.cluster import Cluster, wait_for
 
 CLUSTER = "theirs"
 PAUSE_S = 45
@@ -62,7 +62,7 @@ def leaders(bootstrap: str) -> tuple[dict[int, int], int]:
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 def test_live_report_sees_a_paused_broker(three, tmp_path):
-    from kafkascope.stack import watch
+    from kafkascope.local.stack import watch
     from slo import live
 
     if watch.report_command(watch.WatchOptions("b:1"), tmp_path, tmp_path) is None:

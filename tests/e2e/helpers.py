@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.log.records import BatchHeader, decode_records, iter_batches
-from tests.support.wire import WireClient
+from kafkascope.local.wire import WireClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, INIT_PRODUCER_ID = 0, 1, 2, 3, 19, 22
 EARLIEST, LATEST = -2, -1

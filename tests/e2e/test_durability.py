@@ -11,6 +11,7 @@ import pytest
 
 from broker.coordinator import offsets_schema
 from broker.log.records import Record, build_batch
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import (
     EARLIEST,
     INIT_PRODUCER_ID,
@@ -23,7 +24,6 @@ from tests.e2e.helpers import (
     wait_until,
 )
 from tests.e2e.test_clients import consume, produce
-from tests.support.wire import WireClient
 
 DESCRIBE_CONFIGS = 32
 

@@ -13,9 +13,9 @@ import uuid
 
 import pytest
 
+from kafkascope.local.broker_process import BrokerProcess, free_port
 from tests.broker.test_metrics_e2e import scrape
 from tests.e2e.helpers import create_topic, wait_until
-from tests.support.broker_process import BrokerProcess, free_port
 
 SESSIONS = "kafka_server_fetchsessioncache_numincrementalfetchsessions"
 CACHED = "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached"

@@ -70,8 +70,8 @@ async def _broker_beans() -> list[Bean]:
     from broker.config import BrokerConfig
     from broker.log.records import Record, build_batch
     from exporter.mbeans import mbeans
+    from kafkascope.local.wire import WireClient
     from tests.e2e.helpers import create_topic, fetch_raw
-    from tests.support.wire import WireClient
 
     with tempfile.TemporaryDirectory(prefix="jmx-beans-") as d:
         cfg = BrokerConfig.from_properties({"log.dirs": d, "listeners": "PLAINTEXT://127.0.0.1:0",

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kafkascope.local.cluster import Cluster, wait_for
 from tests.replication.helpers import create_topic, metadata, metadata_from, produce_raw, topic_name
-from tests.support.cluster import Cluster, wait_for
 
 LAG_MS = 2000
 # Long enough that a paused follower keeps its ZooKeeper session (ISR changes come from the leader), short enough
@@ -221,7 +221,7 @@ def test_zk_exporter_started_by_the_launcher(cluster):
 
 
 def test_zk_exporter_cli(cluster):
-    from kafkascope.cluster.process import free_port
+    from kafkascope.local.process import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "kafkascope", "zk-exporter", "--zookeeper",

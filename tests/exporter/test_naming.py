@@ -79,8 +79,8 @@ def test_a_broker_given_a_rule_file_we_do_not_ship_serves_its_names(tmp_path):
     Kafka (its coordinator rule, Percent names without `_percent`) are on /metrics, Strimzi's are not."""
     import urllib.request
 
+    from kafkascope.local.broker_process import BrokerProcess, free_port
     from tests.exporter.jmx_beans import RULE_FILES
-    from tests.support.broker_process import BrokerProcess, free_port
 
     mport = free_port()
     props = {"prometheus.listener": f"127.0.0.1:{mport}", "prometheus.naming": f"rules:{RULE_FILES['kafka-2_0_0']}"}

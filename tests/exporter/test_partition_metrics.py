@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from kafkascope.local.cluster import Cluster, wait_for
 from tests.exporter.test_cluster_metrics import LAG_MS, PROPS, Samples, controller_id, scrape
 from tests.replication.helpers import create_topic, metadata, produce_raw, topic_name
-from tests.support.cluster import Cluster, wait_for
 
 GAUGES = ("underreplicated", "underminisr", "atminisr", "replicascount", "insyncreplicascount",
           "laststableoffsetlag")

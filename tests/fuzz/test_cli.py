@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkascope.cli import main
-from tests.support.broker_process import BrokerProcess, free_port
+from kafkascope.local.broker_process import BrokerProcess, free_port
 
 
 def test_fuzz_command_reports_a_run_and_exits_0_when_the_broker_stays_up(shared_broker: BrokerProcess,

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from kafkascope.fuzz.cli import advertised_versions
+from kafkascope.cli.fuzz import advertised_versions
 from kafkascope.fuzz.mutate import campaign
 from kafkascope.fuzz.runner import broker_answers, replay
 from kafkascope.fuzz.seeds import FUZZ_TOPIC, seeds
+from kafkascope.local.broker_process import BrokerProcess, free_port, proc_status_kb
 from tests.e2e.helpers import create_topic, records
-from tests.support.broker_process import BrokerProcess, free_port, proc_status_kb
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 GUARDED_TOPIC = "acked-before-fuzzing"

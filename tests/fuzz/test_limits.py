@@ -7,7 +7,7 @@ import socket
 import struct
 
 from kafkascope.fuzz.runner import broker_answers
-from tests.support.broker_process import BrokerProcess, proc_status_kb
+from kafkascope.local.broker_process import BrokerProcess, proc_status_kb
 
 
 def test_announced_but_unsent_request_bytes_cost_no_memory(broker: BrokerProcess) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.broker_process import BrokerProcess
+from kafkascope.local.broker_process import BrokerProcess
 
 BACKENDS = ["kafkascope", "apache-kafka"]
 
@@ -29,7 +29,7 @@ FAST_PROPS = {
 
 def apache_kafka_or_skip(version: str | None = None) -> Path:
     """Fetch (once) the Apache Kafka jars; skip the test with the reason when they cannot be had."""
-    from tests.support import apache_kafka as ak
+    from kafkascope.local import apache_kafka as ak
 
     version = version or ak.ZK_VERSION
     try:
@@ -61,7 +61,7 @@ class LauncherBackend:
         return self
 
     def log_tail(self, n: int = 60) -> str:
-        from kafkascope.cluster import process as proc
+        from kafkascope.local import process as proc
 
         return proc.log_tail(self.launcher.data_dir / f"broker-{self.broker_id}" / "broker.log", n)
 
@@ -88,7 +88,7 @@ def _wait_metadata(bootstrap: str, timeout_s: float = 60.0) -> None:
 
 @pytest.fixture(scope="session")
 def _backend_kafkascope(tmp_path_factory):
-    from tests.support.broker_process import free_port
+    from kafkascope.local.broker_process import free_port
 
     b = OursBackend(tmp_path_factory.mktemp("interop-kafkascope"),
                     **{**FAST_PROPS, "prometheus.listener": f"127.0.0.1:{free_port()}"})
@@ -100,7 +100,7 @@ def _backend_kafkascope(tmp_path_factory):
 @pytest.fixture(scope="session")
 def _backend_apache_kafka(tmp_path_factory):
     apache_kafka_or_skip()
-    from kafkascope.cluster.launcher import ClusterLauncher
+    from kafkascope.local.launcher import ClusterLauncher
 
     launcher = ClusterLauncher(tmp_path_factory.mktemp("interop-apache-kafka"), brokers=1, impl="apache-kafka",
                                broker_props=FAST_PROPS)

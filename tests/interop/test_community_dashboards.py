@@ -50,8 +50,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafkascope.cluster import process as proc
-from kafkascope.cluster.launcher import ClusterLauncher
+from kafkascope.local import process as proc
+from kafkascope.local.launcher import ClusterLauncher
 from tests.e2e.helpers import wait_until
 from tests.interop import community_queries as cq
 from tests.interop.conftest import apache_kafka_or_skip

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.cluster_throughput import create_replicated_topic
+from kafkascope.local.cluster import Cluster
 from tests.e2e import test_clients as clients
 from tests.e2e.helpers import wait_until
 from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
-from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.slow
 

@@ -30,7 +30,7 @@ def fetch_cache(url: str) -> tuple[float, float]:
 
 def test_java_console_consumer_reads_through_one_session(backend, topic_name, tmp_path):
     apache_kafka_or_skip()
-    from tests.support.apache_kafka import tool_command
+    from kafkascope.local.apache_kafka import tool_command
 
     b = backend
     url = b.metrics_url

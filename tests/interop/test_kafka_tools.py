@@ -27,7 +27,7 @@ E2E_LATENCY = "org.apache.kafka.tools.EndToEndLatency"
 @pytest.fixture(scope="session")
 def kafka_tool():
     apache_kafka_or_skip()
-    from tests.support.apache_kafka import tool_command
+    from kafkascope.local.apache_kafka import tool_command
 
     def run(main_class: str, *args: str, stdin: str | None = None, timeout: float = 120,
             check: bool = True) -> subprocess.CompletedProcess:

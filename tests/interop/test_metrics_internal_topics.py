@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic, wait_until
 from tests.interop.test_metrics_parity import _value, scrape
-from tests.support.wire import WireClient
 
 FIND_COORDINATOR, OFFSET_COMMIT = 10, 8
 MESSAGES = "kafka_server_brokertopicmetrics_messagesin_total"

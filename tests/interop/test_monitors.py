@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.cluster_throughput import create_replicated_topic
+from kafkascope.local.cluster import Cluster, wait_for
 from lagmonitor.api import LagAPI, serve
 from lagmonitor.collector import wall_ms
 from lagmonitor.rules import Status
@@ -24,7 +25,6 @@ from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
 from tests.lagmonitor import test_lag_e2e as lag_e2e
 from tests.lagmonitor.test_lag_e2e import scenario  # noqa: F401 - fixture, fed by `shared_broker` and `running` below
 from tests.slo.test_real_xmonitor_files import assert_counts_match_the_files, run_report
-from tests.support.cluster import Cluster, wait_for
 from tests.xmonitor.helpers import fast_config, gauge, registry_total, scrape, total
 from xmonitor import sink
 from xmonitor.app import XMonitor

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkascope.cluster import process as proc
-from kafkascope.cluster.launcher import ClusterLauncher
+from kafkascope.local import process as proc
+from kafkascope.local.launcher import ClusterLauncher
 from tests.dashboards.test_up_watch import (
     TOPIC,
     assert_nothing_created_without_consent,

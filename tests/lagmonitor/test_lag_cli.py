@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from kafkascope import lag_cli
+from kafkascope.cli import lag as lag_cli
 
 
 def run(argv):
     p = argparse.ArgumentParser()
-    lag_cli.add_parser(p.add_subparsers())
+    lag_cli.register(p.add_subparsers())
     args = p.parse_args(argv)
     return args.run(args)
 

@@ -13,7 +13,8 @@ from broker.coordinator.offsets_schema import (
     encode_key,
     encode_offset_commit_value,
 )
-from kafkascope import lag_cli
+from kafkascope.cli import lag as lag_cli
+from kafkascope.cli import slo as slo_cli
 from lagmonitor import history
 from lagmonitor.config import ConfigError, LagConfig, load_config
 from lagmonitor.evaluator import EvaluatorConfig
@@ -80,10 +81,12 @@ def test_config_key_is_a_boolean_off_by_default():
 @pytest.mark.parametrize("argv", [["lag"], ["slo", "lag-history", "--input", "i", "--out", "o"]])
 def test_cli_flag_sets_the_storage_option(tmp_path, argv):
     p = argparse.ArgumentParser()
-    lag_cli.add_parser(p.add_subparsers())
-    assert lag_cli._config(p.parse_args(argv)).storage.drop_on_offset_tombstone is False
-    assert lag_cli._config(p.parse_args([*argv, "--drop-on-offset-tombstone"])).storage.drop_on_offset_tombstone
+    sub = p.add_subparsers()
+    lag_cli.register(sub)
+    slo_cli.register(sub)
+    assert lag_cli.lag_config(p.parse_args(argv)).storage.drop_on_offset_tombstone is False
+    assert lag_cli.lag_config(p.parse_args([*argv, "--drop-on-offset-tombstone"])).storage.drop_on_offset_tombstone
     yaml_file = tmp_path / "lag.yaml"
     yaml_file.write_text("storage:\n  intervals: 4\n")
-    config = lag_cli._config(p.parse_args([*argv, "--config", str(yaml_file), "--drop-on-offset-tombstone"]))
+    config = lag_cli.lag_config(p.parse_args([*argv, "--config", str(yaml_file), "--drop-on-offset-tombstone"]))
     assert (config.storage.intervals, config.storage.drop_on_offset_tombstone) == (4, True)

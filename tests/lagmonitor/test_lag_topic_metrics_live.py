@@ -17,14 +17,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.cluster_throughput import create_replicated_topic
 from dashboards import build
-from kafkascope.cluster import process as proc
-from kafkascope.up import prometheus_query
+from kafkascope.local import process as proc
+from kafkascope.local.cluster import Cluster, wait_for
+from kafkascope.local.stack.procs import prometheus_query
 from lagmonitor.api import LagAPI, serve
 from lagmonitor.collector import wall_ms
 from tests.e2e.helpers import wait_until
 from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
 from tests.lagmonitor.test_lag_e2e import CONFIG, Running, get
-from tests.support.cluster import Cluster, wait_for
 
 COMMUNITY = build.PROMETHEUS_DIR / "community"
 

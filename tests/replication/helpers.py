@@ -9,8 +9,8 @@ import uuid
 from dataclasses import dataclass
 
 from broker.log.records import Record, build_batch
-from tests.support.cluster import Cluster, wait_for
-from tests.support.wire import WireClient
+from kafkascope.local.cluster import Cluster, wait_for
+from kafkascope.local.wire import WireClient
 
 PRODUCE, LIST_OFFSETS, METADATA, CREATE_TOPICS, FIND_COORDINATOR = 0, 2, 3, 19, 10
 EARLIEST, LATEST = -2, -1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 
+from kafkascope.local.cluster import wait_for
 from tests.replication.helpers import (
     create_topic,
     metadata,
@@ -14,7 +15,6 @@ from tests.replication.helpers import (
     topic_name,
     wait_healthy,
 )
-from tests.support.cluster import wait_for
 
 SESSION_MS = 6000
 # ZooKeeper expires sessions on its tick (500 ms in the launcher); the watch and the election follow at once.

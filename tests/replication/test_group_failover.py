@@ -7,10 +7,10 @@ import uuid
 
 from broker.coordinator.group_coordinator import java_string_hash
 from broker.coordinator.offsets_schema import OffsetCommitKey, decode_key, decode_offset_commit_value
+from kafkascope.local.cluster import wait_for
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import records as visible_records
 from tests.replication.helpers import FIND_COORDINATOR, create_topic, metadata, produce_to_leader, topic_name
-from tests.support.cluster import wait_for
-from tests.support.wire import WireClient
 
 SESSION_MS = 6000
 OFFSETS_PARTITIONS = 10  # the launcher's offsets.topic.num.partitions

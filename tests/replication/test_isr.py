@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kafkascope.local.cluster import wait_for
 from tests.replication.helpers import (
     NOT_ENOUGH_REPLICAS,
     create_topic,
@@ -12,7 +13,6 @@ from tests.replication.helpers import (
     read_partitions,
     topic_name,
 )
-from tests.support.cluster import wait_for
 
 LAG_MS = 2000
 # A paused broker must not lose its ZooKeeper session during the test: ISR changes here come from the leader.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkascope.local.cluster import wait_for
 from tests.replication.helpers import (
     ContinuousProducer,
     check_acked_exactly_once_in_order,
@@ -15,7 +16,6 @@ from tests.replication.helpers import (
     topic_name,
     wait_healthy,
 )
-from tests.support.cluster import wait_for
 
 SESSION_MS = 6000
 PROPS = {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": SESSION_MS, "replica.lag.time.max.ms": 4000}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from tests.support.cluster import wait_for
+from kafkascope.local.cluster import wait_for
 
 
 def test_explicit_assignment_is_honoured_and_extended(cluster_factory):

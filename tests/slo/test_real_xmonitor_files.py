@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.broker_process import ROOT
+from kafkascope.local.broker_process import ROOT
 from xmonitor import sink
 from xmonitor.sli_schema import decode_hdr
 

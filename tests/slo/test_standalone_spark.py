@@ -10,9 +10,9 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from kafkascope.local.broker_process import free_port, wait_for_port
+from kafkascope.local.cluster import wait_for
 from slo.generate import DAY_S, GenConfig, Incident, expected, generate
-from tests.support.broker_process import free_port, wait_for_port
-from tests.support.cluster import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,8 @@ import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
-from tests.support.apache_kafka import ZK_VERSION, ApacheKafkaError, ensure_kafka, jmx_agent_jar
-from tests.support.broker_process import free_port
+from kafkascope.local.apache_kafka import ZK_VERSION, ApacheKafkaError, ensure_kafka, jmx_agent_jar
+from kafkascope.local.broker_process import free_port
 
 HARNESS = Path(__file__).with_name("JmxHarness.java")
 AGENT_VERSION = "1.0.1"

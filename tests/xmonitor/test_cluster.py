@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from tests.support.cluster import wait_for
+from kafkascope.local.cluster import wait_for
 from tests.xmonitor.helpers import fast_config, gauge, scrape
 from xmonitor import formulas
 from xmonitor.app import XMonitor

@@ -6,7 +6,7 @@ import time
 
 from confluent_kafka import Producer
 
-from tests.support.cluster import wait_for
+from kafkascope.local.cluster import wait_for
 from tests.xmonitor.helpers import fast_config, gauge, registry_total, scrape, total
 from xmonitor import payload, sink
 from xmonitor.app import XMonitor

@@ -293,7 +293,7 @@ def test_produce_poll_timeout_never_truncates_a_wait_to_zero():
 def test_sli_sink_folds_the_queued_events_between_intervals():
     """No reader for a minute (no scrape, no interval close): the sink still folds the client threads' events in
     small batches, so no later reader folds a long backlog in one go."""
-    from tests.support.cluster import wait_for
+    from kafkascope.local.cluster import wait_for
     from xmonitor.services.sli_sink import SliSinkService
 
     cfg = config.MonitorConfig(bootstrap_servers="x", topic="t", sli_interval_ms=60_000)

@@ -1,1 +1,0 @@
-"""Local clusters: a real ZooKeeper plus N broker subprocesses, driven by `kafkascope cluster ...` and tests."""
