@@ -1,4 +1,4 @@
-"""Burrow v3 HTTP API (paths and JSON names of burrow.md §5) and `/metrics`, on 127.0.0.1."""
+"""Burrow v3 HTTP API (paths and JSON names of docs/lag-monitor.md §5) and `/metrics`, on 127.0.0.1."""
 
 from __future__ import annotations
 

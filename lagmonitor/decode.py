@@ -1,4 +1,4 @@
-"""Decode `__consumer_offsets` records (Kafka's format, burrow.md §2.2) without any broker code.
+"""Decode `__consumer_offsets` records (Kafka's format, docs/lag-monitor.md §2.2) without any broker code.
 
 Keys: v0/v1 offset commit, v2 group metadata, anything else is a record type we skip. Offset-commit values v0–v4
 (v4 is flexible: a real uvarint string length and tagged fields), group-metadata values v0–v3.

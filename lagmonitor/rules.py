@@ -1,4 +1,4 @@
-"""Burrow's evaluator rules as pure functions (burrow.md §4): partition status, group status, completeness.
+"""Burrow's evaluator rules as pure functions (docs/lag-monitor.md §4): partition status, group status, completeness.
 
 Time is passed in: `now_s` is whole seconds, commit timestamps are ms, exactly as Burrow compares them.
 """

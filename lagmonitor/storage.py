@@ -1,4 +1,4 @@
-"""Burrow's in-memory storage (burrow.md §3): commit windows per partition and broker-offset history per partition.
+"""Burrow's in-memory storage (docs/lag-monitor.md §3): commit windows per partition and broker-offset history per partition.
 
 Pure state: every method that depends on time takes `now_ms`. Snapshots are plain JSON-able dicts.
 """
@@ -125,7 +125,7 @@ class LagStorage:
 
     def add_commit(self, group: str, topic: str, partition: int, offset: int, timestamp: int, order: int,
                    now_ms: int) -> bool:
-        """Store a commit (burrow.md §3.2, in its order of checks). Returns whether it was stored."""
+        """Store a commit (docs/lag-monitor.md §3.2, in its order of checks). Returns whether it was stored."""
         cfg = self.config
         if timestamp < (now_ms // 1000 - cfg.expire_group_s) * 1000 or not self.accept(group):
             return False

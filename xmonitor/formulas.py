@@ -1,4 +1,4 @@
-"""Xinfra's availability formulas (xinfra.md §3.1-3.3), pure: they take already-windowed rates."""
+"""Xinfra's availability formulas (docs/xmonitor.md §3.1-3.3), pure: they take already-windowed rates."""
 
 from __future__ import annotations
 

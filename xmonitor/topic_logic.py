@@ -1,4 +1,4 @@
-"""Topic-management decisions (xinfra.md §4), pure: the cluster's state in, the actions to take out.
+"""Topic-management decisions (docs/xmonitor.md §4), pure: the cluster's state in, the actions to take out.
 
 Differences from Xinfra, on purpose: new partitions get the broker that is preferred leader of the fewest
 partitions as their first replica (Xinfra: a random broker), so a joining broker leads a new partition at once;

@@ -1,4 +1,4 @@
-"""Wire-level behaviour with raw sockets: ApiVersions quirks and bad input (protocol.md §1.6)."""
+"""Wire-level behaviour with raw sockets: ApiVersions quirks and bad input (Kafka protocol guide: ApiVersions handling; docs/hostile-input.md)."""
 
 from __future__ import annotations
 

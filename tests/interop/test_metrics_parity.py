@@ -1,7 +1,7 @@
 """Metrics parity: the same workload on both backends; our /metrics (prometheus.listener) against the JMX
 exporter's output for Apache Kafka 3.9 under the same (Strimzi) naming rules.
 
-* every must-have series name of ../shared/reference/kafka_metrics.md section 5 (categories A + B) is present on
+* every must-have series name (MUST_HAVE: what the community dashboards and alerts query) is present on
   both, with the same label names;
 * the comparable counters (messages in, bytes in, per topic) move by the same amount within 5%;
 * the produce-request counters (per topic and broker-wide) count exactly the Produce requests the client says it

@@ -234,7 +234,7 @@ def test_lag_subscribed_group_keeps_up_then_stops_committing_while_producing(clu
 
     def stored_commit() -> int | None:
         # read from storage, not over HTTP: fetching a group known only from its metadata record (no commit yet,
-        # lastCommit 0) expires it, owners and all, as Burrow does (burrow.md 3.3)
+        # lastCommit 0) expires it, owners and all, as Burrow does (docs/lag-monitor.md §3.3)
         with running.monitor.lock:
             g = running.monitor.storage.groups.get(group)
             ring = g.topics[topic][0].ring if g and topic in g.topics else None

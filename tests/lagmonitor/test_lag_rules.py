@@ -1,4 +1,4 @@
-"""Burrow's evaluator rules (burrow.md §4): a numbered table covering every branch and ordering consequence."""
+"""Burrow's evaluator rules (docs/lag-monitor.md §4): a numbered table covering every branch and ordering consequence."""
 
 from __future__ import annotations
 
