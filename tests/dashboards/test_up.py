@@ -144,14 +144,8 @@ def test_first_live_report_is_due_once_the_window_holds_the_probes_first_interva
         assert procs.report_has_data(first, due) and not procs.report_has_data(first, due - 1)
 
 
-def _has_live_report() -> bool:
-    return procs.live_report_command("5m", Path("s"), Path("o")) is not None
-
-
 @pytest.mark.timeout(240)
 def test_up_shows_the_live_report_root_and_says_the_first_is_coming(tmp_path, monkeypatch):
-    if not _has_live_report():
-        pytest.skip("this kafkascope has no `slo report --every`")
     data = tmp_path / "state"
     p, out = _up(data)
     try:
@@ -174,8 +168,6 @@ def test_up_shows_the_live_report_root_and_says_the_first_is_coming(tmp_path, mo
 @pytest.mark.timeout(660)
 def test_up_publishes_the_first_live_report(tmp_path, monkeypatch):
     """The figure: time from `up` to the first live report in the local stack (all parts)."""
-    if not _has_live_report():
-        pytest.skip("this kafkascope has no `slo report --every`")
     from slo import live
 
     data = tmp_path / "state"

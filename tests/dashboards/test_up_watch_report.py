@@ -62,11 +62,8 @@ def leaders(bootstrap: str) -> tuple[dict[int, int], int]:
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 def test_live_report_sees_a_paused_broker(three, tmp_path):
-    from kafkascope.local.stack import watch
     from slo import live
 
-    if watch.report_command(watch.WatchOptions("b:1"), tmp_path, tmp_path) is None:
-        pytest.skip("this kafkascope has no `slo report --every`")
     data = tmp_path / "state"
     reports = data / "slo-reports"
     cmd = [sys.executable, "-m", "kafkascope", "up", "--bootstrap-servers", three.bootstrap, "--data-dir", str(data),

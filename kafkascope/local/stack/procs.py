@@ -135,9 +135,6 @@ class Processes:
         """The page at once on the reports root (it says when the first report is due), the scheduler
         (`slo report --every`) on the probe's SLI dir once the probe has a whole interval."""
         cmd = live_report_command(every, self.data_dir / "sli", self.reports, lag_dir)
-        if cmd is None:
-            step("scheduled SLO report and page skipped: this kafkascope has no `slo report --every` yet")
-            return
         self.reports.mkdir(exist_ok=True)
         self.report_every = every
         if page:
@@ -216,7 +213,7 @@ class Processes:
             self._report_thread.join(15)
             self.stop_children()
 
-    def start(self, progress: Step = lambda s: None, timeout_s: float = 60.0):  # noqa: ANN201 - the subclass
+    def start(self, progress: Step = lambda s: None, timeout_s: float = 60.0):
         """Start every part; if one fails, stop what was started and re-raise."""
         try:
             self._start(progress, timeout_s)
@@ -249,11 +246,8 @@ def prometheus_config(jobs: list[ScrapeJob], rule_files: list[str], scrape_inter
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
-def live_report_command(every: str, sli_dir: Path, out: Path, lag_dir: Path | None = None) -> list[str] | None:
-    """`kafkascope slo report --every` on the probe's live SLI files (and the lag monitor's history), None when
-    this kafkascope has no scheduled report."""
-    if not _has_report_every():
-        return None
+def live_report_command(every: str, sli_dir: Path, out: Path, lag_dir: Path | None = None) -> list[str]:
+    """`kafkascope slo report --every` on the probe's live SLI files (and the lag monitor's history)."""
     cmd = [sys.executable, "-m", "kafkascope", "slo", "report", "--sli-dir", str(sli_dir), "--out", str(out),
            "--every", every, "--keep", str(REPORTS_KEPT)]
     return cmd + (["--lag-dir", str(lag_dir)] if lag_dir is not None else [])
@@ -284,15 +278,6 @@ def first_report_due_ms(first_ms: int | None, now_ms: int, interval_ms: int = SL
 
     end = (now_ms if first_ms is None else first_ms) + interval_ms
     return max(now_ms, -(-end // live.STEP_MS) * live.STEP_MS + live.LIVE_GRACE_MS)
-
-
-def _has_report_every() -> bool:
-    from kafkascope.cli import build_parser
-
-    p = build_parser()
-    slo = p._subparsers._group_actions[0].choices["slo"]  # noqa: SLF001 - argparse has no public walk
-    report = slo._subparsers._group_actions[0].choices.get("report")  # noqa: SLF001
-    return report is not None and any("--every" in a.option_strings for a in report._actions)  # noqa: SLF001
 
 
 def write_yaml(path: Path, data: dict) -> None:

@@ -190,8 +190,8 @@ def inspect(opts: WatchOptions, timeout_s: float = 10.0) -> ClusterView:
     return ClusterView(brokers, exists, listeners)
 
 
-def report_command(opts: WatchOptions, sli_dir: Path, out: Path, lag_dir: Path | None = None) -> list[str] | None:
-    """The scheduled live report on the probe's SLI files, every --report-every (None: no `slo report --every`)."""
+def report_command(opts: WatchOptions, sli_dir: Path, out: Path, lag_dir: Path | None = None) -> list[str]:
+    """The scheduled live report on the probe's SLI files, every --report-every."""
     return live_report_command(opts.report_every, sli_dir, out, lag_dir)
 
 
