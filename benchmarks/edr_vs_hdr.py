@@ -26,7 +26,8 @@ import random
 import statistics
 
 from benchmarks._common import emit_json
-from exporter.registry import ManualClock, Registry
+from common.clock import ManualClock
+from exporter.registry import Registry
 
 PAGE_MS = 250.0
 
@@ -104,7 +105,8 @@ def simulate(events_per_second, latency, minutes: int, seed: int, qs=(0.99,)):
         bucket: list[float] = []
         for sec in range(60):
             now = minute * 60 + sec
-            clock.now = float(now)
+            if sec:                                 # second 0 was reached at the end of the previous minute
+                clock.advance(1000)
             reg.tick()
             n = events_per_second(now, rng)
             for i in range(n):
@@ -114,7 +116,7 @@ def simulate(events_per_second, latency, minutes: int, seed: int, qs=(0.99,)):
                 edr.update(v, t)
                 bucket.append(v)
         per_minute.append(bucket)
-        clock.now = float((minute + 1) * 60)
+        clock.advance(1000)                         # to (minute + 1) * 60
         reg.tick()
         last5 = [v for b in per_minute[-5:] for v in b]
         row = {"minute": minute + 1, "n": len(bucket)}

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from broker.clock import Clock, SystemClock
+from common.clock import Clock, SystemClock
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.errors import ErrorCode, KafkaError

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+
+from common.clock import SYSTEM, Clock
 
 TICK_INTERVAL_S = 5.0
 _M1_ALPHA = 1 - math.exp(-TICK_INTERVAL_S / 60.0 / 1)
@@ -32,28 +32,6 @@ _M5_ALPHA = 1 - math.exp(-TICK_INTERVAL_S / 60.0 / 5)
 _M15_ALPHA = 1 - math.exp(-TICK_INTERVAL_S / 60.0 / 15)
 
 Tags = tuple[tuple[str, str], ...]
-
-
-class Clock(Protocol):
-    def monotonic(self) -> float: ...
-
-
-class MonotonicClock:
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-
-class ManualClock:
-    """A clock tests move by hand (seconds)."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.now = start
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +212,7 @@ class Registry:
     """Get-or-create registry. Not thread-safe by design: the broker records and scrapes on its event loop."""
 
     def __init__(self, clock: Clock | None = None, window_s: float = 60.0, intervals: int = 6) -> None:
-        self.clock: Clock = clock or MonotonicClock()
+        self.clock: Clock = clock or SYSTEM
         self.window_s = window_s
         self.intervals = intervals
         self._metrics: dict[MetricName, object] = {}

@@ -11,14 +11,13 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from common.clock import SYSTEM
 from lagmonitor import topics
 from lagmonitor.monitor import LagMonitor
 
 log = logging.getLogger(__name__)
 
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
+wall_ms = SYSTEM.now_ms   # the collector's default time source (ms), shared with the CLI and tests
 
 
 class Collector:

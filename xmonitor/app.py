@@ -13,7 +13,7 @@ import time
 
 from prometheus_client import start_http_server
 
-from xmonitor.clock import SYSTEM, Clock
+from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.payload import new_run_id
@@ -59,13 +59,13 @@ class XMonitor:
             self.port = self._http.server_port
             log.info("xmonitor: /metrics on http://%s:%d/metrics", host, self.port)
         if self.topic_management is not None:
-            deadline = self.clock.mono() + topic_timeout_s
+            deadline = self.clock.monotonic() + topic_timeout_s
             while not self.topic_management.run_pass_safely():
-                if self.clock.mono() > deadline:
+                if self.clock.monotonic() > deadline:
                     raise RuntimeError(f"topic management could not set up {self.cfg.topic!r}")
                 time.sleep(1.0)
             while not self.topic_management.propagated_safely():
-                if self.clock.mono() > deadline:
+                if self.clock.monotonic() > deadline:
                     log.warning("xmonitor: %s is not yet known to every broker; probing anyway", self.cfg.topic)
                     break
                 time.sleep(0.1)
@@ -81,8 +81,8 @@ class XMonitor:
             if s is not None:
                 s.stop()
                 s.join(30)
-        deadline = self.clock.mono() + drain_s
-        while self.consume.running and self.clock.mono() < deadline:
+        deadline = self.clock.monotonic() + drain_s
+        while self.consume.running and self.clock.monotonic() < deadline:
             consumed, produced = self.rec.consumed_and_produced()
             if consumed >= produced:
                 break

@@ -27,7 +27,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from xmonitor import formulas
 from xmonitor.accounting import Kind, Outcome
-from xmonitor.clock import SYSTEM, Clock
+from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.sli_schema import encode_hdr, new_histogram
 from xmonitor.windowed import Latency, Rate
@@ -189,13 +189,13 @@ class Recorder:
             self.fold()
 
     def record_produce_result(self, partition: int, error: str | None, latency_s: float) -> None:
-        self._produced.append((partition, self.leaders.get(partition, -1), error, latency_s, self.clock.wall_ms()))
+        self._produced.append((partition, self.leaders.get(partition, -1), error, latency_s, self.clock.now_ms()))
         if len(self._produced) > _FOLD_AT:
             self.fold()
 
     def record_consumed(self, partition: int, outcome: Outcome, delay_s: float, nbytes: int) -> None:
         self._consumed.append((partition, self.leaders.get(partition, -1), outcome.kind, delay_s, nbytes,
-                               self.clock.wall_ms()))
+                               self.clock.now_ms()))
         if len(self._consumed) > _FOLD_AT:
             self.fold()
 
@@ -268,7 +268,7 @@ class Recorder:
         return self.totals["records-consumed"], self.totals["records-produced"]
 
     def record_lost(self, partition: int, n: int) -> None:
-        now_ms = self.clock.wall_ms()
+        now_ms = self.clock.now_ms()
         with self._lock:
             self._child(self.c_lost, partition).inc(n)
             self._interval(partition).lost += n
@@ -278,14 +278,14 @@ class Recorder:
     def record_consume_error(self) -> None:
         with self._lock:
             self.c_consume_errors.labels(self.cfg.cluster_name, self.cfg.topic).inc()
-            self.w_consume_err.record(self.clock.wall_ms())
+            self.w_consume_err.record(self.clock.now_ms())
             self.totals["consume-error"] += 1
 
     # ---- offset commits ----------------------------------------------------------------------------------
     def record_commit(self, source: str, ok: bool, latency_s: float | None = None) -> None:
         """source: "consumer" (the consume service's own commits, Xinfra's commit-*-service groups) or "probe"
         (the offset-commit service)."""
-        now_ms = self.clock.wall_ms()
+        now_ms = self.clock.now_ms()
         with self._lock:
             self.c_commits.labels(self.cfg.cluster_name, source, "success" if ok else "failure").inc()
             if ok and latency_s is not None:
@@ -343,7 +343,7 @@ class Recorder:
 
     # ---- Xinfra gauges -----------------------------------------------------------------------------------
     def produce_availability(self, now_ms: int | None = None) -> float:
-        now_ms = self.clock.wall_ms() if now_ms is None else now_ms
+        now_ms = self.clock.now_ms() if now_ms is None else now_ms
         with self._lock:
             self.fold()
             per = [(self.w_produced_p[p].measure(now_ms) if p in self.w_produced_p else 0.0,
@@ -352,7 +352,7 @@ class Recorder:
         return formulas.produce_availability(per, self.cfg.produce_treat_zero_throughput_as_unavailable)
 
     def consume_availability(self, now_ms: int | None = None) -> float:
-        now_ms = self.clock.wall_ms() if now_ms is None else now_ms
+        now_ms = self.clock.now_ms() if now_ms is None else now_ms
         with self._lock:
             self.fold()
             return formulas.consume_availability(self.w_consumed.measure(now_ms), self.w_delayed.measure(now_ms),
@@ -360,7 +360,7 @@ class Recorder:
 
     def kmf_gauges(self, now_ms: int | None = None) -> dict[tuple[str, str], float]:
         """(MBean type, attribute) -> value, as Xinfra's MBeans would report them now."""
-        now_ms = self.clock.wall_ms() if now_ms is None else now_ms
+        now_ms = self.clock.now_ms() if now_ms is None else now_ms
         t = self.totals
         with self._lock:
             self.fold()

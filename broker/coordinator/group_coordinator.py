@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
-from broker.clock import Clock
+from common.clock import Clock
 from broker.config import BrokerConfig
 from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog, java_string_hash
 from broker.coordinator.group_state import (

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
 
-from broker.clock import Clock
+from common.clock import Clock
 from broker.config import BrokerConfig
 from broker.coordinator.group_state import Group, GroupState, OffsetAndMetadata
 from broker.coordinator.offsets_schema import (

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from broker.clock import Clock
+from common.clock import Clock
 from broker.log.log import CLEANER_TMP_DIR, PartitionLog
 from broker.log.records import BatchHeader, Record, build_batch, decode_records, iter_batches, read_header
 from broker.log.segment import LogSegment

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.clock import Clock
+from common.clock import Clock
 from broker.config import LogConfig
 from broker.errors import ErrorCode, KafkaError
 from broker.log.leader_epoch import LeaderEpochCache

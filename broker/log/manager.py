@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.clock import Clock
+from common.clock import Clock
 from broker.config import LogConfig
 from broker.log.cleaner import LogCleaner
 from broker.log.log import DELETE_DIR_SUFFIX, PartitionLog

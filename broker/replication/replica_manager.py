@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from broker.clock import Clock
+from common.clock import Clock
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.errors import ErrorCode, KafkaError

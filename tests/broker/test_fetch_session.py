@@ -21,7 +21,8 @@ from broker.fetch_session import (
     next_epoch,
     register_metrics,
 )
-from exporter.registry import ManualClock, MetricName, Registry
+from common.clock import ManualClock
+from exporter.registry import MetricName, Registry
 
 EVICT_MS = 120_000
 

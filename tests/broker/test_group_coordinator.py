@@ -4,7 +4,7 @@ import asyncio
 import functools
 import struct
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.coordinator.group_coordinator import GroupCoordinator, java_string_hash
 from broker.coordinator.offsets_schema import GroupMetadataKey, decode_group_metadata_value, decode_key

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.coordinator.group_coordinator import GroupCoordinator

@@ -3,7 +3,7 @@ committed and read back, the counts the GroupMetadataManager gauges read, and wh
 
 import asyncio
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.group_metadata_manager import OFFSET_METADATA_MAX_BYTES, GroupMetadataManager

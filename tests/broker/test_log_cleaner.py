@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.log.cleaner import LogCleaner
 from broker.log.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, crc_ok, iter_batches
 from broker.log.segment import LogSegment

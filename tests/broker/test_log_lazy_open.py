@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log import segment
 from broker.log.manager import LogManager

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.manager import LogManager, parse_partition_dir
 from broker.log.records import Record, build_batch

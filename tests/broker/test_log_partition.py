@@ -3,7 +3,7 @@ import os
 import pytest
 from crc32c import crc32c
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import GZIP, LZ4, Record, build_batch, iter_batches, read_header

@@ -1,6 +1,6 @@
 import pytest
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import build_batch, read_header
 from tests.broker.test_log_support import batch, make_log, read_all

@@ -3,7 +3,7 @@
 import os
 import socket
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.log import PartitionLog
 from broker.log.records import Record, build_batch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.log import PartitionLog
 from broker.log.records import Record, build_batch, decode_records, iter_batches

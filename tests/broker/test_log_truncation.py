@@ -1,6 +1,6 @@
 """Follower-side truncation and the leader epoch cache kept by the log."""
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.log import PartitionLog
 from broker.log.records import Record, build_batch, iter_batches

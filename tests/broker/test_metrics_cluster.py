@@ -5,7 +5,8 @@ import time
 
 from broker.controller.zk_client import TimedKazooClient
 from broker.metrics.cluster import ClusterMetrics, zk_event
-from exporter.registry import ManualClock, MetricName, Registry
+from common.clock import ManualClock
+from exporter.registry import MetricName, Registry
 
 
 class FakeZooKeeper:

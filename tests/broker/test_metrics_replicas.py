@@ -9,7 +9,8 @@ import pytest
 
 from broker.metrics.replicas import FetcherMetrics, PartitionStats, ReplicaGauges
 from broker.replication.fetcher import ReplicaFetcherManager
-from exporter.registry import ManualClock, MetricName, Registry
+from common.clock import ManualClock
+from exporter.registry import MetricName, Registry
 
 
 class FakeView:
@@ -103,7 +104,7 @@ def test_min_fetch_rate_over_the_active_fetchers():
     assert min_rate.value == 0.0                       # slow has sent nothing yet
     for _ in range(5):
         fm.on_fetch_request(slow)
-    reg.clock.advance(5)
+    reg.clock.advance(5000)
     reg.tick()
     assert min_rate.value == pytest.approx(5 / 5)      # Yammer's first tick: events / 5 s
     requests = reg.get(MetricName.of("kafka.server", "FetcherStats", "RequestsPerSec",

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from broker.clock import ManualClock
+from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.errors import ErrorCode, KafkaError

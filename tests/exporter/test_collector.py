@@ -7,7 +7,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collector import build_prometheus_registry, render
 from exporter.http import MetricsHTTPServer
-from exporter.registry import ManualClock, RawFamily, RawSample, Registry
+from common.clock import ManualClock
+from exporter.registry import RawFamily, RawSample, Registry
 
 
 def _registry():

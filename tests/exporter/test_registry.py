@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from exporter.registry import EWMA, ManualClock, MetricName, Registry, SampledRate
+from common.clock import ManualClock
+from exporter.registry import EWMA, MetricName, Registry, SampledRate
 
 
 def test_metric_name_keeps_tag_order_and_drops_empty_values():
@@ -39,10 +40,10 @@ def test_meter_rates_follow_yammer():
     m = reg.meter("kafka.server", "BrokerTopicMetrics", "MessagesInPerSec")
     assert (m.count, m.mean_rate, m.one_minute_rate) == (0, 0.0, 0.0)
     m.mark(50)
-    clock.advance(4.9)
+    clock.advance(4900)
     reg.tick()
     assert m.one_minute_rate == 0.0  # no tick yet: Yammer only moves the EWMA every 5 s
-    clock.advance(0.1)
+    clock.advance(100)
     reg.tick()
     assert m.one_minute_rate == pytest.approx(10.0)
     assert m.five_minute_rate == pytest.approx(10.0)
@@ -50,12 +51,12 @@ def test_meter_rates_follow_yammer():
     # Constant 10/s for 10 minutes: every EWMA converges on 10.
     for _ in range(120):
         m.mark(50)
-        clock.advance(5)
+        clock.advance(5000)
         reg.tick()
     assert m.one_minute_rate == pytest.approx(10.0)
     assert m.fifteen_minute_rate == pytest.approx(10.0)
     # Then a minute of silence: the 1-minute rate decays by e^-1, the 15-minute one by e^(-1/15).
-    clock.advance(60)
+    clock.advance(60_000)
     reg.tick()
     assert m.one_minute_rate == pytest.approx(10.0 * math.exp(-1), rel=1e-9)
     assert m.fifteen_minute_rate == pytest.approx(10.0 * math.exp(-1 / 15), rel=1e-9)
@@ -67,7 +68,7 @@ def test_nanosecond_meter_reads_as_fraction():
     reg = Registry(clock)
     idle = reg.meter("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent", scale=1e-9)
     idle.mark(int(3.75e9))  # 3.75 s idle of 5 s
-    clock.advance(5)
+    clock.advance(5000)
     reg.tick()
     assert idle.one_minute_rate == pytest.approx(0.75)
     assert idle.mean_rate == pytest.approx(0.75)
@@ -86,8 +87,8 @@ def test_sampled_rate_is_kafkas_two_window_rate():
     r = SampledRate(clock, window_s=30, samples=2)
     for _ in range(30):
         r.record()
-        clock.advance(1)
+        clock.advance(1000)
     assert r.rate == pytest.approx(1.0)
-    clock.advance(120)
+    clock.advance(120_000)
     assert r.rate == 0.0
     assert r.total == 30

@@ -10,7 +10,7 @@ import pytest
 
 from xmonitor import config, formulas, payload, sink, topic_logic
 from xmonitor.accounting import ConsumeAccounting, Kind, Outcome, SequenceTracker
-from xmonitor.clock import FakeClock
+from common.clock import ManualClock
 from xmonitor.metrics import Recorder, kmf_name
 from xmonitor.sli_schema import SLI_SCHEMA, decode_hdr
 from xmonitor.windowed import Latency, Percentiles, Rate
@@ -222,7 +222,7 @@ def test_switches_off():
 
 
 def test_recorder_views_agree_and_sli_file_roundtrip(tmp_path):
-    clock = FakeClock()
+    clock = ManualClock()
     cfg = config.MonitorConfig(bootstrap_servers="h:1", cluster_name="c1", topic="t", consume_latency_sla_ms=100)
     rec = Recorder(cfg, "run", clock)
     rec.set_topology({0: 5, 1: 6})
@@ -234,7 +234,7 @@ def test_recorder_views_agree_and_sli_file_roundtrip(tmp_path):
         rec.record_consumed(0, Outcome(Kind.IN_ORDER), 0.005, 200)
         rec.record_produce_attempt(1)
         rec.record_produce_result(1, "_MSG_TIMED_OUT", 3.0)
-        clock.advance(0.1)
+        clock.advance(100)
     rec.record_consumed(0, Outcome(Kind.DUPLICATE), 0.5, 200)      # late too
     rec.record_lost(0, 2)
     g = rec.kmf_gauges()
@@ -265,13 +265,13 @@ def test_recorder_views_agree_and_sli_file_roundtrip(tmp_path):
 
 def test_queued_events_keep_the_leader_and_time_of_when_they_happened():
     """Per-record events are folded in at the next read; a leader change in between must not move them."""
-    clock = FakeClock()
+    clock = ManualClock()
     rec = Recorder(config.MonitorConfig(bootstrap_servers="x", cluster_name="c1", topic="t"), "run", clock)
     rec.set_topology({0: 5})
     rec.record_produce_result(0, None, 0.002)
     rec.record_consumed(0, Outcome(Kind.IN_ORDER), 0.004, 100)
     rec.set_topology({0: 7})
-    clock.advance(120)                  # the events' 1 s samples are now out of the 60 s window
+    clock.advance(120_000)              # the events' 1 s samples are now out of the 60 s window
     rec.record_consumed(0, Outcome(Kind.IN_ORDER), 0.004, 100)
     val = rec.registry.get_sample_value
     labels = {"cluster": "c1", "topic": "t", "partition": "0"}

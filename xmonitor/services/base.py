@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from xmonitor.clock import SYSTEM, Clock
+from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 

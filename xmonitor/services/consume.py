@@ -14,7 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from xmonitor import payload
 from xmonitor.accounting import ConsumeAccounting
-from xmonitor.clock import SYSTEM, Clock
+from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.services.base import Service, client_base, error_name, log
@@ -39,7 +39,7 @@ class ConsumeService(Service):
         started, self._commit_started = self._commit_started, None
         if err is not None and err.code() == KafkaError._NO_OFFSET:
             return                                  # nothing consumed yet: not a commit
-        latency = self.clock.mono() - started if started is not None else None
+        latency = self.clock.monotonic() - started if started is not None else None
         self.rec.record_commit("consumer", err is None, latency)
 
     def refresh_assignment(self) -> None:
@@ -74,7 +74,7 @@ class ConsumeService(Service):
         self.rec.record_consumed(msg.partition(), outcome, (now_us - probe.time_us) / 1e6, len(value or b""))
 
     def expire(self) -> None:
-        for p, n in self.accounting.expire(self.clock.wall_ms()).items():
+        for p, n in self.accounting.expire(self.clock.now_ms()).items():
             self.rec.record_lost(p, n)
 
     def run(self) -> None:
@@ -82,7 +82,7 @@ class ConsumeService(Service):
         commit_every = self.cfg.consume_commit_interval_ms / 1000.0
         last_meta = last_commit = last_expire = -1e18
         while not self.stopping:
-            now = self.clock.mono()
+            now = self.clock.monotonic()
             if now - last_meta >= meta_every:
                 last_meta = now
                 try:
@@ -97,7 +97,7 @@ class ConsumeService(Service):
                 self.handle(msg, now_us)
                 for msg in batch:
                     self.handle(msg, now_us)
-            now = self.clock.mono()
+            now = self.clock.monotonic()
             if now - last_expire >= 0.2:
                 last_expire = now
                 self.expire()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from xmonitor.clock import SYSTEM, Clock
+from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.services.base import Service, client_base, error_name, log
@@ -25,14 +25,14 @@ class OffsetCommitService(Service):
                                   "socket.timeout.ms": 10000, **cfg.consume_consumer_props})
 
     def commit_once(self) -> bool:
-        t0 = self.clock.mono()
+        t0 = self.clock.monotonic()
         try:
             self.consumer.commit(offsets=[TopicPartition(self.cfg.topic, 0, 0)], asynchronous=False)
         except KafkaException as e:
             log.warning("offset-commit: commit failed: %s", error_name(e))
             self.rec.record_commit("probe", False)
             return False
-        self.rec.record_commit("probe", True, self.clock.mono() - t0)
+        self.rec.record_commit("probe", True, self.clock.monotonic() - t0)
         return True
 
     def run(self) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from xmonitor import payload
-from xmonitor.clock import SYSTEM, Clock
+from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.schedule import SendSchedule, send_phases
@@ -97,12 +97,12 @@ class ProduceService(Service):
     def send(self, partition: int) -> None:
         idx = self.index.setdefault(partition, 0)
         value = self._encoder.encode(partition, idx, self.clock.wall_us())
-        t0 = self.clock.mono()
+        t0 = self.clock.monotonic()
         self.rec.record_produce_attempt(partition)
 
         def on_delivery(err, _msg, p=partition, t0=t0) -> None:
             self.in_flight.discard(p)
-            latency = self.clock.mono() - t0
+            latency = self.clock.monotonic() - t0
             if err is None:
                 self.index[p] = self.index.get(p, 0) + 1
                 self.rec.record_produce_result(p, None, latency)
@@ -114,18 +114,18 @@ class ProduceService(Service):
                                   partition=partition, on_delivery=on_delivery)
             self.in_flight.add(partition)
         except (KafkaException, BufferError) as e:
-            self.rec.record_produce_result(partition, error_name(e), self.clock.mono() - t0)
+            self.rec.record_produce_result(partition, error_name(e), self.clock.monotonic() - t0)
 
     def run(self) -> None:
         self.refresh_metadata_safely()
         self._meta_thread = threading.Thread(target=self._metadata_loop, name="xmonitor-produce-metadata",
                                              daemon=True)
         self._meta_thread.start()
-        schedule = SendSchedule(self.interval, origin=self.clock.mono())
+        schedule = SendSchedule(self.interval, origin=self.clock.monotonic())
         last_ok = 0.0
         wake = 0.0
         while not self.stopping:
-            now = self.clock.mono()
+            now = self.clock.monotonic()
             if self.phases is not schedule.phases:
                 schedule.rephase(self.phases, now)
             elif now < wake:
@@ -133,7 +133,7 @@ class ProduceService(Service):
                 if now - last_ok >= 1.0:
                     self.rec.cycle_ok(self.name)
                     last_ok = now
-                self.producer.poll(_poll_timeout(wake - self.clock.mono()))
+                self.producer.poll(_poll_timeout(wake - self.clock.monotonic()))
                 continue
             for p in schedule.take_due(now):
                 if p not in self.in_flight:
@@ -142,7 +142,7 @@ class ProduceService(Service):
                 self.rec.cycle_ok(self.name)
                 last_ok = now
             wake = schedule.wake_at(default=now + 0.05)
-            self.producer.poll(_poll_timeout(wake - self.clock.mono()))
+            self.producer.poll(_poll_timeout(wake - self.clock.monotonic()))
 
     def refresh_metadata_safely(self) -> None:
         try:

@@ -23,9 +23,9 @@ class SliSinkService(Service):
             except Exception as e:  # noqa: BLE001 - only a warm-up: the real writes report their own errors
                 log.warning("sli-sink: warm-up failed: %s", e)
         interval = self.cfg.sli_interval_ms / 1000.0
-        next_flush = self.clock.mono() + interval
-        while not self.wait(min(FOLD_EVERY_S, next_flush - self.clock.mono())):
-            now = self.clock.mono()
+        next_flush = self.clock.monotonic() + interval
+        while not self.wait(min(FOLD_EVERY_S, next_flush - self.clock.monotonic())):
+            now = self.clock.monotonic()
             if now < next_flush:
                 self.rec.fold()
                 continue

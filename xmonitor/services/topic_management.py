@@ -16,7 +16,7 @@ from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicColle
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from xmonitor import topic_logic
-from xmonitor.clock import SYSTEM, Clock
+from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.reassign import ReassignClient, ReassignError
@@ -186,9 +186,9 @@ class TopicManagementService(Service):
     def run(self) -> None:
         interval = self.cfg.rebalance_interval_ms / 1000.0
         check = min(self.cfg.preferred_leader_election_check_interval_ms / 1000.0, interval)
-        next_pass = self.clock.mono() + interval
-        while not self.wait(min(check, max(next_pass - self.clock.mono(), 0.0))):
-            if self.clock.mono() >= next_pass or self.elect_pending:
+        next_pass = self.clock.monotonic() + interval
+        while not self.wait(min(check, max(next_pass - self.clock.monotonic(), 0.0))):
+            if self.clock.monotonic() >= next_pass or self.elect_pending:
                 self.run_pass_safely()
-                if self.clock.mono() >= next_pass:
-                    next_pass = self.clock.mono() + interval
+                if self.clock.monotonic() >= next_pass:
+                    next_pass = self.clock.monotonic() + interval

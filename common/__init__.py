@@ -1,0 +1,1 @@
+"""What more than one component needs, written once: clocks, wire primitives, HDR parameters, polling, /metrics."""
