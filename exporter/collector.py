@@ -20,9 +20,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import (
-    ALLOWUTF8,
     UNDERSCORES,
-    _escape,
     escape_label_name,
     escape_metric_name,
 )
@@ -72,9 +70,14 @@ def families_text(families: list[Family]) -> str:
 def _line_head(mname: str, labels: dict[str, str]) -> str:
     if not labels:
         return mname + " "
-    inner = ",".join(f'{escape_label_name(k, UNDERSCORES)}="{_escape(v, ALLOWUTF8, False)}"'
+    inner = ",".join(f'{escape_label_name(k, UNDERSCORES)}="{_label_value(v)}"'
                      for k, v in sorted(labels.items()))
     return f"{mname}{{{inner}}} "
+
+
+def _label_value(v: str) -> str:
+    """A label value as the text format escapes it (prometheus_client's own escaping of values)."""
+    return v.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
 
 
 def _fmt_le(le: float) -> str:
@@ -168,7 +171,7 @@ class RegistryCollector:
                         plans[i] = s
                     if s is None:
                         continue
-                add((s, v))  # type: ignore[arg-type]
+                add((s, v))
         if len(plans_of) > 2 * len(reg._metrics) + 1000:  # metrics were removed: start afresh rather than grow
             plans_of.clear()
             self.engine.forget()
@@ -270,4 +273,4 @@ def render(prom: CollectorRegistry) -> bytes:
     if not isinstance(prom, PrometheusRegistry):
         return generate_latest(prom)
     jmx = families_text(prom.ours.families()).encode()
-    return jmx + generate_latest(_Collected(prom.ours.extras())) + generate_latest(prom.others)  # type: ignore
+    return jmx + generate_latest(_Collected(prom.ours.extras())) + generate_latest(prom.others)

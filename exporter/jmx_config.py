@@ -305,8 +305,8 @@ class JmxConfig:
             if key is not None:
                 setattr(cfg, attr, [ObjectNamePattern.parse(str(n)) for n in doc[key] or []])
         for name, attrs in (doc.get("excludeObjectNameAttributes") or {}).items():
-            domain, _, keys = str(name).partition(":")
-            cfg.exclude_attributes[canonical(domain, parse_properties(keys))] = frozenset(map(str, attrs or []))
+            domain, _, key_text = str(name).partition(":")
+            cfg.exclude_attributes[canonical(domain, parse_properties(key_text))] = frozenset(map(str, attrs or []))
         if "rules" in doc:
             cfg.rules = [_rule(r) for r in doc["rules"] or []]
         else:

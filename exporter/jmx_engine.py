@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import cast
 
 from exporter.jmx_config import JmxConfig, Rule, canonical, java_value_str, parse_java_double
 
@@ -169,14 +170,15 @@ class JmxEngine:
         plan = self._plans.get(key, _UNSEEN)
         if plan is not _UNSEEN and plan.__class__ is not _From:
             return plan, True  # type: ignore[return-value]
-        start = plan.index if plan.__class__ is _From else 0  # type: ignore[union-attr]
+        start = plan.index if plan.__class__ is _From else 0
         result, dynamic_from = self._resolve(domain, props, attr, value, start)
         if result is _DROP:
             result = None
         if start == 0:
             if len(self._plans) > _MAX_PLANS:
                 self._plans.clear()
-            self._plans[key] = result if dynamic_from is None else _From(dynamic_from)
+            # result is a Sample or None here (_DROP was replaced above)
+            self._plans[key] = cast("Sample | None", result) if dynamic_from is None else _From(dynamic_from)
         return result, dynamic_from is None  # type: ignore[return-value]
 
     def forget(self) -> None:

@@ -56,6 +56,7 @@ class Timer:
         self.meter = None       # a Yammer Timer's rates (Registry.timer sets it); None for a Histogram
         self._pending: dict[int, int] = {}
         self._current: dict[int, int] = {}
+        self._intervals = intervals
         self._ring: deque[dict[int, int]] = deque(maxlen=intervals)  # completed intervals, newest last
         self._window: HdrHistogram | None = None
         self._window_count = 0
@@ -115,13 +116,14 @@ class Timer:
                 self._expire(self._ring[0])
             self._ring.append(self._current if i == 0 else {})
             self._current = {}
-            if i >= self._ring.maxlen and not self._window_count:
+            if i >= self._intervals and not self._window_count:
                 break
 
     def _expire(self, interval: dict[int, int]) -> None:
         if not interval:
             return
         w = self._window
+        assert w is not None  # a non-empty interval was drained into the window
         for v, c in interval.items():
             w.record_value(v, -c)
         self._window_count -= sum(interval.values())
