@@ -1,4 +1,4 @@
-"""Same-run before/after: the produce, consume and e2e benchmarks on a git ref and on this checkout, interleaved.
+"""Same-run before/after: produce, consume, replicated and e2e benchmarks on a git ref and on this checkout.
 
     python -m benchmarks.before_after --ref 4298b0a [--rounds 3] [--quick]
 
@@ -34,6 +34,11 @@ BENCHMARKS: dict[str, tuple[list[str], list[Figure]]] = {
     ]),
     "consume_throughput": (["--no-kcat"], [
         ("consume MB/s", lambda r: r["ours"]["consume"]["mb_per_s"], True),
+    ]),
+    "cluster_throughput": ([], [
+        ("3 brokers acks=all RF=3 MB/s", lambda r: r["throughput"]["rf3_acks_all"]["mb_per_s"], True),
+        ("3 brokers acks=all RF=3 e2e p50 ms", lambda r: r["latency"]["rf3_acks_all"]["p50_ms"], False),
+        ("3 brokers acks=all RF=3 e2e p99 ms", lambda r: r["latency"]["rf3_acks_all"]["p99_ms"], False),
     ]),
     "e2e_latency": ([], [
         ("e2e p50 ms", lambda r: r["ours"]["p50_ms"], False),
