@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -17,25 +16,16 @@ from tests.e2e.helpers import (
     INIT_PRODUCER_ID,
     LATEST,
     PRODUCE,
-    batches,
     create_topic,
     list_offset,
     records,
     wait_until,
 )
-from tests.e2e.test_clients import consume, produce
+from tests.scenarios import durability
+from tests.scenarios.clients import consume, produce
+from tests.scenarios.durability import numbered, partition_dir, produce_batches
 
 DESCRIBE_CONFIGS = 32
-
-
-def _values(n: int, prefix: str = "v") -> list[tuple[bytes | None, bytes, list]]:
-    return [(f"k{i}".encode(), f"{prefix}{i}".encode(), [("i", str(i).encode())]) for i in range(n)]
-
-
-def _produce_batches(bootstrap: str, topic: str, recs, per_batch: int = 10, **extra) -> None:
-    """Produce in several separately-acknowledged batches (acks=1) so the log holds many batches."""
-    for i in range(0, len(recs), per_batch):
-        produce("confluent", bootstrap, topic, recs[i:i + per_batch], partition=0, acks=1, **extra)
 
 
 def _topic_config(port: int, topic: str) -> dict[str, str]:
@@ -78,8 +68,8 @@ def test_restart_keeps_records_offsets_and_configs(broker, topic_name):
     broker.start()
     create_topic(broker.port, topic_name, retention_ms="123456789", cleanup_policy="compact,delete",
                  max_message_bytes="500000")
-    recs = _values(60)
-    _produce_batches(broker.bootstrap, topic_name, recs)
+    recs = numbered(60)
+    produce_batches(broker.bootstrap, topic_name, recs)
     group = f"g-{uuid.uuid4().hex[:8]}"
     _commit(broker.bootstrap, topic_name, group, 42)
     assert broker.stop() == 0
@@ -97,15 +87,11 @@ def test_restart_keeps_records_offsets_and_configs(broker, topic_name):
 
 # ---------------------------------------------------------------- crash recovery
 
-def _partition_dir(broker, topic: str, partition: int = 0) -> Path:
-    return Path(broker.props["log.dirs"]) / f"{topic}-{partition}"
-
-
 def test_kill9_keeps_every_acked_record(broker, topic_name):
     broker.start()
     create_topic(broker.port, topic_name)
-    recs = _values(100)
-    _produce_batches(broker.bootstrap, topic_name, recs)   # each batch acked (acks=1) before the kill
+    recs = numbered(100)
+    produce_batches(broker.bootstrap, topic_name, recs)   # each batch acked (acks=1) before the kill
     broker.kill()
     broker.start()
     _check_all(broker.bootstrap, topic_name, recs)
@@ -116,10 +102,10 @@ def test_kill9_then_torn_tail_and_lost_index(broker, topic_name):
     broker.props["log.index.interval.bytes"] = 64   # index entries for (almost) every batch
     broker.start()
     create_topic(broker.port, topic_name, segment_bytes="2048")
-    recs = _values(120)
-    _produce_batches(broker.bootstrap, topic_name, recs)
+    recs = numbered(120)
+    produce_batches(broker.bootstrap, topic_name, recs)
     broker.kill()
-    d = _partition_dir(broker, topic_name)
+    d = partition_dir(broker, topic_name)
     logs = sorted(d.glob("*.log"))
     assert len(logs) > 1, "expected several segments"
     with open(logs[-1], "ab") as f:              # a torn write at the end of the active segment
@@ -146,15 +132,15 @@ def test_retention_by_time(broker, topic_name):
     broker.props["log.retention.check.interval.ms"] = 200
     broker.start()
     create_topic(broker.port, topic_name, segment_bytes="1024", retention_ms="1500")
-    recs = _values(80)
-    _produce_batches(broker.bootstrap, topic_name, recs)
+    recs = numbered(80)
+    produce_batches(broker.bootstrap, topic_name, recs)
     assert list_offset(broker.port, topic_name, 0, EARLIEST) == 0
     # every segment, the active one too, becomes older than retention.ms: as in Kafka the log rolls and empties
     wait_until(lambda: list_offset(broker.port, topic_name, 0, EARLIEST) == 80, 30, what="log start reaching the end")
-    wait_until(lambda: len(list(_partition_dir(broker, topic_name).glob("*.log"))) == 1, 30,
+    wait_until(lambda: len(list(partition_dir(broker, topic_name).glob("*.log"))) == 1, 30,
                what="only the new empty segment left")
     assert list_offset(broker.port, topic_name, 0, LATEST) == 80
-    _produce_batches(broker.bootstrap, topic_name, [(b"k", b"after", [])])  # the log continues at 80
+    produce_batches(broker.bootstrap, topic_name, [(b"k", b"after", [])])  # the log continues at 80
     got = consume("confluent", broker.bootstrap, topic_name, 1)
     assert got and got[-1][1] == 80 and got[-1][3] == b"after"
 
@@ -162,21 +148,7 @@ def test_retention_by_time(broker, topic_name):
 def test_retention_by_size(broker, topic_name):
     broker.props["log.retention.check.interval.ms"] = 200
     broker.start()
-    create_topic(broker.port, topic_name, segment_bytes="1024", retention_bytes="3000")
-    recs = _values(300)   # ~7.5 KB in ~1 KB segments
-    _produce_batches(broker.bootstrap, topic_name, recs)
-
-    def log_bytes() -> int:
-        return sum(p.stat().st_size for p in _partition_dir(broker, topic_name).glob("*.log"))
-
-    wait_until(lambda: list_offset(broker.port, topic_name, 0, EARLIEST) > 0, 30, what="size retention")
-    # Kafka deletes whole segments while the log minus that segment is still over retention.bytes
-    wait_until(lambda: log_bytes() <= 3000 + 1024 + 200, 30, what=f"log shrinking (now {log_bytes()} bytes)")
-    assert list_offset(broker.port, topic_name, 0, LATEST) == 300
-    first = list_offset(broker.port, topic_name, 0, EARLIEST)
-    got = [r.offset for r in records(broker.port, topic_name)]
-    assert got == list(range(first, 300))
-    assert log_bytes() > 3000 - 1024   # and no more than needed was deleted
+    durability.retention_by_size(broker, topic_name)
 
 
 # ---------------------------------------------------------------- compaction
@@ -189,7 +161,7 @@ def test_compaction_keeps_latest_per_key_and_drops_tombstones(broker, topic_name
     keys = [f"key-{i}".encode() for i in range(8)]
     recs = [(k, f"{k.decode()}-v{n}".encode(), []) for n in range(12) for k in keys]
     recs += [(keys[0], None, []), (keys[1], None, [])]          # tombstones
-    _produce_batches(broker.bootstrap, topic_name, recs, per_batch=8)
+    produce_batches(broker.bootstrap, topic_name, recs, per_batch=8)
     # roll the active segment past everything above with big records of another key (under segment.bytes)
     produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"x" * 800, [])], partition=0)
     produce("confluent", broker.bootstrap, topic_name, [(b"filler", b"y" * 800, [])], partition=0)
@@ -223,21 +195,7 @@ def test_compaction_keeps_latest_per_key_and_drops_tombstones(broker, topic_name
 
 @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
 def test_log_append_time(shared_broker, topic_name, client):
-    create_topic(shared_broker.port, topic_name, message_timestamp_type="LogAppendTime")
-    from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": shared_broker.bootstrap})
-    before = int(time.time() * 1000)
-    for i in range(5):
-        p.produce(topic_name, key=b"k", value=f"v{i}".encode(), partition=0, timestamp=1_000_000 + i)
-    assert p.flush(15) == 0
-    after = int(time.time() * 1000)
-    got = consume(client, shared_broker.bootstrap, topic_name, 5)
-    assert len(got) == 5
-    log_append = {"confluent": 2, "kafka-python": 1, "aiokafka": 1}[client]   # TIMESTAMP_LOG_APPEND_TIME
-    for *_, ts, ts_type in got:
-        assert ts_type == log_append
-        assert before - 5 <= ts <= after + 5
-    assert all(h.timestamp_type == 1 for h, _ in batches(shared_broker.port, topic_name))
+    durability.log_append_time(shared_broker, topic_name, client)
 
 
 # ---------------------------------------------------------------- idempotent retries on the raw wire
@@ -320,7 +278,7 @@ def _read_consumer_offsets(bootstrap: str, n_partitions: int) -> list[tuple[obje
 def test_group_offsets_survive_restart_and_decode_from_consumer_offsets(broker, topic_name, restart):
     broker.start()
     create_topic(broker.port, topic_name)
-    produce("confluent", broker.bootstrap, topic_name, _values(10), partition=0)
+    produce("confluent", broker.bootstrap, topic_name, numbered(10), partition=0)
     group = f"g-{uuid.uuid4().hex[:8]}"
     _commit(broker.bootstrap, topic_name, group, 3)
     _commit(broker.bootstrap, topic_name, group, 7)
@@ -353,11 +311,11 @@ def test_repeated_kill9_cycles_with_small_segments(broker, topic_name):
     create_topic(broker.port, topic_name, segment_bytes="4096")
     acked: list = []
     for cycle in range(8):
-        recs = _values(150, prefix=f"c{cycle}-")
-        _produce_batches(broker.bootstrap, topic_name, recs, per_batch=15)
+        recs = numbered(150, prefix=f"c{cycle}-")
+        produce_batches(broker.bootstrap, topic_name, recs, per_batch=15)
         acked += recs
         broker.kill()
-        seg = sorted(_partition_dir(broker, topic_name).glob("*.log"))[-1]
+        seg = sorted(partition_dir(broker, topic_name).glob("*.log"))[-1]
         with open(seg, "ab") as f:
             f.write(b"\x00" * 7 + b"torn" * cycle)
         broker.start()
@@ -373,10 +331,10 @@ def test_retention_by_time_with_time_rolled_segments(broker, topic_name):
     sent: list = []
 
     def rolled() -> bool:
-        recs = _values(5, prefix=f"b{len(sent)}-")
+        recs = numbered(5, prefix=f"b{len(sent)}-")
         produce("confluent", broker.bootstrap, topic_name, recs, partition=0, acks=1)
         sent.extend(recs)
-        return len(list(_partition_dir(broker, topic_name).glob("*.log"))) >= 3
+        return len(list(partition_dir(broker, topic_name).glob("*.log"))) >= 3
 
     wait_until(rolled, 20, interval_s=0.15, what="3 time-rolled segments")
     start = wait_until(lambda: list_offset(broker.port, topic_name, 0, EARLIEST) or None, 30,

@@ -16,12 +16,10 @@ import pytest
 from kafkascope.local.broker_process import BrokerProcess, free_port
 from tests.broker.test_metrics_e2e import scrape
 from tests.e2e.helpers import create_topic, wait_until
+from tests.scenarios.fetch_sessions import CACHED, PARTITIONS, SESSIONS, Produced
 
-SESSIONS = "kafka_server_fetchsessioncache_numincrementalfetchsessions"
-CACHED = "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached"
 SESSION_ERRORS = ("FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH")
 USES_SESSIONS = {"kafka-python": True, "confluent": False, "aiokafka": False}
-PARTITIONS = 6
 
 
 @pytest.fixture
@@ -42,26 +40,6 @@ def session_errors(b: BrokerProcess) -> dict[str, float]:
     m = scrape(b.metrics_port)
     return {e: v for (name, labels), v in m.items() for e in SESSION_ERRORS
             if name.startswith("kafka_network_requestmetrics_errors") and ("error", e) in labels}
-
-
-class Produced:
-    """Values sent per partition, in order (one confluent-kafka producer, acks=all)."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        from confluent_kafka import Producer
-
-        self.topic = topic
-        self.values: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
-        self._p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
-
-    def send(self, counts: dict[int, int]) -> None:
-        errors: list = []
-        for part, n in counts.items():
-            for _ in range(n):
-                v = f"{self.topic}-{part}-{len(self.values[part])}".encode()
-                self._p.produce(self.topic, value=v, partition=part, on_delivery=lambda e, m: e and errors.append(e))
-                self.values[part].append(v)
-        assert self._p.flush(30) == 0 and not errors, errors
 
 
 class KafkaPythonDriver:

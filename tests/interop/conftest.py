@@ -1,8 +1,8 @@
 """Interop suite: one test body, two backends (our broker and Apache Kafka 3.9 in ZooKeeper mode).
 
-`backend` is session-scoped per backend (pytest groups the tests by it, so each backend starts once): an object
-shaped like the e2e `shared_broker`/`broker` fixtures (port, bootstrap, props, log_tail, start()) so the e2e
-scenario bodies run unchanged against either.  Apache Kafka is started with the cluster launcher
+`backend` is session-scoped per backend (pytest groups the tests by it, so each backend starts once): a
+tests.scenarios.Broker like the e2e `shared_broker`/`broker` fixtures (port, bootstrap, props, log_tail, start())
+plus its `name`, so the shared scenario bodies of tests/scenarios/ run unchanged against either.  Apache Kafka is started with the cluster launcher
 (`--impl apache-kafka`, one broker); its jars are fetched from Maven Central on first use, and the tests skip
 with the reason when that is impossible.
 """
@@ -41,7 +41,9 @@ def apache_kafka_or_skip(version: str | None = None) -> Path:
 
 
 class LauncherBackend:
-    """One broker of a ClusterLauncher, shaped like BrokerProcess for the e2e scenario bodies."""
+    """One broker of a ClusterLauncher, shaped like BrokerProcess for the shared scenario bodies."""
+
+    name = "apache-kafka"
 
     def __init__(self, launcher, broker_id: int = 0) -> None:
         self.launcher = launcher
@@ -67,6 +69,8 @@ class LauncherBackend:
 
 
 class OursBackend(BrokerProcess):
+    name = "kafkascope"
+
     @property
     def metrics_url(self) -> str:
         return f"http://{self.props['prometheus.listener']}/metrics"
@@ -121,4 +125,4 @@ def backend(request):
 
 @pytest.fixture
 def backend_name(backend) -> str:
-    return "apache-kafka" if isinstance(backend, LauncherBackend) else "kafkascope"
+    return backend.name

@@ -14,8 +14,8 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.helpers import create_topic, wait_until
-from tests.e2e.test_fetch_session_clients import CACHED, PARTITIONS, SESSIONS, Produced
 from tests.interop.conftest import apache_kafka_or_skip
+from tests.scenarios.fetch_sessions import CACHED, PARTITIONS, SESSIONS, Produced
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 LINE = re.compile(r"Partition:(\d+)\tOffset:(\d+)\t(.*)")

@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from tests.e2e import test_clients as clients
 from tests.e2e.helpers import batches, create_topic, topic_error, wait_until
 from tests.interop.conftest import apache_kafka_or_skip
+from tests.scenarios.clients import CODEC_ID, CODECS, consume, norm_headers, produce
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONSOLE_PRODUCER = "kafka.tools.ConsoleProducer"              # still in core (kafka_2.13) in 3.9
@@ -67,7 +67,7 @@ def test_kafka_topics(backend, kafka_tool):
 
 
 @pytest.mark.parametrize("codec", [pytest.param(c, marks=() if c == "zstd" else pytest.mark.slow)
-                                   for c in clients.CODECS])
+                                   for c in CODECS])
 def test_console_producer_consumer_java_client(backend, kafka_tool, topic_name, codec):
     """Keys, headers and a codec through the Java producer; read back by the Java consumer and by librdkafka."""
     create_topic(backend.port, topic_name)
@@ -76,23 +76,23 @@ def test_console_producer_consumer_java_client(backend, kafka_tool, topic_name, 
                "--compression-codec", codec, "--property", "parse.key=true", "--property", "parse.headers=true",
                "--property", "key.separator=:", "--sync" if codec == "none" else "--batch-size=200",
                stdin="".join(f"{h}\t{k}:{v}\n" for h, k, v in lines))
-    assert {h.compression for h, _ in batches(backend.port, topic_name)} == {clients.CODEC_ID[codec]}
+    assert {h.compression for h, _ in batches(backend.port, topic_name)} == {CODEC_ID[codec]}
     out = kafka_tool(CONSOLE_CONSUMER, "--bootstrap-server", backend.bootstrap, "--topic", topic_name,
                      "--from-beginning", "--max-messages", str(len(lines)), "--timeout-ms", "30000",
                      "--property", "print.key=true", "--property", "print.headers=true",
                      "--property", "print.offset=true").stdout
     got = [line.split("\t") for line in out.splitlines() if line.startswith("Offset:")]
     assert [(o, h, k, v) for o, h, k, v in got] == [(f"Offset:{i}", h, k, v) for i, (h, k, v) in enumerate(lines)]
-    py = clients.consume("confluent", backend.bootstrap, topic_name, len(lines))
-    assert [(k, v, clients._norm_headers(h)) for _, _, k, v, h, _, _ in py] == [
+    py = consume("confluent", backend.bootstrap, topic_name, len(lines))
+    assert [(k, v, norm_headers(h)) for _, _, k, v, h, _, _ in py] == [
         (k.encode(), v.encode(), [("h1", f"a{i}".encode()), ("h2", b"b")]) for i, (_, k, v) in enumerate(lines)]
 
 
 def test_kafka_consumer_groups(backend, kafka_tool, topic_name):
     create_topic(backend.port, topic_name, partitions=2)
     for partition in (0, 1):  # explicit partitions: librdkafka's sticky partitioner may fill only one
-        clients.produce("confluent", backend.bootstrap, topic_name,
-                        [(None, f"v{i}".encode(), []) for i in range(10)], partition=partition)
+        produce("confluent", backend.bootstrap, topic_name, [(None, f"v{i}".encode(), []) for i in range(10)],
+                partition=partition)
     group = f"kg-{uuid.uuid4().hex[:8]}"
     bs = ["--bootstrap-server", backend.bootstrap]
     kafka_tool(CONSOLE_CONSUMER, *bs, "--topic", topic_name, "--group", group, "--from-beginning",

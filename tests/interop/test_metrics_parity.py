@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
-from tests.e2e import test_clients as clients
 from tests.e2e.helpers import create_topic, wait_until
+from tests.scenarios.clients import consume
 
 MUST_HAVE = [
     # A: same name in the Strimzi and Confluent conventions
@@ -98,7 +98,7 @@ def _workload(backend, topic: str) -> int:
     wait_until(lambda: p.poll(0.1) >= 0 and len(reports) >= flushed + 2, 10, what="statistics after the last flush")
     sent = sum(b.get("req", {}).get("Produce", 0) for b in reports[-1]["brokers"].values())
     assert sent >= BATCHES, f"the client reports {sent} Produce requests for {BATCHES} flushed batches"
-    clients.consume("confluent", backend.bootstrap, topic, BATCHES * PER_BATCH)
+    consume("confluent", backend.bootstrap, topic, BATCHES * PER_BATCH)
     return sent
 
 

@@ -3,7 +3,7 @@
 Each backend runs as a three-broker ZooKeeper cluster shared by the module.  Apache Kafka's runs are in the slow
 suite (three JVMs take a minute to start on two cores), and so is the Spark report on both.  The monitors must work against any
 Kafka: a body that passes on kafkascope and fails on apache-kafka is a bug in xmonitor/, lagmonitor/ or slo/.
-The lag bodies are tests/lagmonitor/test_lag_e2e.py's, run here with the cluster in place of its `shared_broker`.
+The lag and SLO report bodies are tests/scenarios/ ones (tests/lagmonitor and tests/slo run them on our broker).
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from lagmonitor.api import LagAPI, serve
 from lagmonitor.collector import wall_ms
 from lagmonitor.rules import Status
 from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
-from tests.lagmonitor import test_lag_e2e as lag_e2e
-from tests.lagmonitor.test_lag_e2e import scenario  # noqa: F401 - fixture, fed by `shared_broker` and `running` below
-from tests.slo.test_real_xmonitor_files import assert_counts_match_the_files, run_report
+from tests.scenarios import lag as lag_scenarios
+from tests.scenarios.slo import assert_counts_match_the_files, run_report
 from tests.xmonitor.helpers import fast_config, gauge, registry_total, scrape, total
 from xmonitor import sink
 from xmonitor.app import XMonitor
@@ -39,7 +38,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 @dataclass
 class Monitored:
     cluster: Cluster
-    lag: lag_e2e.Running            # the lag monitor, started with the cluster, before any group was used
+    lag: lag_scenarios.Running      # the lag monitor, started with the cluster, before any group was used
     offsets_topic_at_start: bool    # whether __consumer_offsets existed when it started
 
 
@@ -58,7 +57,7 @@ def monitored(request, tmp_path_factory) -> Monitored:
         wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == BROKERS, 60, 0.2,
                  what=f"{BROKERS} brokers in the metadata of {impl}")
         had_offsets_topic = OFFSETS_TOPIC in admin.list_topics(timeout=10).topics
-        lag = lag_e2e.Running(c.bootstrap, lag_e2e.CONFIG)
+        lag = lag_scenarios.Running(c.bootstrap, lag_scenarios.CONFIG)
         # its first log-end poll is done, so it has tried to read the offsets topic at least once
         wait_for(lambda: lag.collector._next_topics > 0, 30, 0.05, what="the lag monitor's first poll")
         yield Monitored(c, lag, had_offsets_topic)
@@ -74,15 +73,16 @@ def cluster(monitored) -> Cluster:
 
 
 @pytest.fixture(scope="module")
-def shared_broker(cluster) -> Cluster:
-    """The cluster as test_lag_e2e's `scenario` fixture wants it (it only uses `.bootstrap`)."""
-    return cluster
-
-
-@pytest.fixture(scope="module")
-def running(monitored) -> lag_e2e.Running:
-    """In place of test_lag_e2e's per-test monitor: the one started with the cluster."""
+def running(monitored) -> lag_scenarios.Running:
+    """The lag monitor started with the cluster (tests/lagmonitor starts one per test)."""
     return monitored.lag
+
+
+@pytest.fixture
+def scenario(cluster, running):
+    """Makes lag scenarios (a topic and a committing group) on the cluster, watched by `running`."""
+    with lag_scenarios.scenarios(cluster.bootstrap, running) as make:
+        yield make
 
 
 # ---------------------------------------------------------------- xmonitor
@@ -169,7 +169,7 @@ def test_slo_report_counts_equal_the_sli_files(xmonitor_run, tmp_path):
 
 # ---------------------------------------------------------------- the lag monitor (Burrow rules, HTTP API)
 
-def test_lag_monitor_started_before_any_group_reads_the_offsets_topic_once_it_exists(monitored, scenario):  # noqa: F811
+def test_lag_monitor_started_before_any_group_reads_the_offsets_topic_once_it_exists(monitored, scenario):
     """Kafka creates __consumer_offsets at the first FindCoordinator, so the lag monitor started with the cluster
     found none (its collector thread used to die on that); it must read the topic once a group has made it."""
     assert not monitored.offsets_topic_at_start
@@ -178,32 +178,32 @@ def test_lag_monitor_started_before_any_group_reads_the_offsets_topic_once_it_ex
     assert monitored.lag.thread.is_alive()
 
 
-def test_lag_keeps_up_is_ok(scenario):  # noqa: F811 - the imported fixture
-    lag_e2e.test_keeps_up_is_ok(scenario)
+def test_lag_keeps_up_is_ok(scenario):
+    lag_scenarios.keeps_up_is_ok(scenario)
 
 
-def test_lag_stops_committing_is_stop(scenario):  # noqa: F811
-    lag_e2e.test_stops_committing_with_lag_is_stop(scenario)
+def test_lag_stops_committing_is_stop(scenario):
+    lag_scenarios.stops_committing_with_lag_is_stop(scenario)
 
 
-def test_lag_same_offset_while_lag_grows_is_stall(scenario):  # noqa: F811
-    lag_e2e.test_same_offset_while_lag_grows_is_stall(scenario)
+def test_lag_same_offset_while_lag_grows_is_stall(scenario):
+    lag_scenarios.same_offset_while_lag_grows_is_stall(scenario)
 
 
-def test_lag_reset_to_earlier_offset_is_rewind(scenario):  # noqa: F811
-    lag_e2e.test_reset_to_earlier_offset_is_rewind(scenario)
+def test_lag_reset_to_earlier_offset_is_rewind(scenario):
+    lag_scenarios.reset_to_earlier_offset_is_rewind(scenario)
 
 
-def test_lag_http_api_and_metrics_agree(scenario, running):  # noqa: F811
-    lag_e2e.test_http_api_and_metrics_agree(scenario, running)
+def test_lag_http_api_and_metrics_agree(scenario, running):
+    lag_scenarios.http_api_and_metrics_agree(scenario, running)
 
 
 def _group_lag(base: str, group: str) -> dict:
-    code, body = lag_e2e.get(f"{base}/v3/kafka/local/consumer/{group}/lag")
+    code, body = lag_scenarios.get(f"{base}/v3/kafka/local/consumer/{group}/lag")
     return json.loads(body)["status"] if code == 200 else {}
 
 
-def test_lag_subscribed_group_keeps_up_then_stops_committing_while_producing(cluster, running):  # noqa: F811
+def test_lag_subscribed_group_keeps_up_then_stops_committing_while_producing(cluster, running):
     """A subscribed consumer (so the coordinator also writes the group's metadata: member, assignment) commits
     what it reads while the producer writes: OK, owned by its client.  It stops committing, the producer goes on:
     the partition is STOP (the group ERR), read through the HTTP API."""
@@ -229,7 +229,7 @@ def test_lag_subscribed_group_keeps_up_then_stops_committing_while_producing(clu
         return msg is not None and msg.error() is None and msg.offset() == end - 1
 
     def topic_end_seen() -> bool:   # Burrow drops commits of a topic before its log end is known
-        code, body = lag_e2e.get(f"{base}/v3/kafka/local/topic/{topic}")
+        code, body = lag_scenarios.get(f"{base}/v3/kafka/local/topic/{topic}")
         return code == 200 and json.loads(body)["offsets"] == [end]
 
     def stored_commit() -> int | None:

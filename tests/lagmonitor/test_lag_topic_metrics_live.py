@@ -24,7 +24,7 @@ from lagmonitor.api import LagAPI, serve
 from lagmonitor.collector import wall_ms
 from tests.e2e.helpers import wait_until
 from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
-from tests.lagmonitor.test_lag_e2e import CONFIG, Running, get
+from tests.scenarios.lag import CONFIG, Running, get
 
 COMMUNITY = build.PROMETHEUS_DIR / "community"
 

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from kafkascope.local.cluster import wait_for
-from tests.e2e.test_clients import consume
 from tests.replication.helpers import create_topic, metadata, topic_name
+from tests.scenarios.clients import consume
 
 SESSION_MS = 6000
 PROPS = {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": SESSION_MS}
