@@ -18,7 +18,7 @@ ALL_DASHBOARDS = cq.STRIMZI_DASHBOARDS + cq.CONFLUENT_DASHBOARDS
 ALL_RULES = cq.STRIMZI_RULES + cq.CONFLUENT_RULES
 
 
-def _every_expr(node) -> list[str]:  # noqa: ANN001
+def _every_expr(node) -> list[str]:
     """Every non-empty `expr` of any `targets` list anywhere in the JSON (an independent walk)."""
     out: list[str] = []
     if isinstance(node, dict):

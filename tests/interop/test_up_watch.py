@@ -31,7 +31,7 @@ class KafkaWithSasl(ClusterLauncher):
         super().__init__(*args, impl="apache-kafka", **kwargs)
         self.sasl_port = proc.free_port()
 
-    def _broker_config(self, broker_id, port, rack, zk_connect):  # noqa: ANN001, ANN202
+    def _broker_config(self, broker_id, port, rack, zk_connect):
         props = super()._broker_config(broker_id, port, rack, zk_connect)
         listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
         props.update({"listeners": listeners, "advertised.listeners": listeners,
