@@ -2,7 +2,7 @@
 the dashboards (dashboards/grafana.py) names its metrics through M, so a renamed metric breaks the build and the
 live-scrape tests (tests/dashboards), not a dashboard at 3 a.m.
 
-The names are the ones our components export (broker: strimzi naming of broker/metrics.py; xmonitor:
+The names are the ones our components export (broker: strimzi naming of broker/metrics/; xmonitor:
 xmonitor/metrics.py; lag monitor: lagmonitor/api.py; ZooKeeper: exporter/zk.py; host: the Prometheus node exporter and
 kafkascope/local/node_exporter.py's log-dir textfile).
 """

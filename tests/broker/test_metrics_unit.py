@@ -1,4 +1,4 @@
-"""broker/metrics.py pure parts and the config keys."""
+"""broker/metrics/ pure parts and the config keys."""
 
 import pytest
 
