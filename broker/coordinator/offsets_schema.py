@@ -11,6 +11,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from common.wire import Reader, Writer
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -66,131 +68,8 @@ class GroupMetadataValue:
     current_state_timestamp: int = -1      # v2+
 
 
-# ---------------------------------------------------------------- primitives
-
-class _Writer:
-    def __init__(self, flexible: bool) -> None:
-        self.flexible = flexible
-        self.parts: list[bytes] = []
-
-    def int16(self, v: int) -> None:
-        self.parts.append(struct.pack(">h", v))
-
-    def int32(self, v: int) -> None:
-        self.parts.append(struct.pack(">i", v))
-
-    def int64(self, v: int) -> None:
-        self.parts.append(struct.pack(">q", v))
-
-    def uvarint(self, v: int) -> None:
-        out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-        self.parts.append(bytes(out))
-
-    def string(self, v: str | None) -> None:
-        if v is None:
-            if self.flexible:
-                self.uvarint(0)
-            else:
-                self.int16(-1)
-            return
-        b = v.encode()
-        if self.flexible:
-            self.uvarint(len(b) + 1)
-        else:
-            self.int16(len(b))
-        self.parts.append(b)
-
-    def bytes_(self, v: bytes) -> None:
-        if self.flexible:
-            self.uvarint(len(v) + 1)
-        else:
-            self.int32(len(v))
-        self.parts.append(bytes(v))
-
-    def array_len(self, n: int) -> None:
-        if self.flexible:
-            self.uvarint(n + 1)
-        else:
-            self.int32(n)
-
-    def tags(self) -> None:
-        if self.flexible:
-            self.uvarint(0)   # no tagged fields
-
-    def getvalue(self) -> bytes:
-        return b"".join(self.parts)
-
-
-class _Reader:
-    def __init__(self, buf: bytes, pos: int = 0, flexible: bool = False) -> None:
-        self.buf = memoryview(buf)
-        self.pos = pos
-        self.flexible = flexible
-
-    def _take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise SchemaError(f"record truncated at byte {self.pos}")
-        out = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
-
-    def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
-
-    def int64(self) -> int:
-        return struct.unpack(">q", self._take(8))[0]
-
-    def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self._take(1)[0]
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 28:
-                raise SchemaError("varint too long")
-
-    def nullable_string(self) -> str | None:
-        n = self.uvarint() - 1 if self.flexible else self.int16()
-        if n < 0:
-            return None
-        return bytes(self._take(n)).decode()
-
-    def string(self) -> str:
-        s = self.nullable_string()
-        if s is None:
-            raise SchemaError("null in a non-nullable string")
-        return s
-
-    def bytes_(self) -> bytes:
-        n = self.uvarint() - 1 if self.flexible else self.int32()
-        if n < 0:
-            raise SchemaError("null in a non-nullable bytes field")
-        return bytes(self._take(n))
-
-    def array_len(self) -> int:
-        n = self.uvarint() - 1 if self.flexible else self.int32()
-        if n < 0:
-            raise SchemaError("null array")
-        return n
-
-    def skip_tags(self) -> None:
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()             # tag
-                self._take(self.uvarint())  # size + data: unknown tags are skipped, as the spec requires
-
-    def done(self) -> None:
-        if self.pos != len(self.buf):
-            raise SchemaError(f"{len(self.buf) - self.pos} trailing bytes")
+def _reader(data: bytes, pos: int = 0, flexible: bool = False) -> Reader:
+    return Reader(data, pos, flexible, error=SchemaError)
 
 
 def _check_version(version: int, name: str) -> None:
@@ -202,7 +81,7 @@ def _check_version(version: int, name: str) -> None:
 
 def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     """OffsetCommitKey is written with key version 1, GroupMetadataKey with 2 (Kafka's record types)."""
-    w = _Writer(flexible=False)
+    w = Writer(flexible=False)
     if isinstance(key, OffsetCommitKey):
         w.int16(OFFSET_COMMIT_KEY_VERSION)
         w.string(key.group)
@@ -216,7 +95,7 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
 
 def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
     """Decode a key; None for record types this coordinator does not own (KIP-848/share/streams records)."""
-    r = _Reader(data)
+    r = _reader(data)
     version = r.int16()
     if version in (0, 1):
         key: OffsetCommitKey | GroupMetadataKey = OffsetCommitKey(r.string(), r.string(), r.int32())
@@ -235,7 +114,7 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
     if version is None:
         version = 1 if value.expire_timestamp >= 0 else OFFSET_COMMIT_VALUE_VERSION
     _check_version(version, "OffsetCommitValue")
-    w = _Writer(flexible=version >= _FLEXIBLE_FROM)
+    w = Writer(flexible=version >= _FLEXIBLE_FROM)
     w.int16(version)
     w.int64(value.offset)
     if version >= 3:
@@ -251,7 +130,7 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
     version = struct.unpack_from(">h", data, 0)[0] if len(data) >= 2 else -1
     _check_version(version, "OffsetCommitValue")
-    r = _Reader(data, 2, flexible=version >= _FLEXIBLE_FROM)
+    r = _reader(data, 2, flexible=version >= _FLEXIBLE_FROM)
     offset = r.int64()
     leader_epoch = r.int32() if version >= 3 else -1
     metadata = r.string()
@@ -266,7 +145,7 @@ def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
 
 def encode_group_metadata_value(value: GroupMetadataValue, version: int = GROUP_METADATA_VALUE_VERSION) -> bytes:
     _check_version(version, "GroupMetadataValue")
-    w = _Writer(flexible=version >= _FLEXIBLE_FROM)
+    w = Writer(flexible=version >= _FLEXIBLE_FROM)
     w.int16(version)
     w.string(value.protocol_type)
     w.int32(value.generation)
@@ -294,7 +173,7 @@ def encode_group_metadata_value(value: GroupMetadataValue, version: int = GROUP_
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
     version = struct.unpack_from(">h", data, 0)[0] if len(data) >= 2 else -1
     _check_version(version, "GroupMetadataValue")
-    r = _Reader(data, 2, flexible=version >= _FLEXIBLE_FROM)
+    r = _reader(data, 2, flexible=version >= _FLEXIBLE_FROM)
     protocol_type = r.string()
     generation = r.int32()
     protocol = r.nullable_string()

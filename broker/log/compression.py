@@ -17,6 +17,8 @@ import cramjam
 import lz4.frame
 import zstandard
 
+from common.wire import WireError, read_uvarint
+
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 # The most a records section may decompress to. Clients bound a batch by its uncompressed size
 # (librdkafka's batch.size, the Java producer's max.request.size, both 1 MB by default); 64 MiB leaves room
@@ -105,7 +107,10 @@ def _zstd(data: bytes, limit: int) -> bytes:
 
 
 def _snappy_raw(block: bytes, limit: int) -> bytes:
-    declared, _ = _uvarint(block)
+    try:
+        declared, _ = read_uvarint(block, 0, len(block), limit=10)
+    except WireError:
+        raise ValueError("snappy length prefix is malformed") from None
     if declared > limit:
         raise ValueError(f"snappy block declares {declared} bytes")
     return bytes(cramjam.snappy.decompress_raw(block))
@@ -128,12 +133,3 @@ def _snappy(data: bytes, limit: int) -> bytes:
         pos += n
     return bytes(out)
 
-
-def _uvarint(buf: bytes) -> tuple[int, int]:
-    result = shift = 0
-    for pos in range(min(len(buf), 10)):
-        result |= (buf[pos] & 0x7F) << shift
-        if not buf[pos] & 0x80:
-            return result, pos + 1
-        shift += 7
-    raise ValueError("snappy length prefix is malformed")

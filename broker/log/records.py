@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from crc32c import crc32c
 
 from broker.log.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress  # noqa: F401
+from common.wire import read_varint, write_varint
 
 HEADER_SIZE = 61
 # Bytes counted by batchLength start after baseOffset + batchLength.
@@ -156,29 +157,8 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, h: BatchHeader, n
 
 # ---------------------------------------------------------------- varints and records
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
-def _write_varint(out: bytearray, n: int) -> None:
-    z = (n << 1) ^ (n >> 63)
-    while z & ~0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-
-
 def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    n, pos = _read_varint(buf, pos)
+    n, pos = read_varint(buf, pos)
     if n < 0:
         return None, pos
     if pos + n > len(buf):
@@ -205,16 +185,16 @@ def decode_records(batch: bytes | memoryview) -> list[Record]:
     log_append = h.timestamp_type == 1
     try:
         for _ in range(h.record_count):
-            length, pos = _read_varint(buf, pos)
+            length, pos = read_varint(buf, pos)
             end = pos + length
             if length < 0 or end > len(buf):
                 raise ValueError("record length runs past the batch")
             pos += 1  # attributes: unused
-            ts_delta, pos = _read_varint(buf, pos)
-            off_delta, pos = _read_varint(buf, pos)
+            ts_delta, pos = read_varint(buf, pos)
+            off_delta, pos = read_varint(buf, pos)
             key, pos = _read_bytes(buf, pos)
             value, pos = _read_bytes(buf, pos)
-            n_headers, pos = _read_varint(buf, pos)
+            n_headers, pos = read_varint(buf, pos)
             headers = []
             for _ in range(n_headers):
                 hk, pos = _read_bytes(buf, pos)
@@ -231,25 +211,25 @@ def decode_records(batch: bytes | memoryview) -> list[Record]:
 
 def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, r: Record) -> None:
     body = bytearray(b"\x00")
-    _write_varint(body, ts_delta)
-    _write_varint(body, offset_delta)
+    write_varint(body, ts_delta)
+    write_varint(body, offset_delta)
     for part in (r.key, r.value):
         if part is None:
-            _write_varint(body, -1)
+            write_varint(body, -1)
         else:
-            _write_varint(body, len(part))
+            write_varint(body, len(part))
             body += part
-    _write_varint(body, len(r.headers))
+    write_varint(body, len(r.headers))
     for hk, hv in r.headers:
         kb = hk.encode()
-        _write_varint(body, len(kb))
+        write_varint(body, len(kb))
         body += kb
         if hv is None:
-            _write_varint(body, -1)
+            write_varint(body, -1)
         else:
-            _write_varint(body, len(hv))
+            write_varint(body, len(hv))
             body += hv
-    _write_varint(out, len(body))
+    write_varint(out, len(body))
     out += body
 
 

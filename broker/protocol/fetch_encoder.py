@@ -11,7 +11,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from broker.protocol.primitives import I16, I32, I64, NO_TAGS, array_len, frame, seal, string, uvarint
+from broker.protocol.primitives import frame, seal
+from common.wire import I16, I32, I64, NO_TAGS, array_len, string, uvarint
 
 _PARTITION_HEAD = struct.Struct(">ihqq")      # partition_index, error_code, high_watermark, last_stable_offset
 _ABORTED = struct.Struct(">qq")

@@ -11,7 +11,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from broker.protocol.primitives import I32, I64, NO_TAGS, array_len, frame, nullable_string, seal, string
+from broker.protocol.primitives import frame, seal
+from common.wire import I32, I64, NO_TAGS, array_len, nullable_string, string
 
 _PARTITION_HEAD = struct.Struct(">ihqq")   # index, error_code, base_offset, log_append_time
 FLEXIBLE_FROM = 9

@@ -19,27 +19,15 @@ from typing import Any
 
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, is_optional
 
+from common.wire import WireError, read_uvarint
+
 _FIXED = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
           "float64": 8, "bool": 1, "uuid": 16, "error_code": 2, "timedelta_i32": 4, "timedelta_i64": 8,
           "datetime_i64": 8}
 
 
-class InvalidFrame(ValueError):
+class InvalidFrame(WireError):
     """The frame does not match its request schema (named field and offset in the message)."""
-
-
-def _uvarint(b: Any, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    for _ in range(5):
-        if pos >= end:
-            raise InvalidFrame(f"varint runs past the frame at {pos}")
-        byte = b[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-    raise InvalidFrame(f"varint longer than 5 bytes at {pos}")
 
 
 def _i16(b: Any, pos: int) -> int:
@@ -171,12 +159,17 @@ def walker(request_cls: type) -> Any:
     gen = _Gen()
     header = gen.entity(request_cls.__header_schema__, is_header=True)
     body = gen.entity(request_cls)
-    namespace: dict[str, Any] = {"uvarint": _uvarint, "i16": _i16, "i32": _i32, "fail": _fail}
+    namespace: dict[str, Any] = {"uvarint": read_uvarint, "i16": _i16, "i32": _i32, "fail": _fail}
     exec(compile("\n\n".join(gen.src), f"<walker {request_cls.__name__}>", "exec"), namespace)  # noqa: S102
     walk_header, walk_body = namespace[header], namespace[body]
 
     def walk(frame: Any) -> int:
         end = len(frame)
-        return walk_body(frame, walk_header(frame, 0, end), end)
+        try:
+            return walk_body(frame, walk_header(frame, 0, end), end)
+        except InvalidFrame:
+            raise
+        except WireError as e:  # a varint from common.wire: callers expect InvalidFrame
+            raise InvalidFrame(str(e)) from None
 
     return walk

@@ -8,6 +8,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from common.wire import uvarint
 from lagmonitor.decode import (
     DecodeError,
     GroupMetadata,
@@ -25,14 +26,6 @@ def s(text: str | None) -> bytes:
         return struct.pack(">h", -1)
     b = text.encode()
     return struct.pack(">h", len(b)) + b
-
-
-def uvarint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    return bytes(out + bytes([v]))
 
 
 def by(data: bytes) -> bytes:
