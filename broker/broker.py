@@ -225,8 +225,9 @@ class Broker:
 
     # ------------------------------------------------------------ lifecycle
 
-    async def start(self) -> int:
-        """Recover logs, join the cluster (or load standalone metadata), start listening; returns the port."""
+    async def start(self, listen: bool = True) -> int:
+        """Recover logs, join the cluster (or load standalone metadata), start listening; returns the port.
+        listen=False opens no socket (port 0): an in-process harness hands `server` its own connections."""
         loop_start = self.clock.monotonic()
         self.logs.load_all()
         self.metadata.start(self.replicas)
@@ -236,7 +237,7 @@ class Broker:
         if self.metrics is not None:
             self._observe(self.metrics)
             await self.metrics.start()  # before the Kafka port opens, so /metrics is up once clients can connect
-        port = await self.server.start()
+        port = await self.server.start() if listen else 0
         self._tasks.append(asyncio.create_task(self.group_coordinator.run(), name="group-coordinator"))
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
         self._tasks.append(asyncio.create_task(self.replicas.run(), name="isr-check"))

@@ -225,9 +225,14 @@ class KafkaServer:
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = Connection(sock, loop)
-            self._per_ip[host] += 1
-            self._connections[conn] = asyncio.create_task(self._serve(conn, host))
+            self.serve_connection(Connection(sock, loop), host)
+
+    def serve_connection(self, conn: Connection, host: str) -> asyncio.Task:
+        """Serve an accepted connection until it closes. The accept loop's; an in-process test harness hands its
+        in-memory connections here too, so their requests take the very path socket requests take."""
+        self._per_ip[host] += 1
+        task = self._connections[conn] = asyncio.create_task(self._serve(conn, host))
+        return task
 
     async def _wait_for_connection_slot(self) -> None:
         """At max.connections the acceptor waits for a connection to close, holding the new one (Kafka's
