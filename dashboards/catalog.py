@@ -15,6 +15,7 @@ RECORDING_FILE = "kafkascope-recording.rules.yml"
 ALERTS_FILE = "kafkascope-alerts.rules.yml"
 RULE_FILES = (RECORDING_FILE, ALERTS_FILE)
 EXAMPLE_CONFIG_FILE = "prometheus.example.yml"
+STREAMLIT_APP = HERE / "streamlit_app.py"     # the SLO page (`streamlit run` takes a file, not a module)
 
 # Prometheus job names (build.scrape_config() and every `up{job=...}` query).
 JOB_BROKER, JOB_XMONITOR, JOB_LAG, JOB_ZK = "kafka-broker", "xmonitor", "lag-monitor", "zookeeper"

@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-import dashboards
+from dashboards.catalog import STREAMLIT_APP
 
 
 def _page(args: argparse.Namespace) -> int:
-    app = Path(dashboards.__file__).parent / "streamlit_app.py"
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
+    cmd = [sys.executable, "-m", "streamlit", "run", str(STREAMLIT_APP), "--server.address", "127.0.0.1",
            "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--", "--report", str(args.report)]
     os.execv(sys.executable, cmd)  # become streamlit: signals reach it directly

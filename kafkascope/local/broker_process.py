@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -11,7 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from kafkascope.local.process import SOURCE_ROOT, child_env
+
+ROOT = SOURCE_ROOT  # the checkout in a development tree: tests run `python -m kafkascope` from it
 
 
 def free_port() -> int:
@@ -45,7 +46,7 @@ class BrokerProcess:
     """`python -m broker` with a generated server.properties; restartable over the same log dirs."""
 
     def __init__(self, data_dir: Path, port: int | None = None, **props: object) -> None:
-        self.data_dir = Path(data_dir)
+        self.data_dir = Path(data_dir).resolve()  # the broker runs in it: log.dirs and config must not be relative
         self.port = port or free_port()
         self.props = {
             "broker.id": 0,
@@ -74,9 +75,9 @@ class BrokerProcess:
     def start(self, timeout_s: float = 30.0) -> BrokerProcess:
         cfg = self.write_config()
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker", str(cfg)], cwd=ROOT, stdout=log,
+        self.proc = subprocess.Popen([sys.executable, "-m", "broker", str(cfg)], cwd=self.data_dir, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=self.preexec_fn)
+                                     env=child_env(), preexec_fn=self.preexec_fn)
         try:
             wait_for_port(self.port, self.proc, timeout_s)
         except Exception as e:

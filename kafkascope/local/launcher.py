@@ -46,7 +46,6 @@ ZK_ID = "zk"
 IMPLS = ("kafkascope", "apache-kafka")
 STATE_FILE = "cluster.json"
 LOCK_FILE = "cluster.lock"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ClusterError(RuntimeError):
@@ -335,14 +334,12 @@ class ClusterLauncher:
         return [sys.executable, "-m", "broker", m.config]
 
     def _spawn(self, m: Member) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-        cwd = Path(m.config).parent if m.kind == "zookeeper" or self._load().impl != "kafkascope" else REPO_ROOT
         try:
             cmd = self._command(m)
         except Exception as e:  # ApacheKafkaError: jars not fetchable, no java
             raise ClusterError(f"cannot start {m.kind} {m.id}: {e}") from None
-        p = proc.spawn(cmd, Path(m.log), cwd=cwd, env=env)
+        # Every member runs in its own config dir: nothing depends on where kafkascope is installed or run from.
+        p = proc.spawn(cmd, Path(m.log), cwd=Path(m.config).parent, env=proc.child_env())
         self._children[p.pid] = p
         m.pid, m.started, m.last_action = p.pid, proc.start_time(p.pid), "started"
 
@@ -422,10 +419,9 @@ class ClusterLauncher:
 
     def start_zk_exporter(self, zk_port: int, timeout_s: float = 30.0) -> str:
         port = self.zk_exporter_port or proc.free_port()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
         p = proc.spawn([sys.executable, "-m", "kafkascope", "zk-exporter", "--zookeeper", f"127.0.0.1:{zk_port}",
-                        "--listen", f"127.0.0.1:{port}"], self.data_dir / "zk-exporter.log", cwd=REPO_ROOT, env=env)
+                        "--listen", f"127.0.0.1:{port}"], self.data_dir / "zk-exporter.log", cwd=self.data_dir,
+                       env=proc.child_env())
         self._children[p.pid] = p
         (self.data_dir / "zk-exporter.pid").write_text(f"{p.pid} {proc.start_time(p.pid)}\n")
         proc.wait_for_port(port, lambda: p.poll() is None, timeout_s)

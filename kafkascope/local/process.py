@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import os
 import signal
+import site
 import socket
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import kafkascope
+
+# The directory holding our top-level packages (broker, exporter, kafkascope, ...): the checkout when run from
+# one, site-packages when installed.
+SOURCE_ROOT = Path(kafkascope.__file__).resolve().parents[1]
 RUNNING, PAUSED, STOPPED, DEAD = "running", "paused", "stopped", "dead"
 
 
@@ -21,6 +27,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def child_env(root: Path = SOURCE_ROOT) -> dict[str, str]:
+    """The environment for a Python child (`sys.executable -m ...`): ours, unbuffered, and able to import our
+    packages whatever its cwd. An installed package is on every interpreter's site path already; a checkout
+    run without installing (found through cwd or PYTHONPATH) goes on the child's PYTHONPATH."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if not _on_site_path(root):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    return env
+
+
+def _on_site_path(root: Path) -> bool:
+    dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    return any(Path(d).resolve() == root for d in dirs)
 
 
 def spawn(cmd: list[str], log_path: Path, cwd: Path | str | None = None,

@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from dashboards.catalog import GRAFANA_DIR
 from kafkascope.local import process as proc
 from kafkascope.local.launcher import ClusterLauncher, port_free
-from kafkascope.local.stack.procs import REPO_ROOT, Processes, ScrapeJob, Step, write_yaml
+from kafkascope.local.stack.procs import Processes, ScrapeJob, Step, write_yaml
 
 PARTS = ("xmonitor", "lag", "workload", "node-exporter", "prometheus", "zk-exporter", "slo-report", "streamlit")
 XMONITOR_TOPIC = "xinfra-monitor-topic"
@@ -44,7 +45,7 @@ class MetricsClusterLauncher(ClusterLauncher):
         with contextlib.suppress(OSError, ValueError):
             self.metrics_ports = {int(k): v for k, v in json.loads(pfile.read_text()).items()}
 
-    def _broker_config(self, broker_id: int, port: int, rack, zk_connect) -> dict:  # noqa: ANN001
+    def _broker_config(self, broker_id: int, port: int, rack, zk_connect) -> dict:
         props = super()._broker_config(broker_id, port, rack, zk_connect)
         mport = self.metrics_ports.get(broker_id)
         if not mport or not port_free(mport):
@@ -169,7 +170,7 @@ class Stack(Processes):
             ok = self._slo_report(step)
             if ok and "streamlit" in self.parts and not self._stopping.is_set():
                 self._start_streamlit(step, timeout_s, self.data_dir / "slo-report")
-        except Exception as e:  # noqa: BLE001 - the rest of the stack keeps running
+        except Exception as e:  # reported; the rest of the stack keeps running
             if not self._stopping.is_set():
                 step(f"SLO report/page failed: {e}")
 
@@ -210,7 +211,7 @@ class Stack(Processes):
         report = self.data_dir / "slo-report" / "report.html"
         if report.exists():
             rows.append(("SLO report", f"file://{report}"))
-        rows.append(("Grafana dashboards (import)", str(REPO_ROOT / "dashboards" / "grafana")))
+        rows.append(("Grafana dashboards (import)", str(GRAFANA_DIR)))
         rows.append(("data dir", str(self.data_dir)))
         return rows
 

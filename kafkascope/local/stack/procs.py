@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,6 @@ from pathlib import Path
 
 from kafkascope.local import process as proc
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 Step = Callable[[str], None]
 REPORTS_KEPT = 8
 SLI_INTERVAL_MS = 10_000  # xmonitor's sli.interval.ms default
@@ -57,15 +55,10 @@ class Processes:
         self.reports = self.data_dir / "slo-reports"   # the live scheduler's reports root (report-*/, latest)
         self.report_every: str | None = None            # set once the live report is scheduled
 
-    def _env(self) -> dict[str, str]:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-        return env
-
     def _spawn(self, name: str, cmd: list[str], port: int | None = None, url: str | None = None,
                timeout_s: float = 30.0) -> Child:
         log = self.data_dir / "logs" / f"{name}.log"
-        p = proc.spawn(cmd, log, cwd=REPO_ROOT, env=self._env())
+        p = proc.spawn(cmd, log, cwd=self.data_dir, env=proc.child_env())
         child = self.children[name] = Child(name, p, proc.start_time(p.pid), log, url)
         (self.data_dir / "pids").mkdir(exist_ok=True)
         (self.data_dir / "pids" / f"{name}.pid").write_text(f"{p.pid} {child.started}\n")
@@ -121,9 +114,10 @@ class Processes:
         step(f"Prometheus with the kafkascope rules on :{port}")
 
     def _start_streamlit(self, step: Step, timeout_s: float, report_dir: Path) -> None:
+        from dashboards.catalog import STREAMLIT_APP
+
         port = self.ports["streamlit"] = proc.free_port()
-        self._spawn("streamlit", [sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "dashboards" /
-                                                                                  "streamlit_app.py"),
+        self._spawn("streamlit", [sys.executable, "-m", "streamlit", "run", str(STREAMLIT_APP),
                                   "--server.address", "127.0.0.1", "--server.port", str(port),
                                   "--server.headless", "true", "--browser.gatherUsageStats", "false", "--",
                                   "--report", str(report_dir)],

@@ -15,10 +15,10 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dashboards.catalog import GRAFANA_DIR
 from kafkascope.local import process as proc
 from kafkascope.local.stack.local import XMONITOR_TOPIC, lag_config
 from kafkascope.local.stack.procs import (  # noqa: F401 - first_interval_ms, report_has_data: watch mode's wait
-    REPO_ROOT,
     Processes,
     ScrapeJob,
     Step,
@@ -275,7 +275,7 @@ class WatchStack(Processes):
             rows += [("broker metrics", f"{self._broker_job.scheme}://{t}{self._broker_job.metrics_path}")
                      for t in self._broker_job.targets]
         rows += self.child_urls()
-        rows.append(("Grafana dashboards (import)", str(REPO_ROOT / "dashboards" / "grafana")))
+        rows.append(("Grafana dashboards (import)", str(GRAFANA_DIR)))
         rows.append(("data dir", str(self.data_dir)))
         return rows
 
