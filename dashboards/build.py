@@ -278,18 +278,18 @@ EXAMPLE_TARGETS = {JOB_BROKER: ["127.0.0.1:9404", "127.0.0.1:9405", "127.0.0.1:9
 
 
 class _Dumper(yaml.SafeDumper):
-    def ignore_aliases(self, data) -> bool:  # noqa: ANN001 - no &id001 anchors in generated files
+    def ignore_aliases(self, data) -> bool:  # no &id001 anchors in generated files
         return True
 
 
-def _str(dumper, s: str):  # noqa: ANN001, ANN202
+def _str(dumper, s: str):
     return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
 
 
 _Dumper.add_representer(str, _str)
 
 
-def _yaml(data) -> str:  # noqa: ANN001
+def _yaml(data) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=200, allow_unicode=True)
 
 

@@ -45,7 +45,7 @@ class Board:
 
     def panel(self, title: str, targets: list[tuple[str, str]], kind: str = "timeseries", unit: str = "short",
               w: int = 8, h: int = 8, description: str = "", fault: bool = False, thresholds=None,
-              **options) -> Board:  # noqa: ANN001
+              **options) -> Board:
         if self._x + w > 24:
             self._newline()
         self._id += 1
@@ -66,7 +66,7 @@ class Board:
         self._row_h = max(self._row_h, h)
         return self
 
-    def stat(self, title: str, expr: str, unit: str = "short", thresholds=None, w: int = 4, **kw) -> Board:  # noqa: ANN001
+    def stat(self, title: str, expr: str, unit: str = "short", thresholds=None, w: int = 4, **kw) -> Board:
         return self.panel(title, [(expr, "")], kind="stat", unit=unit, w=w, h=4,
                           thresholds=thresholds or [(None, "green")], **kw)
 

@@ -178,7 +178,7 @@ class RegistryCollector:
             self.own.forget()
         return out
 
-    def _rows(self, mn: MetricName, m: object, plans: dict, add) -> None:  # noqa: ANN001
+    def _rows(self, mn: MetricName, m: object, plans: dict, add) -> None:
         try:
             rows = list(m.fn())  # type: ignore[attr-defined]
         except Exception:

@@ -28,7 +28,7 @@ class IntervalLogWriter:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / f"{_file_safe(name)}.hlog"
         new = not self.path.exists() or self.path.stat().st_size == 0
-        self._f = open(self.path, "a")  # noqa: SIM115 - kept open for the broker's lifetime
+        self._f = open(self.path, "a")  # kept open for the broker's lifetime
         self._w = HistogramLogWriter(self._f)
         if new:
             self._w.output_comment(f"kafkascope interval log: {name} (values in microseconds)")

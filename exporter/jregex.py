@@ -545,7 +545,7 @@ def analyse(java: str) -> Analysis:
     return Analysis(py, p.groups, dynamic, None if dynamic else tree.quot(), tuple(_literals(tree)))
 
 
-def _has(node: Node, pred) -> bool:  # noqa: ANN001
+def _has(node: Node, pred) -> bool:
     if pred(node):
         return True
     kids = node.items if isinstance(node, Seq) else node.branches if isinstance(node, Alt) else \

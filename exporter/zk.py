@@ -174,7 +174,7 @@ async def serve(hosts: Sequence[tuple[str, int]], listen_host: str, listen_port:
 
     # MetricsHTTPServer renders synchronously on the loop: refresh in a thread, then serve what it produced.
     class _Server(MetricsHTTPServer):
-        async def _handle(self, reader, writer):  # noqa: ANN001, ANN202
+        async def _handle(self, reader, writer):
             cache["body"] = await loop.run_in_executor(None, generate_latest, reg)
             await super()._handle(reader, writer)
 

@@ -266,7 +266,7 @@ def run_schedule(root: str | Path, build, every_s: float, keep: int, clock, wait
             build(tmp, started)
             last = publish(root, tmp, started).name
             published += 1
-        except Exception as e:  # noqa: BLE001 - one failed run must not end the schedule
+        except Exception as e:  # one failed run must not end the schedule
             shutil.rmtree(tmp, ignore_errors=True)
             log(f"report run failed: {type(e).__name__}: {e}")
         prune(root, keep)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from crc32c import crc32c
 
-from broker.log.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress  # noqa: F401
+from broker.log.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
 from common.wire import read_varint, write_varint
 
 HEADER_SIZE = 61

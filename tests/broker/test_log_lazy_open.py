@@ -121,7 +121,7 @@ def test_evictions_never_close_a_file_in_use(tmp_path, clock, few_open_files):
                 plog = m.get_or_create(name, i % 10)
                 plog.append_as_leader(batch(ts=clock.now_ms(), value=b"%s-%d" % (name.encode(), i % 10)), 0)
                 assert read_all(plog, plog.log_end_offset - 1)[0].value == b"%s-%d" % (name.encode(), i % 10)
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+        except BaseException as e:  # reported by the main thread
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(name,)) for name in ("a", "b")]

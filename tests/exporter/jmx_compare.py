@@ -26,7 +26,7 @@ class _Collected:
     def __init__(self, metrics: list) -> None:
         self.metrics = metrics
 
-    def collect(self):  # noqa: ANN201
+    def collect(self):
         return iter(self.metrics)
 
 

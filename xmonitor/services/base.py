@@ -46,14 +46,14 @@ class Service:
     def _main(self) -> None:
         try:
             self.run()
-        except BaseException as e:  # noqa: BLE001 - a crashed service is reported, never silent
+        except BaseException as e:  # a crashed service is reported, never silent
             self.error = e
             log.exception("xmonitor %s service stopped", self.name)
         finally:
             self.rec.service_state(self.name, False)
             try:
                 self.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("closing %s", self.name)
 
     def run(self) -> None:

@@ -20,7 +20,7 @@ class SliSinkService(Service):
         if self.cfg.sli_dir:
             try:
                 sink.warm_up()
-            except Exception as e:  # noqa: BLE001 - only a warm-up: the real writes report their own errors
+            except Exception as e:  # only a warm-up: the real writes report their own errors
                 log.warning("sli-sink: warm-up failed: %s", e)
         interval = self.cfg.sli_interval_ms / 1000.0
         next_flush = self.clock.monotonic() + interval
