@@ -1,0 +1,178 @@
+"""Request handlers through the in-process harness: a whole standalone broker, its real dispatch path, a manual
+clock. Metadata, Produce/Fetch/ListOffsets, the Fetch long-poll, CreateTopics errors and bad frames."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.log.records import Record, build_batch, decode_records, iter_batches
+from tests.broker.harness import ConnectionClosed, Harness
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, API_VERSIONS = 0, 1, 2, 3, 19, 18
+EARLIEST, LATEST = -2, -1
+
+
+@pytest.fixture
+def h(tmp_path):
+    with Harness(tmp_path, num_partitions=3) as harness:
+        yield harness
+
+
+def metadata(h: Harness, *names: str, auto: bool):
+    return h.request(METADATA, 12, {"topics": [{"name": n, "topic_id": None} for n in names],
+                                    "allow_auto_topic_creation": auto,
+                                    "include_topic_authorized_operations": False})
+
+
+def create(h: Harness, name: str, partitions: int = 1, version: int = 7):
+    resp = h.request(CREATE_TOPICS, version, {
+        "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                    "configs": []}], "timeout": 5000, "validate_only": False})
+    return resp.topics[0]
+
+
+def produce(h: Harness, topic: str, *values: bytes, partition: int = 0, acks: int = -1):
+    batch = build_batch([Record(timestamp=1, value=v) for v in values])
+    resp = h.request(PRODUCE, 9, {"transactional_id": None, "acks": acks, "timeout": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
+    return resp.responses[0].partition_responses[0]
+
+
+def fetch_body(topic: str, offset: int, max_wait_ms: int = 0, partition: int = 0) -> dict:
+    return {"cluster_id": None, "replica_id": -1, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": 8 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": topic, "partitions": [
+                {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                 "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}
+
+
+def values(records: bytes) -> list[tuple[int, bytes | None]]:
+    """(offset, value) of every record in a fetched record set."""
+    view = memoryview(records)
+    return [(r.offset, r.value) for pos, hdr in iter_batches(view) for r in decode_records(view[pos:pos + hdr.size])]
+
+
+def list_offset(h: Harness, topic: str, timestamp: int, version: int = 7) -> int:
+    resp = h.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
+    part = resp.topics[0].partitions[0]
+    assert part.error_code == ErrorCode.none
+    return part.offset
+
+
+# ---------------------------------------------------------------- Metadata
+
+def test_metadata_auto_creates_with_the_default_partition_count(h):
+    resp = metadata(h, "fresh", auto=True)
+    [topic] = resp.topics
+    assert (topic.name, topic.error_code) == ("fresh", ErrorCode.none)
+    assert sorted(p.partition_index for p in topic.partitions) == [0, 1, 2]  # num.partitions=3
+    assert {p.leader_id for p in topic.partitions} == {h.broker.node_id}
+    assert [b.node_id for b in resp.brokers] == [h.broker.node_id]
+    assert h.broker.metadata.topic("fresh") is not None
+
+
+def test_metadata_unknown_topic_is_an_error_and_stays_unknown(h):
+    [topic] = metadata(h, "missing", auto=False).topics
+    assert topic.error_code == ErrorCode.unknown_topic_or_partition and topic.partitions == ()
+    assert h.broker.metadata.topic("missing") is None
+
+
+# ---------------------------------------------------------------- Produce, Fetch, ListOffsets
+
+def test_produce_then_fetch_round_trip_up_to_the_high_watermark(h):
+    assert create(h, "rt").error_code == ErrorCode.none
+    first = produce(h, "rt", b"a", b"b")
+    second = produce(h, "rt", b"c")
+    assert (first.error_code, first.base_offset, second.base_offset) == (ErrorCode.none, 0, 2)
+    part = h.request(FETCH, 12, fetch_body("rt", 0)).responses[0].partitions[0]
+    assert part.error_code == ErrorCode.none
+    assert (part.high_watermark, part.log_start_offset) == (3, 0)
+    assert values(part.records) == [(0, b"a"), (1, b"b"), (2, b"c")]
+    later = h.request(FETCH, 12, fetch_body("rt", 2)).responses[0].partitions[0]
+    assert values(later.records) == [(2, b"c")]
+
+
+@pytest.mark.parametrize("version", [1, 7])
+def test_list_offsets_earliest_and_latest(h, version):
+    assert create(h, "lo").error_code == ErrorCode.none
+    assert (list_offset(h, "lo", EARLIEST, version), list_offset(h, "lo", LATEST, version)) == (0, 0)
+    produce(h, "lo", b"x", b"y", b"z")
+    assert (list_offset(h, "lo", EARLIEST, version), list_offset(h, "lo", LATEST, version)) == (0, 3)
+
+
+def test_fetch_long_poll_is_answered_once_max_wait_has_passed(h):
+    assert create(h, "lp").error_code == ErrorCode.none
+    produce(h, "lp", b"old")
+    pending = h.send(FETCH, 12, fetch_body("lp", 1, max_wait_ms=500))  # caught up: parks in the purgatory
+    assert not pending.done()
+    assert h.broker.purgatory.delayed("Fetch") == 1
+    h.advance(499)
+    assert not pending.done()
+    h.advance(1)
+    part = pending.result().responses[0].partitions[0]
+    assert (part.error_code, part.high_watermark, values(part.records)) == (ErrorCode.none, 1, [])
+    assert h.broker.purgatory.delayed("Fetch") == 0
+
+
+def test_fetch_long_poll_is_answered_by_a_produce_before_max_wait(h):
+    assert create(h, "wake").error_code == ErrorCode.none
+    consumer = h.connect()
+    pending = consumer.send(FETCH, 12, fetch_body("wake", 0, max_wait_ms=30_000))
+    assert not pending.done()
+    assert produce(h, "wake", b"new").error_code == ErrorCode.none  # on the default connection
+    part = pending.result().responses[0].partitions[0]   # no clock movement needed
+    assert values(part.records) == [(0, b"new")] and part.high_watermark == 1
+
+
+# ---------------------------------------------------------------- CreateTopics
+
+def test_create_topics_invalid_partitions_and_already_exists(h):
+    ok = create(h, "ct", partitions=2)
+    assert (ok.error_code, ok.num_partitions, ok.replication_factor) == (ErrorCode.none, 2, 1)
+    again = create(h, "ct", partitions=2)
+    assert again.error_code == ErrorCode.topic_already_exists and "already exists" in again.error_message
+    zero = create(h, "ct-zero", partitions=0)
+    assert zero.error_code == ErrorCode.invalid_partitions
+    assert h.broker.metadata.topic("ct-zero") is None
+    assert h.broker.metadata.topic("ct").partitions == 2  # the failed create changed nothing
+
+
+# ---------------------------------------------------------------- bad input: answered as the socket path does
+
+def test_unparseable_frame_closes_only_that_connection(h):
+    bad = h.connect()
+    bad.send_bytes(struct.pack(">ihhih", 2 + 2 + 4 + 2 + 7, METADATA, 12, 1, 5) + b"\xff" * 7)
+    assert bad.closed and bad.responses() == []
+    assert h.broker.server.connection_count == 1           # the default connection lives on
+    assert h.broker.server.request_pool.used == 0          # the frame's memory was given back
+    assert h.request(API_VERSIONS, 3, {}).error_code == ErrorCode.none
+
+
+def test_oversized_frame_is_refused_before_it_is_read(h):
+    bad = h.connect()
+    bad.send_bytes(struct.pack(">i", 200 * 1024 * 1024))
+    assert bad.closed and h.broker.server.request_pool.used == 0
+
+
+def test_unsupported_version_closes_and_a_pending_result_says_so(h):
+    bad = h.connect()
+    pending = bad.send(PRODUCE, 9, {"transactional_id": None, "acks": 1, "timeout": 5000, "topic_data": []})
+    assert pending.done()
+    bad.send_bytes(struct.pack(">ihhih", 10, PRODUCE, 2, 2, -1))  # v2 is advertised for old clients, not served
+    assert bad.closed
+    with pytest.raises(ConnectionClosed):
+        bad.send(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                "include_topic_authorized_operations": False}).result()
+
+
+def test_api_versions_too_new_is_answered_with_a_v0_error_body(h):
+    c = h.connect()
+    c.send_bytes(struct.pack(">ihhih", 10, API_VERSIONS, 99, 77, -1))
+    [frame] = c.responses()
+    corr, error, count = struct.unpack_from(">ihi", frame, 4)
+    assert (corr, error) == (77, ErrorCode.unsupported_version) and not c.closed
+    assert len(frame) == 4 + 10 + 6 * count
