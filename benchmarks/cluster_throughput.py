@@ -35,10 +35,9 @@ import threading
 import time
 from pathlib import Path
 
-from hdrh.histogram import HdrHistogram
-
 from benchmarks._common import emit_json, fmt, produce, ratio
-from benchmarks.e2e_latency import _TS, MAX_US, _paced, _summary, latency_line
+from benchmarks.e2e_latency import _TS, _paced, _summary, latency_line
+from common.hdr import BENCHMARK_US
 from kafkascope.local.cluster import Cluster
 
 LINGER_MS = 5
@@ -107,7 +106,7 @@ def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float
     The schedule starts once the consumer has received a record (its end offset resolved, fetching)."""
     from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
-    hist = HdrHistogram(1, MAX_US, 3)
+    hist = BENCHMARK_US.new()
     pad = b"p" * max(0, value_size - 9)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": LINGER_MS,
                          "enable.idempotence": False, **(producer_config or {})})

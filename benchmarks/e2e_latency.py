@@ -29,10 +29,11 @@ import time
 from hdrh.histogram import HdrHistogram
 
 from benchmarks._common import apache_kafka, create_topic, emit_json, fmt, our_broker, ratio, verdict
+from common.hdr import BENCHMARK_US
 
 TARGET_P99_MS = 5.0
 _TS = struct.Struct(">q")
-MAX_US = 60_000_000
+MAX_US = BENCHMARK_US.highest
 
 
 def _summary(h: HdrHistogram) -> dict:
@@ -61,7 +62,7 @@ def kafka_latency(bootstrap: str, args: argparse.Namespace) -> dict:
 
     topic = f"latency-{time.time_ns()}"
     create_topic(bootstrap, topic, 1)
-    hist = HdrHistogram(1, MAX_US, 3)
+    hist = BENCHMARK_US.new()
     pad = b"p" * max(0, args.value_size - 9)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": args.linger_ms,
                          "enable.idempotence": False})
@@ -136,7 +137,7 @@ def echo_latency(args: argparse.Namespace) -> dict:
     th.start()
     cli = socket.create_connection(("127.0.0.1", port), timeout=5)
     cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    hist = HdrHistogram(1, MAX_US, 3)
+    hist = BENCHMARK_US.new()
     payload = b"e" * size
 
     def once(recorded: bool) -> None:

@@ -23,9 +23,9 @@ from itertools import accumulate
 
 from hdrh.histogram import HdrHistogram
 
-LOWEST_US = 1
-HIGHEST_US = 3_600_000_000  # 1 h
-SIGNIFICANT_DIGITS = 3
+from common.hdr import LATENCY_US
+
+HIGHEST_US = LATENCY_US.highest  # a module global: to_us clamps with it per recorded value
 QUANTILES = (0.50, 0.75, 0.95, 0.98, 0.99, 0.999)
 # Prometheus classic-histogram bounds in seconds, dense around plausible latency SLO thresholds.
 DEFAULT_BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
@@ -33,7 +33,7 @@ DEFAULT_BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.
 
 
 def new_hdr(word_size: int = 8) -> HdrHistogram:
-    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS, word_size=word_size)
+    return LATENCY_US.new(word_size)
 
 
 def to_us(ms: float) -> int:

@@ -25,16 +25,16 @@ from datetime import UTC, datetime
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
+from common.clock import SYSTEM, Clock
+from common.hdr import LATENCY_US
 from xmonitor import formulas
 from xmonitor.accounting import Kind, Outcome
-from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.sli_schema import encode_hdr, new_histogram
 from xmonitor.windowed import Latency, Rate
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120,
                      300, 600, 1800, 3600)
-HDR_MAX_US = 3_600_000_000
 _FOLD_AT = 50_000          # queued events that force a fold even when nobody reads (a bound on memory)
 SERVICES = ("topic-management", "produce", "consume", "offset-commit", "sli-sink")
 
@@ -54,7 +54,7 @@ class IntervalStats:
 
 
 def _hdr_us(seconds: float) -> int:
-    return min(max(int(seconds * 1_000_000), 1), HDR_MAX_US)
+    return min(max(int(seconds * 1_000_000), 1), LATENCY_US.highest)
 
 
 def _latency_gauges(stat: Latency, prefix: str, now_ms: int) -> dict[str, float]:

@@ -15,7 +15,7 @@ import base64
 import pyarrow as pa
 from hdrh.histogram import HdrHistogram
 
-HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS = 1, 3_600_000_000, 3
+from common.hdr import LATENCY_US
 
 SLI_SCHEMA = pa.schema([
     pa.field("cluster", pa.string(), nullable=False),
@@ -39,7 +39,7 @@ SLI_SCHEMA = pa.schema([
 
 
 def new_histogram() -> HdrHistogram:
-    return HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS)
+    return LATENCY_US.new()
 
 
 def encode_hdr(histogram: HdrHistogram) -> bytes:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from hdrh.histogram import HdrHistogram
+from common.hdr import LATENCY_US
 
-MAX_US = 3600 * 1_000_000  # an hour: anything slower is clamped, not dropped
+MAX_US = LATENCY_US.highest  # an hour: anything slower is clamped, not dropped
 
 
 class Latencies:
     def __init__(self) -> None:
-        self.histogram = HdrHistogram(1, MAX_US, 3)
+        self.histogram = LATENCY_US.new()
         self.count = 0
         self.total_us = 0  # exact, for the average; the histogram rounds
 

@@ -189,8 +189,9 @@ def test_acks_all_produce_to_a_leader_only_isr_is_answered_without_waiting(metri
 
 
 def test_hdr_interval_logs_are_written(metrics_broker, topic_name):
-    from hdrh.histogram import HdrHistogram
     from hdrh.log import HistogramLogReader
+
+    from common.hdr import LATENCY_US
 
     b = metrics_broker
     create_topic(b.port, topic_name)
@@ -200,7 +201,7 @@ def test_hdr_interval_logs_are_written(metrics_broker, topic_name):
                what="an interval line")
     text = path.read_text()
     assert "#[Histogram log format version 1.2]" in text and "#[StartTime: " in text
-    reader = HistogramLogReader(str(path), HdrHistogram(1, 3_600_000_000, 3))
+    reader = HistogramLogReader(str(path), LATENCY_US.new())
     total = 0
     while (h := reader.get_next_interval_histogram()) is not None:
         total += h.get_total_count()

@@ -12,9 +12,9 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
+from common.clock import SYSTEM, Clock
 from xmonitor import payload
 from xmonitor.accounting import ConsumeAccounting
-from common.clock import SYSTEM, Clock
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.services.base import Service, client_base, error_name, log

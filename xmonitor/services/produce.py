@@ -22,8 +22,8 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from xmonitor import payload
 from common.clock import SYSTEM, Clock
+from xmonitor import payload
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.schedule import SendSchedule, send_phases

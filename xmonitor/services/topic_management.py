@@ -15,8 +15,8 @@ from typing import Any
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from xmonitor import topic_logic
 from common.clock import SYSTEM, Clock
+from xmonitor import topic_logic
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.reassign import ReassignClient, ReassignError
