@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -377,7 +378,7 @@ class BrokerConfig:
 
     def log_config(self, overrides: Mapping[str, str] | None = None) -> LogConfig:
         """Effective LogConfig: built-in default < broker default < topic override."""
-        values = {}
+        values: dict[str, Any] = {}  # attribute -> parsed value, of each spec's own type
         for spec in TOPIC_CONFIGS.values():
             raw = (overrides or {}).get(spec.name, self.topic_defaults.get(spec.name, spec.default))
             values[spec.attr] = spec.parse(raw)
@@ -422,8 +423,8 @@ class BrokerConfig:
                     log.warning("unknown configuration key %r ignored", key)
             except ValueError as e:
                 raise ConfigError(f"Invalid value {raw!r} for configuration {key}: {e}") from None
-        for attr, value in attrs.items():
-            setattr(cfg, attr, value)
+        for attr, parsed in attrs.items():
+            setattr(cfg, attr, parsed)
         if "message.max.bytes" in props:
             cfg.topic_defaults["max.message.bytes"] = str(cfg.message_max_bytes)
         parse_listeners(cfg.listeners, "listeners")
@@ -449,5 +450,5 @@ class BrokerConfig:
             props[k.strip()] = v
         return cls.from_properties(props)
 
-    def replace(self, **changes: object) -> BrokerConfig:
+    def replace(self, **changes: Any) -> BrokerConfig:
         return dataclasses.replace(self, **changes)

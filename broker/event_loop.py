@@ -16,7 +16,7 @@ from time import perf_counter_ns
 IdleListener = Callable[[int], None]
 
 
-class IdleTimingSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+class IdleTimingSelector(selectors.DefaultSelector):
     """The platform's default selector; each select() reports the nanoseconds it blocked to every listener."""
 
     def __init__(self) -> None:

@@ -441,7 +441,7 @@ class FetchManager:
             return FullFetchContext(self.cache, fetch_data, is_follower)
         shard = self.cache.shard_for(session_id)
         session = shard.get(session_id) if shard is not None else None
-        if session is None:
+        if shard is None or session is None:
             return SessionErrorContext(ErrorCode.fetch_session_id_not_found)
         if session.epoch != epoch:
             return SessionErrorContext(ErrorCode.invalid_fetch_session_epoch)

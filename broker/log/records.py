@@ -10,6 +10,7 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from mmap import mmap
 
 from crc32c import crc32c
 
@@ -104,7 +105,7 @@ class Record:
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
-def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+def read_header(buf: bytes | bytearray | memoryview | mmap, pos: int = 0) -> BatchHeader:
     """Parse the header of the batch starting at `pos` (no validation)."""
     return BatchHeader(*_HEADER.unpack_from(buf, pos))
 
