@@ -57,14 +57,14 @@ class ManualTimeLoop(asyncio.SelectorEventLoop):
         # asyncio fires a timer once it is due within the clock's resolution: so does this test.
         return bool(self._ready) or (due is not None and due < self.time() + self._clock_resolution)  # type: ignore[attr-defined]
 
-    def settle(self) -> None:
+    def settle(self, max_steps: int = _MAX_STEPS) -> None:
         """Run until nothing is left to do without time passing."""
         async def until_idle() -> None:
-            for _ in range(_MAX_STEPS):
+            for _ in range(max_steps):
                 await asyncio.sleep(0)  # our own step goes to the back of the ready queue
                 if not self.busy():
                     return
-            raise AssertionError(f"the loop did not go idle within {_MAX_STEPS} steps")
+            raise AssertionError(f"the loop did not go idle within {max_steps} steps")
         self.run_until_complete(until_idle())
 
 
