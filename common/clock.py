@@ -44,7 +44,7 @@ class ManualClock:
     """A clock tests move by hand; wall and monotonic time advance together."""
 
     def __init__(self, now_ms: int = 1_700_000_000_000, monotonic: float = 0.0) -> None:
-        self._now_ms = now_ms
+        self._now_ms: float = now_ms  # advance() takes fractions of a millisecond
         self._mono = monotonic
 
     def now_ms(self) -> int:

@@ -271,8 +271,8 @@ class Registry:
         def make() -> Timer:
             t = Timer(self.intervals)
             if rates:
-                t.meter = Meter(self.clock)
-                self._meters.append(t.meter)
+                meter = t.meter = Meter(self.clock)
+                self._meters.append(meter)
             self._timers.append(t)
             return t
 

@@ -20,10 +20,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from hdrh.histogram import HdrHistogram
 
 from common.hdr import LATENCY_US
+
+if TYPE_CHECKING:
+    from exporter.registry import Meter
 
 HIGHEST_US = LATENCY_US.highest  # a module global: to_us clamps with it per recorded value
 QUANTILES = (0.50, 0.75, 0.95, 0.98, 0.99, 0.999)
@@ -53,7 +57,7 @@ class Timer:
         self._drained = 0
         self._sum_us = 0
         self._sumsq_us = 0
-        self.meter = None       # a Yammer Timer's rates (Registry.timer sets it); None for a Histogram
+        self.meter: Meter | None = None  # a Yammer Timer's rates (Registry.timer sets it); None for a Histogram
         self._pending: dict[int, int] = {}
         self._current: dict[int, int] = {}
         self._intervals = intervals
