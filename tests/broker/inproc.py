@@ -1,5 +1,6 @@
 """A real broker of ours in this process (standalone, 127.0.0.1), for tests that read its metric registry at the
-MBean level: Kafka's object names and attributes, independent of the Prometheus naming rules.
+MBean level: Kafka's object names and attributes, independent of the Prometheus naming rules. Its clients use real
+sockets and real time; handler tests that need neither use tests/broker/harness.py (no socket, a manual clock).
 
     async with inproc_broker(tmp_path, **{"max.connections": 2}) as (broker, port):
         await asyncio.to_thread(blocking_client_work, port)   # clients run off the broker's event loop
