@@ -34,6 +34,6 @@ class TimedKazooClient(KazooClient):
 
             try:
                 async_object.rawlink(done)
-            except Exception:  # noqa: BLE001, S110 - never break a ZooKeeper request for a metric
+            except Exception:  # never break a ZooKeeper request for a metric
                 pass
         return super()._call(request, async_object)

@@ -25,10 +25,10 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from common.clock import Clock
 from broker.log.log import CLEANER_TMP_DIR, PartitionLog
 from broker.log.records import BatchHeader, Record, build_batch, decode_records, iter_batches, read_header
 from broker.log.segment import LogSegment
+from common.clock import Clock
 
 log = logging.getLogger(__name__)
 

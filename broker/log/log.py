@@ -11,7 +11,6 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.clock import Clock
 from broker.config import LogConfig
 from broker.errors import ErrorCode, KafkaError
 from broker.log.leader_epoch import LeaderEpochCache
@@ -33,6 +32,7 @@ from broker.log.records import (
     set_partition_leader_epoch,
 )
 from broker.log.segment import LOG_SUFFIX, FileRegion, LogSegment, segment_name
+from common.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from common.clock import Clock
 from broker.config import LogConfig
 from broker.log.cleaner import LogCleaner
 from broker.log.log import DELETE_DIR_SUFFIX, PartitionLog
+from common.clock import Clock
 
 log = logging.getLogger(__name__)
 

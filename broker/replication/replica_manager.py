@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from common.clock import Clock
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.errors import ErrorCode, KafkaError
@@ -22,6 +21,7 @@ from broker.log.log import AppendResult, PartitionLog
 from broker.log.manager import LogManager
 from broker.purgatory import Purgatory
 from broker.replication import isr as isr_rules
+from common.clock import Clock
 
 if TYPE_CHECKING:
     from broker.metadata import MetadataStore

@@ -31,7 +31,7 @@ def _push(args: argparse.Namespace) -> int:
 
     try:
         uids = grafana.push(args.url, args.token, args.folder)
-    except Exception as e:  # noqa: BLE001 - grafana-client / network errors, one line
+    except Exception as e:  # grafana-client / network errors, one line
         raise CliError(f"push to {args.url} failed: {e}") from None
     print(f"pushed {len(uids)} dashboards to {args.url}: {', '.join(uids)}")
     return 0

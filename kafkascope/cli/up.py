@@ -163,7 +163,7 @@ def _run_stack(stack: Stack | WatchStack, data_dir: Path, timeout_s: float) -> i
     """Start, print the URLs, wait for Ctrl-C/SIGTERM or a dead child, stop what was started."""
     stopping = threading.Event()
 
-    def on_signal(signum, frame):  # noqa: ANN001
+    def on_signal(signum, frame):
         stopping.set()
         raise KeyboardInterrupt
 
@@ -177,7 +177,7 @@ def _run_stack(stack: Stack | WatchStack, data_dir: Path, timeout_s: float) -> i
         except WatchError as e:
             print(f"kafkascope up: error: {e}", file=sys.stderr, flush=True)
             return 1
-        except Exception as e:  # noqa: BLE001 - reported, everything started is stopped
+        except Exception as e:  # reported, everything started is stopped
             print(f"kafkascope up: error: {e}", file=sys.stderr, flush=True)
             return 1
         print("\nkafkascope is up:\n" + stack.format_urls() + "\n\nCtrl-C stops everything.", flush=True)

@@ -34,7 +34,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
             value = predicate()
             if value:
                 return value
-        except Exception as e:  # noqa: BLE001 - retried until the deadline
+        except Exception as e:  # retried until the deadline
             last_exc = e
         if time.monotonic() >= deadline:
             detail = f" (last error: {last_exc!r})" if last_exc else ""
@@ -147,7 +147,7 @@ class Cluster:
             try:
                 client.stop()
                 client.close()
-            except Exception:  # noqa: BLE001, S110 - best effort on teardown
+            except Exception:  # best effort on teardown
                 pass
         self._kazoo.clear()
         self._raw_kazoo = None

@@ -2,10 +2,10 @@ import time
 
 import pytest
 
-from common.clock import ManualClock
 from broker.log.cleaner import LogCleaner
 from broker.log.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, crc_ok, iter_batches
 from broker.log.segment import LogSegment
+from common.clock import ManualClock
 from tests.broker.test_log_support import keyed, make_log, read_all
 
 COMPACT = {"cleanup_policy": "compact", "segment_bytes": 400, "delete_retention_ms": 60_000}

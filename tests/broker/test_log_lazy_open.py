@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log import segment
 from broker.log.manager import LogManager
+from common.clock import ManualClock
 from tests.broker.test_log_support import batch, make_log, read_all
 
 

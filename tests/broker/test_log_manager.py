@@ -2,10 +2,10 @@ import time
 
 import pytest
 
-from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.manager import LogManager, parse_partition_dir
 from broker.log.records import Record, build_batch
+from common.clock import ManualClock
 from tests.broker.test_log_support import batch, keyed, read_all
 
 

@@ -3,10 +3,10 @@ import os
 import pytest
 from crc32c import crc32c
 
-from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import GZIP, LZ4, Record, build_batch, iter_batches, read_header
+from common.clock import ManualClock
 from tests.broker.test_log_support import batch, keyed, make_log, read_all, records_of
 
 

@@ -1,8 +1,8 @@
 import pytest
 
-from common.clock import ManualClock
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import build_batch, read_header
+from common.clock import ManualClock
 from tests.broker.test_log_support import batch, make_log, read_all
 
 PID = 4242

@@ -3,10 +3,10 @@
 import os
 import socket
 
-from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.log import PartitionLog
 from broker.log.records import Record, build_batch
+from common.clock import ManualClock
 
 
 def test_region_outlives_deletion_of_its_segment(tmp_path):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.log import PartitionLog
 from broker.log.records import Record, build_batch, decode_records, iter_batches
+from common.clock import ManualClock
 
 
 def batch(n: int = 1, *, ts: int, key: bytes | None = b"k", value: bytes | None = b"v", **kw) -> bytes:

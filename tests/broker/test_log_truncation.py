@@ -1,9 +1,9 @@
 """Follower-side truncation and the leader epoch cache kept by the log."""
 
-from common.clock import ManualClock
 from broker.config import LogConfig
 from broker.log.log import PartitionLog
 from broker.log.records import Record, build_batch, iter_batches
+from common.clock import ManualClock
 
 
 def _log(tmp_path, **cfg):

@@ -4,7 +4,6 @@ import asyncio
 
 import pytest
 
-from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.errors import ErrorCode, KafkaError
@@ -14,6 +13,7 @@ from broker.metadata import TopicInfo
 from broker.purgatory import Purgatory
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager, hw_key
+from common.clock import ManualClock
 
 
 class FakeStore:

@@ -108,7 +108,7 @@ def stack(tmp_path_factory):
     s.stop()
 
 
-def _poll(pred, timeout: float, what: str):  # noqa: ANN001, ANN202
+def _poll(pred, timeout: float, what: str):
     """Prometheus is polled once a second (its scrape and rule-evaluation interval here)."""
     return wait_for(pred, timeout, 1.0, what)
 

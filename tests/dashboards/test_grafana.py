@@ -64,13 +64,13 @@ class _Grafana(BaseHTTPRequestHandler):
         self.requests.append((self.command, self.path, self.headers.get("Authorization"), body))
         return body
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self._record()
         if self.path.startswith("/api/folders/"):
             return self._reply(404, {"message": "folder not found"})
         self._reply(404, {"message": "not found"})
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = self._record()
         if self.path == "/api/folders":
             return self._reply(200, {"uid": body.get("uid"), "title": body["title"], "id": 7})

@@ -5,9 +5,9 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from common.clock import ManualClock
 from exporter.collector import build_prometheus_registry, render
 from exporter.http import MetricsHTTPServer
-from common.clock import ManualClock
 from exporter.registry import RawFamily, RawSample, Registry
 
 

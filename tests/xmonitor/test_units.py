@@ -8,9 +8,9 @@ import math
 import pyarrow.parquet as pq
 import pytest
 
+from common.clock import ManualClock
 from xmonitor import config, formulas, payload, sink, topic_logic
 from xmonitor.accounting import ConsumeAccounting, Kind, Outcome, SequenceTracker
-from common.clock import ManualClock
 from xmonitor.metrics import Recorder, kmf_name
 from xmonitor.sli_schema import SLI_SCHEMA, decode_hdr
 from xmonitor.windowed import Latency, Percentiles, Rate
