@@ -124,7 +124,7 @@ def produce(bootstrap: str, topic: str, partitions: int, *, records: int, second
         raise RuntimeError(f"warm-up produce to {bootstrap} not delivered")
     stats = {"ok": 0, "err": 0, "first_error": None}
 
-    def on_delivery(err, msg):  # noqa: ANN001
+    def on_delivery(err, msg):
         if err is None:
             stats["ok"] += 1
         else:

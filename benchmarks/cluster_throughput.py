@@ -59,7 +59,7 @@ def create_replicated_topic(bootstrap: str, topic: str, partitions: int, rf: int
     wait_full_isr(admin, topic, partitions, rf, timeout_s)
 
 
-def wait_full_isr(admin, topic: str, partitions: int, rf: int, timeout_s: float) -> None:  # noqa: ANN001
+def wait_full_isr(admin, topic: str, partitions: int, rf: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
@@ -69,7 +69,7 @@ def wait_full_isr(admin, topic: str, partitions: int, rf: int, timeout_s: float)
             if t is not None and t.error is None and len(t.partitions) == partitions and all(
                     p.leader >= 0 and len(p.replicas) == rf and len(p.isrs) == rf for p in t.partitions.values()):
                 return
-        except Exception:  # noqa: BLE001, S110 - metadata not there yet
+        except Exception:  # metadata not there yet
             pass
         time.sleep(0.1)
     raise TimeoutError(f"topic {topic}: not all {partitions} partitions led with a full ISR of {rf} "

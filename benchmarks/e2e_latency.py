@@ -43,7 +43,7 @@ def _summary(h: HdrHistogram) -> dict:
             "mean_ms": round(h.get_mean_value() / 1000, 3)}
 
 
-def _paced(rate: int, seconds: float, warmup_s: float, fn) -> None:  # noqa: ANN001
+def _paced(rate: int, seconds: float, warmup_s: float, fn) -> None:
     """Call fn(recorded: bool) `rate` times a second for warmup+seconds (open-loop schedule)."""
     total = int(rate * (seconds + warmup_s))
     warm = int(rate * warmup_s)

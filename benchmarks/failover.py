@@ -44,15 +44,15 @@ def _state_path(topic: str, partition: int) -> str:
     return f"{CHROOT}/brokers/topics/{topic}/partitions/{partition}/state"
 
 
-def _controller_id(zk) -> int | None:  # noqa: ANN001
+def _controller_id(zk) -> int | None:
     try:
         data, _ = zk.get(f"{CHROOT}/controller")
         return int(json.loads(data)["brokerid"])
-    except Exception:  # noqa: BLE001 - no controller right now
+    except Exception:  # no controller right now
         return None
 
 
-def _partition_state(zk, topic: str, partition: int) -> dict:  # noqa: ANN001
+def _partition_state(zk, topic: str, partition: int) -> dict:
     data, _ = zk.get(_state_path(topic, partition))
     return json.loads(data)
 
@@ -74,7 +74,7 @@ class _Sender:
         self.errors = 0
 
     def send(self, rnd: int) -> None:
-        def cb(err, msg, rnd=rnd):  # noqa: ANN001
+        def cb(err, msg, rnd=rnd):
             now = time.perf_counter()
             if err is None:
                 with self.lock:
@@ -93,7 +93,7 @@ class _Sender:
         return bool(ok and ok[0])
 
 
-def one_round(c: Cluster, zk, sender: _Sender, rnd: int, session_timeout_s: float) -> dict:  # noqa: ANN001
+def one_round(c: Cluster, zk, sender: _Sender, rnd: int, session_timeout_s: float) -> dict:
     state = _partition_state(zk, TOPIC, 0)
     leader = int(state["leader"])
     was_controller = _controller_id(zk) == leader
@@ -111,7 +111,7 @@ def one_round(c: Cluster, zk, sender: _Sender, rnd: int, session_timeout_s: floa
                 if int(st["leader_epoch"]) > old_epoch and int(st["leader"]) >= 0:
                     elected_s = time.perf_counter() - t_kill
                     new_leader = int(st["leader"])
-            except Exception:  # noqa: BLE001, S110 - znode being rewritten
+            except Exception:  # znode being rewritten
                 pass
         with sender.lock:
             ok_at = sender.first_ok_after.get(rnd)

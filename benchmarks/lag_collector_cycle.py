@@ -28,7 +28,7 @@ from lagmonitor.config import CollectorConfig, LagConfig
 from lagmonitor.monitor import LagMonitor
 
 
-def _ms(f) -> float:  # noqa: ANN001
+def _ms(f) -> float:
     t0 = time.perf_counter()
     f()
     return (time.perf_counter() - t0) * 1000

@@ -7,7 +7,6 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from common.clock import Clock, SystemClock
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.errors import ErrorCode, KafkaError
@@ -28,6 +27,7 @@ from broker.purgatory import Purgatory
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.server import KafkaServer
+from common.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from broker.metrics import BrokerMetrics

@@ -15,7 +15,6 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
-from common.clock import Clock
 from broker.config import BrokerConfig
 from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog, java_string_hash
 from broker.coordinator.group_state import (
@@ -27,6 +26,7 @@ from broker.coordinator.group_state import (
 )
 from broker.coordinator.pending_answers import JoinResult, PendingAnswers, SyncResult
 from broker.errors import ErrorCode, KafkaError
+from common.clock import Clock
 
 # Named here too for the coordinator's users: OffsetsLog and java_string_hash are the GroupMetadataManager's,
 # JoinResult and SyncResult pending_answers'.

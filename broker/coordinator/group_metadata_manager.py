@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
 
-from common.clock import Clock
 from broker.config import BrokerConfig
 from broker.coordinator.group_state import Group, GroupState, OffsetAndMetadata
 from broker.coordinator.offsets_schema import (
@@ -26,6 +25,7 @@ from broker.coordinator.offsets_schema import (
     encode_offset_commit_value,
 )
 from broker.errors import ErrorCode
+from common.clock import Clock
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096

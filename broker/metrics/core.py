@@ -249,7 +249,7 @@ class BrokerMetrics:
 
     # ------------------------------------------------------------ lifecycle
 
-    def _post(self, fn, *args: object) -> None:  # noqa: ANN001
+    def _post(self, fn, *args: object) -> None:
         """Record on the event loop from another thread (controller, kazoo)."""
         loop = self._loop
         if loop is not None and not loop.is_closed():

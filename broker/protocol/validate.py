@@ -160,7 +160,7 @@ def walker(request_cls: type) -> Any:
     header = gen.entity(request_cls.__header_schema__, is_header=True)
     body = gen.entity(request_cls)
     namespace: dict[str, Any] = {"uvarint": read_uvarint, "i16": _i16, "i32": _i32, "fail": _fail}
-    exec(compile("\n\n".join(gen.src), f"<walker {request_cls.__name__}>", "exec"), namespace)  # noqa: S102
+    exec(compile("\n\n".join(gen.src), f"<walker {request_cls.__name__}>", "exec"), namespace)
     walk_header, walk_body = namespace[header], namespace[body]
 
     def walk(frame: Any) -> int:

@@ -4,11 +4,11 @@ import asyncio
 import functools
 import struct
 
-from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.coordinator.group_coordinator import GroupCoordinator, java_string_hash
 from broker.coordinator.offsets_schema import GroupMetadataKey, decode_group_metadata_value, decode_key
 from broker.errors import ErrorCode
+from common.clock import ManualClock
 
 
 class MemoryOffsetsLog:

@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
 from broker.coordinator.group_coordinator import GroupCoordinator
@@ -15,6 +14,7 @@ from broker.metadata import BrokerInfo
 from broker.protocol.api import RequestContext
 from broker.protocol.codec import build, encode_response, request_class
 from broker.protocol.handlers import groups
+from common.clock import ManualClock
 from tests.broker.test_group_coordinator import MemoryOffsetsLog, subscription
 
 

@@ -3,12 +3,12 @@ committed and read back, the counts the GroupMetadataManager gauges read, and wh
 
 import asyncio
 
-from common.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.group_metadata_manager import OFFSET_METADATA_MAX_BYTES, GroupMetadataManager
 from broker.coordinator.offsets_schema import OffsetCommitKey
 from broker.errors import ErrorCode
+from common.clock import ManualClock
 from tests.broker.test_group_coordinator import MemoryOffsetsLog, async_test, form_group
 
 

@@ -236,7 +236,7 @@ class Prometheus:
                 out[name] = state
         return out
 
-    def wait(self, cond, timeout_s: float, what: str):  # noqa: ANN001, ANN201
+    def wait(self, cond, timeout_s: float, what: str):
         """wait_until, and on a timeout the scrape health (a loaded machine makes jmx_exporter time out)."""
         try:
             return wait_until(cond, timeout_s, 1, what=what)
@@ -301,7 +301,7 @@ class ApacheKafkaWithRules(ClusterLauncher):
         super().__init__(*args, impl="apache-kafka", **kwargs)
         self.rules = rules
 
-    def _command(self, m):  # noqa: ANN001, ANN202
+    def _command(self, m):
         cmd = super()._command(m)
         if m.kind != "broker":
             return cmd
@@ -319,7 +319,7 @@ class OursWithMetrics(ClusterLauncher):
         super().__init__(*args, **kwargs)
         self.metrics_ports: dict[int, int] = {}
 
-    def _broker_config(self, broker_id, port, rack, zk_connect):  # noqa: ANN001, ANN202
+    def _broker_config(self, broker_id, port, rack, zk_connect):
         props = super()._broker_config(broker_id, port, rack, zk_connect)
         self.metrics_ports.setdefault(broker_id, proc.free_port())
         props["prometheus.listener"] = f"127.0.0.1:{self.metrics_ports[broker_id]}"
@@ -385,7 +385,7 @@ class Traffic:
         for t in self._threads:
             t.join(60)
 
-    def _report(self, err, msg) -> None:  # noqa: ANN001
+    def _report(self, err, msg) -> None:
         with self._lock:
             d = self.failed if err else self.delivered
             d[msg.topic()] = d.get(msg.topic(), 0) + 1
@@ -411,7 +411,7 @@ class Traffic:
                         p.poll(0.05)
                 p.poll(0)
                 i += 1
-        except Exception as e:  # noqa: BLE001 - reported by the test
+        except Exception as e:  # reported by the test
             self.errors.append(f"producer {topics}: {e!r}")
         finally:
             p.flush(30)
@@ -427,7 +427,7 @@ class Traffic:
                 m = c.poll(0.5)
                 if m is not None and not m.error():
                     self.consumed += 1
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             self.errors.append(f"consumer: {e!r}")
         finally:
             c.close()
