@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 APT_PACKAGES := kcat zookeeper prometheus prometheus-node-exporter openjdk-17-jre-headless
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-slow bench lint clean
+.PHONY: install demo check test test-slow bench lint clean
 
 install: $(STAMP)
 
@@ -24,7 +24,12 @@ $(STAMP): pyproject.toml requirements.lock
 demo: install
 	$(PY) -m kafkascope up
 
-test: install
+# What CI promises before any test runs: lint (unused noqa included) and the type check.
+check: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy broker exporter
+
+test: check
 	$(PY) -m pytest -q
 
 test-slow: install
