@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,8 +14,10 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
+from common.polling import ProcessExited, WaitTimeout, wait_for_port
 from kafkascope.cli import common as client
 from kafkascope.cli.common import CliError
+from kafkascope.local.process import free_port
 
 RECORDS = 1000
 STARTUP_TIMEOUT_S = 30.0
@@ -41,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
 @contextmanager
 def _local_broker(data_dir: Path):
     """`python -m broker` on a free 127.0.0.1 port; stopped with SIGTERM (then SIGKILL) on exit."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     config = data_dir / "server.properties"
     config.write_text(f"broker.id=0\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={data_dir / 'logs'}\n"
                       "num.partitions=3\noffsets.topic.num.partitions=5\ngroup.initial.rebalance.delay.ms=0\n")
@@ -67,16 +66,12 @@ def _local_broker(data_dir: Path):
 
 
 def _wait_listening(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise CliError(f"the broker exited with code {proc.returncode} during startup")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise CliError(f"the broker did not listen on 127.0.0.1:{port} within {STARTUP_TIMEOUT_S:g} s")
+    try:
+        wait_for_port("127.0.0.1", port, lambda: proc.poll() is None, STARTUP_TIMEOUT_S, interval_s=0.1)
+    except ProcessExited:
+        raise CliError(f"the broker exited with code {proc.returncode} during startup") from None
+    except WaitTimeout:
+        raise CliError(f"the broker did not listen on 127.0.0.1:{port} within {STARTUP_TIMEOUT_S:g} s") from None
 
 
 def _demo(args: argparse.Namespace) -> int:

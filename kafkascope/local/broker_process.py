@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kafkascope.local.process import SOURCE_ROOT, child_env
+from common.polling import wait_for_port
+from kafkascope.local.process import SOURCE_ROOT, child_env, free_port
 
 ROOT = SOURCE_ROOT  # the checkout in a development tree: tests run `python -m kafkascope` from it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def proc_status_kb(pid: int, field: str) -> int:
@@ -27,19 +20,6 @@ def proc_status_kb(pid: int, field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     raise KeyError(f"{field} not in /proc/{pid}/status")
-
-
-def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout_s}s")
 
 
 class BrokerProcess:
@@ -79,7 +59,8 @@ class BrokerProcess:
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=child_env(), preexec_fn=self.preexec_fn)
         try:
-            wait_for_port(self.port, self.proc, timeout_s)
+            proc = self.proc
+            wait_for_port("127.0.0.1", self.port, lambda: proc.poll() is None, timeout_s)
         except Exception as e:
             self.kill()
             raise RuntimeError(f"{e}\n--- broker log ---\n{self.log_tail()}") from None

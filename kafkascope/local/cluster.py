@@ -14,33 +14,19 @@ made through the factory is shut down when the test ends.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common.polling import wait_until
 from kafkascope.local import zookeeper as zkmod
 from kafkascope.local.launcher import CHROOT, ZK_ID, ClusterLauncher
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05,
              what: str | None = None) -> Any:
-    """Poll `predicate` until it returns something truthy and return that; AssertionError after `timeout`.
-    Exceptions raised by the predicate count as "not yet" (the last one is reported)."""
-    deadline = time.monotonic() + timeout
-    last_exc: BaseException | None = None
-    while True:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as e:  # retried until the deadline
-            last_exc = e
-        if time.monotonic() >= deadline:
-            detail = f" (last error: {last_exc!r})" if last_exc else ""
-            raise AssertionError(f"{what or getattr(predicate, '__name__', 'condition')} "
-                                 f"not true after {timeout}s{detail}")
-        time.sleep(interval)
+    """The cluster tests' spelling of common.polling.wait_until: the predicate's exceptions count as "not yet"."""
+    return wait_until(predicate, timeout, interval, what, retry_on=(Exception,))
 
 
 class _Handle:
@@ -187,10 +173,7 @@ class Cluster:
     def status(self) -> dict[str, str]:
         return {s.id: s.state for s in self.launcher.status()}
 
-    @staticmethod
-    def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05,
-                 what: str | None = None) -> Any:
-        return wait_for(predicate, timeout, interval, what)
+    wait_for = staticmethod(wait_for)
 
     def kazoo(self, chroot: bool = True, timeout: float = 10.0) -> Any:
         """A started KazooClient on the cluster's ZooKeeper (inside the chroot by default); closed on shutdown."""

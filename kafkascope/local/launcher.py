@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from broker.replication.client import BrokerConnection
+from common.polling import wait_for_port, wait_until
 from kafkascope.local import apache_kafka
 from kafkascope.local import process as proc
 from kafkascope.local.zookeeper import ZooKeeperServer
@@ -350,7 +351,7 @@ class ClusterLauncher:
                 zk.pid, zk.started = m.pid, m.started
                 zk.wait_ready(timeout_s)
             else:
-                proc.wait_for_port(m.port, lambda: self._alive(m), timeout_s)
+                wait_for_port("127.0.0.1", m.port, lambda: self._alive(m), timeout_s)
         except Exception as e:
             raise ClusterError(f"{m.kind} {m.id} did not start: {e}\n--- {m.log} ---\n{proc.log_tail(Path(m.log))}"
                                ) from None
@@ -424,7 +425,7 @@ class ClusterLauncher:
                        env=proc.child_env())
         self._children[p.pid] = p
         (self.data_dir / "zk-exporter.pid").write_text(f"{p.pid} {proc.start_time(p.pid)}\n")
-        proc.wait_for_port(port, lambda: p.poll() is None, timeout_s)
+        wait_for_port("127.0.0.1", port, lambda: p.poll() is None, timeout_s)
         self.zk_exporter_url = f"http://127.0.0.1:{port}/metrics"
         return self.zk_exporter_url
 
@@ -477,7 +478,7 @@ class ClusterLauncher:
                 raise ClusterError(f"{m.kind} {m.id} is not running ({m.state()})")
             proc.signal_group(m.pid, sig)
             m.last_action = action
-            proc.wait_until(lambda: m.os_state() in (expect, proc.DEAD), 5.0, what=f"{m.kind} {m.id} {expect}")
+            wait_until(lambda: m.os_state() in (expect, proc.DEAD), 5.0, what=f"{m.kind} {m.id} {expect}")
 
     def shutdown(self, timeout_s: float = 30.0) -> None:
         """Stop every broker (SIGTERM, in parallel), then ZooKeeper; SIGKILL whatever is left."""

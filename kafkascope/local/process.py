@@ -11,11 +11,10 @@ import signal
 import site
 import socket
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import kafkascope
+from common.polling import wait_until
 
 # The directory holding our top-level packages (broker, exporter, kafkascope, ...): the checkout when run from
 # one, site-packages when installed.
@@ -111,19 +110,6 @@ def reap(pid: int) -> None:
         pass
 
 
-def wait_until(predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.05,
-               what: str = "condition") -> object:
-    """Poll `predicate` until it returns something truthy; TimeoutError after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"{what} not reached after {timeout_s}s")
-        time.sleep(interval_s)
-
-
 def wait_dead(pid: int, started: int | None, timeout_s: float) -> bool:
     """Wait for the process to exit (reaping it if it is our child); True if it did."""
     def gone() -> bool:
@@ -156,19 +142,6 @@ def kill_group(pid: int, started: int | None, timeout_s: float = 10.0) -> None:
     if alive(pid, started):
         signal_group(pid, signal.SIGKILL)
     wait_dead(pid, started, timeout_s)
-
-
-def wait_for_port(port: int, is_alive: Callable[[], bool], timeout_s: float, host: str = "127.0.0.1") -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not is_alive():
-            raise RuntimeError(f"process exited before listening on {host}:{port}")
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on {host}:{port} after {timeout_s}s")
 
 
 def log_tail(path: Path, n: int = 40) -> str:

@@ -18,6 +18,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from common.polling import wait_until
 from kafkascope.local import process as proc
 
 JAVA_DIR = Path("/usr/share/java")
@@ -187,7 +188,7 @@ class ZooKeeperServer:
             if not self.is_alive():
                 raise RuntimeError(f"ZooKeeper exited (code {self.proc.returncode if self.proc else '?'})")
             return self.ruok(0.5) and bool(self.mntr(0.5).get("zk_server_state"))
-        proc.wait_until(ready, timeout_s, interval_s=0.1, what=f"ZooKeeper imok on {self.host_port}")
+        wait_until(ready, timeout_s, interval_s=0.1, what=f"ZooKeeper imok on {self.host_port}")
 
     def pause(self) -> None:
         if self.pid:

@@ -9,10 +9,8 @@ sockets and real time; handler tests that need neither use tests/broker/harness.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from broker.broker import Broker
@@ -42,13 +40,3 @@ def names(broker: Broker, domain: str, type_: str, name: str) -> list[MetricName
     """Every registered MBean name of (domain, type, name), whatever its tags."""
     return [mn for mn, _ in broker.metrics.registry.items()
             if (mn.domain, mn.type, mn.name) == (domain, type_, name)]
-
-
-async def wait_until_async(cond: Callable[[], object], timeout_s: float = 10.0, what: str = "") -> object:
-    """Poll `cond` on the event loop (the broker keeps running between polls) until truthy."""
-    deadline = time.monotonic() + timeout_s
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what or 'condition'} not true after {timeout_s}s")
-        await asyncio.sleep(0.02)
-    return value

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from broker.log.records import Record, build_batch
+from common.polling import wait_until_async
 from kafkascope.local.wire import WireClient
-from tests.broker.inproc import inproc_broker, metric, names, wait_until_async
+from tests.broker.inproc import inproc_broker, metric, names
 from tests.e2e.helpers import create_topic
 
 METADATA, API_VERSIONS = 3, 18
@@ -76,7 +77,7 @@ async def test_connections_per_client_software_and_deprecated_requests(tmp_path)
                                                         "clientSoftwareName": "kcat", "clientSoftwareVersion": "1.7.0"}]
         assert b.metrics.registry.get(deprecated[0]).count == 1
         await asyncio.to_thread(lambda: [c.close() for c in conns[:3]])
-        await wait_until_async(lambda: connections(b, "unknown", "unknown").read() == 1, what="closes counted")
+        await wait_until_async(lambda: connections(b, "unknown", "unknown").read() == 1, 10, what="closes counted")
         assert connections(b, "kcat", "1.7.0").read() == 0      # the gauge stays, at 0 (Kafka's IntGaugeSuite)
         conns[3].close()
 

@@ -11,7 +11,8 @@ import urllib.request
 import pytest
 
 from broker.log.records import Record, build_batch
-from kafkascope.local.broker_process import BrokerProcess, free_port, wait_for_port
+from common.polling import wait_for_port
+from kafkascope.local.broker_process import BrokerProcess, free_port
 from tests.broker.test_metrics_e2e import produce
 from tests.e2e.helpers import create_topic, wait_until
 
@@ -45,7 +46,7 @@ def test_prometheus_scrapes_broker_and_answers_queries(tmp_path, topic_name):
         proc = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                                  f"--web.listen-address=127.0.0.1:{pport}"], stdout=log, stderr=subprocess.STDOUT)
         try:
-            wait_for_port(pport, proc, timeout_s=30)
+            wait_for_port("127.0.0.1", pport, lambda: proc.poll() is None, timeout_s=30)
             up = wait_until(lambda: [r for r in query(pport, "up") if r["value"][1] == "1"], 60, 0.5,
                             what="the broker target up")
             assert up[0]["metric"]["job"] == "kafka-broker"

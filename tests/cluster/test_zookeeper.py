@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.polling import wait_until
 from kafkascope.local import process
 from kafkascope.local import zookeeper as zkmod
 from kafkascope.local.zookeeper import ZooKeeperServer
@@ -33,10 +34,10 @@ def test_starts_answers_ruok_mntr_and_stops(tmp_path):
 def test_pause_resume_kill(tmp_path):
     with ZooKeeperServer(tmp_path / "zk") as zk:
         zk.pause()
-        process.wait_until(lambda: process.os_state(zk.pid) == process.PAUSED, 5)
+        wait_until(lambda: process.os_state(zk.pid) == process.PAUSED, 5)
         assert not zk.ruok(0.3)  # a stopped JVM answers nothing
         zk.resume()
-        process.wait_until(lambda: zk.ruok(0.5), 10)
+        wait_until(lambda: zk.ruok(0.5), 10)
         zk.kill()
         assert not zk.is_alive()
 

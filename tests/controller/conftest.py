@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -18,20 +17,10 @@ from broker.controller.state import PartitionState
 from broker.controller.store import ZkMetadata
 from broker.controller.zk_session import new_client
 from broker.metadata import BrokerInfo
+from common.polling import wait_until
 from kafkascope.local import zookeeper as zkrun
 
 _chroots = itertools.count()
-
-
-def wait_until(cond: Callable[[], object], timeout_s: float = 10.0, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.02)
 
 
 class FakeListener:
@@ -104,7 +93,7 @@ class Cluster:
         def active():
             act = [n for n in self.nodes.values() if n.controller.active]
             return act[0] if len(act) == 1 else None
-        return wait_until(active, 15, "one active controller")
+        return wait_until(active, 15, 0.02, "one active controller")
 
     def close(self) -> None:
         for b in list(self.nodes):

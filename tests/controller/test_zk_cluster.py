@@ -9,14 +9,14 @@ import pytest
 from broker.controller import zk_paths as zp
 from broker.controller.state import NO_LEADER
 from broker.errors import ErrorCode, KafkaError
-from tests.controller.conftest import wait_until
+from common.polling import wait_until
 
 
 def online(cluster, node, topic, parts):
     def ok():
         return all((s := node.partition_state(topic, p)) is not None and s.leader != NO_LEADER
                    for p in range(parts))
-    wait_until(ok, 10, f"{topic} online on {node.me.node_id}: {node.partition_states()} {node.assignments()}")
+    wait_until(ok, 10, 0.02, f"{topic} online on {node.me.node_id}: {node.partition_states()} {node.assignments()}")
 
 
 def raw(node, path):
@@ -29,7 +29,7 @@ def test_registration_controller_and_topic_creation_in_kafka_format(cluster):
     cluster.start(2, rack="r2")
     cluster.start(3, rack="r3")
     ctrl = cluster.controller()
-    wait_until(lambda: all(len(n.brokers()) == 3 for n in cluster.nodes.values()), 10, "3 brokers seen")
+    wait_until(lambda: all(len(n.brokers()) == 3 for n in cluster.nodes.values()), 10, 0.02, "3 brokers seen")
     reg, _ = raw(a, zp.broker_path(2))
     assert reg["version"] == 5 and reg["port"] == 19002 and reg["rack"] == "r2"
     assert reg["endpoints"] == ["PLAINTEXT://127.0.0.1:19002"]
@@ -65,7 +65,7 @@ def test_registration_controller_and_topic_creation_in_kafka_format(cluster):
     assert cfg == {"version": 1, "config": {"retention.ms": "1000"}}
     # every broker's listener got every state, on the loop thread
     wait_until(lambda: all(len([k for k in lst.states if k[0] == "orders"]) == 6
-                           for lst in cluster.listeners.values()), 10, "listeners")
+                           for lst in cluster.listeners.values()), 10, 0.02, "listeners")
     assert all(lst.wrong_thread == 0 for lst in cluster.listeners.values())
     assert all(n.topic("orders").configs == {"retention.ms": "1000"} for n in cluster.nodes.values())
     assert cluster.run(cluster.nodes[3].wait_online("orders", 5))
@@ -81,7 +81,7 @@ def test_controller_failover_bumps_epoch_and_fences_old(cluster):
     cluster.stop(old_id)
     new = cluster.controller()
     assert new.me.node_id != old_id and new.controller.epoch == old_epoch + 1
-    wait_until(lambda: all(n.controller_id == new.me.node_id for n in cluster.nodes.values()), 10, "ids")
+    wait_until(lambda: all(n.controller_id == new.me.node_id for n in cluster.nodes.values()), 10, 0.02, "ids")
     # a zombie write with the old epoch version is rejected
     tx = new.zk.transaction()
     tx.check(zp.CONTROLLER_EPOCH, old_version)
@@ -95,7 +95,7 @@ def three(cluster, **settings):
     for b in (1, 2, 3):
         cluster.start(b, **settings)
     ctrl = cluster.controller()
-    wait_until(lambda: all(len(n.brokers()) == 3 for n in cluster.nodes.values()), 10, "3 brokers seen")
+    wait_until(lambda: all(len(n.brokers()) == 3 for n in cluster.nodes.values()), 10, 0.02, "3 brokers seen")
     return ctrl
 
 
@@ -118,11 +118,11 @@ def test_broker_death_moves_leader_within_isr_and_shrinks_isr(cluster):
     def moved():
         s = obs.partition_state("t", p)
         return s if s.leader not in (victim, NO_LEADER) and victim not in s.isr else None
-    s = wait_until(moved, 10, "leader moved")
+    s = wait_until(moved, 10, 0.02, "leader moved")
     assert s.leader_epoch == before.leader_epoch + 1 and s.leader in before.isr
     # followers on the dead broker leave the ISR of every partition
-    wait_until(lambda: all(victim not in obs.partition_state("t", q).isr for q in range(3)), 10, "isr shrunk")
-    wait_until(lambda: cluster.listeners[obs.me.node_id].states[("t", p)].leader == s.leader, 10, "listener")
+    wait_until(lambda: all(victim not in obs.partition_state("t", q).isr for q in range(3)), 10, 0.02, "isr shrunk")
+    wait_until(lambda: cluster.listeners[obs.me.node_id].states[("t", p)].leader == s.leader, 10, 0.02, "listener")
 
 
 def test_unclean_disabled_goes_offline_enabled_elects_and_counts(cluster):
@@ -139,15 +139,15 @@ def test_unclean_disabled_goes_offline_enabled_elects_and_counts(cluster):
         assert ctrl.update_isr(name, 0, cur, (a,)) is not None  # leader `a` shrinks the ISR
     before = ctrl.controller.unclean_leader_elections
     cluster.stop(a)
-    s = wait_until(lambda: (x := ctrl.partition_state("clean", 0)).leader == NO_LEADER and x, 10, "offline")
+    s = wait_until(lambda: (x := ctrl.partition_state("clean", 0)).leader == NO_LEADER and x, 10, 0.02, "offline")
     assert s.isr == (a,)  # the last ISR member is kept
-    d = wait_until(lambda: (x := ctrl.partition_state("dirty", 0)).leader == b and x, 10, "unclean election")
+    d = wait_until(lambda: (x := ctrl.partition_state("dirty", 0)).leader == b and x, 10, 0.02, "unclean election")
     assert d.isr == (b,)
     assert ctrl.controller.unclean_leader_elections == before + 1
     assert ctrl.controller.stats().offline_partitions == 1
     # when `a` returns, the offline partition is cleanly elected again
     cluster.start(a)
-    wait_until(lambda: ctrl.partition_state("clean", 0).leader == a, 10, "clean election on return")
+    wait_until(lambda: ctrl.partition_state("clean", 0).leader == a, 10, 0.02, "clean election on return")
 
 
 def test_controlled_shutdown_moves_leadership_and_rebalance_restores_it(cluster):
@@ -173,7 +173,7 @@ def test_controlled_shutdown_moves_leadership_and_rebalance_restores_it(cluster)
     assert ctrl.controller.stats().preferred_replica_imbalance == len(led)
     moved = ctrl.controller.submit(ctrl.controller.rebalance).result(10)
     assert moved == len(led)
-    wait_until(lambda: all(ctrl.partition_state("cs", p).leader == leaving for p in led), 10, "preferred back")
+    wait_until(lambda: all(ctrl.partition_state("cs", p).leader == leaving for p in led), 10, 0.02, "preferred back")
     assert ctrl.controller.stats().preferred_replica_imbalance == 0
 
 
@@ -201,7 +201,7 @@ def test_elect_leaders_preferred_and_unclean(cluster):
     cur = ctrl.partition_state("el", 0)
     assert ctrl.update_isr("el", 0, cur, (x,)) is not None
     cluster.stop(x)
-    wait_until(lambda: ctrl.partition_state("el", 0).leader == NO_LEADER, 10, "offline")
+    wait_until(lambda: ctrl.partition_state("el", 0).leader == NO_LEADER, 10, 0.02, "offline")
     res = cluster.run(ctrl.elect_leaders(1, [("el", 0)], 10))
     assert res[("el", 0)][0] == ErrorCode.none
     assert ctrl.partition_state("el", 0).leader == y and ctrl.partition_state("el", 0).isr == (y,)
@@ -223,7 +223,7 @@ def test_add_partitions_and_delete_topic(cluster):
     n2.delete_topic("grow")
     assert cluster.run(cluster.nodes[1].wait_deleted("grow", 10))
     wait_until(lambda: all("grow" in lst.deleted and not any(k[0] == "grow" for k in lst.states)
-                           for lst in cluster.listeners.values()), 10, "on_topic_deleted everywhere")
+                           for lst in cluster.listeners.values()), 10, 0.02, "on_topic_deleted everywhere")
     assert not n2.zk.exists(zp.topic_path("grow")) and not n2.zk.exists(zp.topic_config_path("grow"))
     assert not n2.zk.exists(zp.delete_topic_path("grow"))
     # the name can be used again
@@ -246,14 +246,14 @@ def test_reassignment_via_api_and_legacy_znode(cluster):
     s = ctrl.partition_state("mv", 0)
     assert s.replicas == (3, 2, 1)
     assert n1.update_isr("mv", 0, s, s.isr + (3,)) is not None
-    done = wait_until(lambda: (x := n1.partition_state("mv", 0)).replicas == (3, 2) and x, 10, "reassigned")
+    done = wait_until(lambda: (x := n1.partition_state("mv", 0)).replicas == (3, 2) and x, 10, 0.02, "reassigned")
     assert done.leader in (3, 2) and set(done.isr) <= {2, 3} and not n1.reassignments()
     # legacy znode (kafka-reassign-partitions --zookeeper)
     n1.zk.create(zp.REASSIGN_PARTITIONS, zp.encode_reassignment({("mv", 1): (1, 3)}))
-    s = wait_until(lambda: (x := ctrl.partition_state("mv", 1)).replicas == (1, 3, 2) and x, 10, "phase A")
+    s = wait_until(lambda: (x := ctrl.partition_state("mv", 1)).replicas == (1, 3, 2) and x, 10, 0.02, "phase A")
     assert n1.update_isr("mv", 1, s, s.isr + (1,)) is not None
-    wait_until(lambda: ctrl.partition_state("mv", 1).replicas == (1, 3), 10, "legacy reassigned")
-    wait_until(lambda: not n1.zk.exists(zp.REASSIGN_PARTITIONS), 10, "znode removed")
+    wait_until(lambda: ctrl.partition_state("mv", 1).replicas == (1, 3), 10, 0.02, "legacy reassigned")
+    wait_until(lambda: not n1.zk.exists(zp.REASSIGN_PARTITIONS), 10, 0.02, "znode removed")
     s = ctrl.partition_state("mv", 1)
     assert s.leader in (1, 3) and 2 not in s.isr
 
@@ -269,12 +269,12 @@ def test_conditional_isr_update_conflicts(cluster):
     assert n1.update_isr("isr", 0, s, s.isr[:1]) is None  # stale version
     # a leader epoch bump by the controller invalidates the leader's view
     stale = first
-    wait_until(lambda: n1.partition_state("isr", 0).version == first.version, 10, "cache")
+    wait_until(lambda: n1.partition_state("isr", 0).version == first.version, 10, 0.02, "cache")
     ctrl = cluster.controller()
     ctrl.controller.submit(lambda: ctrl.controller._write_state(
         "isr", 0, lambda c: __import__("broker.controller.election", fromlist=["Decision"]).Decision(
             c.leader, c.isr))).result(10)
-    wait_until(lambda: n1.partition_state("isr", 0).leader_epoch == stale.leader_epoch + 1, 10, "epoch bump")
+    wait_until(lambda: n1.partition_state("isr", 0).leader_epoch == stale.leader_epoch + 1, 10, 0.02, "epoch bump")
     assert n1.update_isr("isr", 0, stale, stale.isr[:1]) is None
 
 
@@ -292,10 +292,10 @@ def test_session_expiry_reregisters_and_keeps_serving_cache(cluster):
     other.close()
     # the cache keeps answering meanwhile
     assert n3.topic("exp") is not None and n3.partition_state("exp", 0) is not None
-    wait_until(lambda: (cid := n3.zk.client_id) and cid[0] != sid, 15, "new session")
+    wait_until(lambda: (cid := n3.zk.client_id) and cid[0] != sid, 15, 0.02, "new session")
     wait_until(lambda: n3.zk.exists(zp.broker_path(3)) and n3.zk.get(zp.broker_path(3))[1].ephemeralOwner
-               == n3.zk.client_id[0], 15, "re-registered")
-    wait_until(lambda: 3 in cluster.nodes[1].live_broker_ids(), 10, "others see broker 3")
+               == n3.zk.client_id[0], 15, 0.02, "re-registered")
+    wait_until(lambda: 3 in cluster.nodes[1].live_broker_ids(), 10, 0.02, "others see broker 3")
     cluster.controller()
     # still receiving watches with the new session
     n3b = cluster.nodes[1]
@@ -317,7 +317,7 @@ def test_bounced_broker_gets_new_leader_epoch(cluster):
     cluster.start(other)
     gate.set()
     s = wait_until(lambda: (x := ctrl.partition_state("b", 0)).leader_epoch >= before.leader_epoch + 2 and x,
-                   10, "bounce handled")
+                   10, 0.02, "bounce handled")
     assert s.leader == other and s.isr == (other,)
 
 

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any
-
 from broker.log.records import BatchHeader, decode_records, iter_batches
+from common.polling import wait_until as wait_until  # re-exported: many client tests import it from here
 from kafkascope.local.wire import WireClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, INIT_PRODUCER_ID = 0, 1, 2, 3, 19, 22
 EARLIEST, LATEST = -2, -1
-
-
-def wait_until(cond: Callable[[], Any], timeout_s: float = 30.0, interval_s: float = 0.1, what: str = "") -> Any:
-    """Poll `cond` until it returns something truthy; bounded in time. Returns that value."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what or cond!r} (last={last!r})")
 
 
 def create_topic(port: int, name: str, partitions: int = 1, **configs: str) -> None:

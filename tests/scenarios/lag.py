@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from common.polling import wait_until
 from lagmonitor.api import LagAPI, serve
 from lagmonitor.collector import Collector, wall_ms
 from lagmonitor.config import CollectorConfig, LagConfig
@@ -23,16 +24,6 @@ from lagmonitor.storage import StorageConfig
 
 CONFIG = LagConfig(storage=StorageConfig(intervals=3), evaluator=EvaluatorConfig(expire_cache_s=0),
                    collector=CollectorConfig(offset_refresh_s=0.3, topic_refresh_s=0.5), snapshot_interval_s=3600)
-
-
-def wait_for(cond, what: str, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 class Running:
@@ -66,7 +57,7 @@ class Scenario:
                                   "enable.auto.commit": False})
         self.produce(messages)
         # the topic must be known to the log-end poller before commits are stored (Burrow drops earlier ones)
-        wait_for(lambda: self._primed(), f"log-end offsets of {self.topic}")
+        wait_until(lambda: self._primed(), 30.0, what=f"log-end offsets of {self.topic}")
 
     def _primed(self) -> bool:
         with self.running.monitor.lock:
@@ -93,8 +84,8 @@ class Scenario:
         def check():
             g = self.running.status(self.group)
             return g if g.status is status and g.partitions[0].status is partition_status else None
-        return wait_for(check, f"{self.group} {status.name}/{partition_status.name}; last "
-                               f"{self.running.status(self.group)}", timeout_s)
+        return wait_until(check, timeout_s, what=f"{self.group} {status.name}/{partition_status.name}; last "
+                                                 f"{self.running.status(self.group)}")
 
     def newest_order(self) -> int:
         with self.running.monitor.lock:
@@ -106,7 +97,7 @@ class Scenario:
         """Commit and wait until the monitor has stored it."""
         before = self.newest_order()
         self.commit(offset)
-        wait_for(lambda: self.newest_order() > before, f"commit {offset} of {self.group} stored")
+        wait_until(lambda: self.newest_order() > before, 30.0, what=f"commit {offset} of {self.group} stored")
 
     def close(self) -> None:
         self.consumer.close()
@@ -134,7 +125,7 @@ def commit_series(s: Scenario, offsets, produce_between: int = 0) -> None:
     for off in offsets:
         if produce_between:
             s.produce(produce_between)
-            wait_for(lambda: s.running.monitor.storage.topic_offsets(s.topic) == [s.end], "log end seen")
+            wait_until(lambda: s.running.monitor.storage.topic_offsets(s.topic) == [s.end], 30.0, what="log end seen")
         s.commit_stored(off)
         time.sleep(0.2)   # commit timestamps must differ for the window to span time
 
@@ -145,7 +136,7 @@ def keeps_up_is_ok(scenario: MakeScenario) -> None:
     for _ in range(4):
         s.commit_stored(s.end)
         s.produce(5)
-        wait_for(lambda: s.running.monitor.storage.topic_offsets(s.topic) == [s.end], "log end seen")
+        wait_until(lambda: s.running.monitor.storage.topic_offsets(s.topic) == [s.end], 30.0, what="log end seen")
     s.commit_stored(s.end)
     g = s.wait_status(Status.OK, Status.OK)
     assert g.totallag == 0 and g.partitions[0].complete == 1.0

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from kafkascope.local.process import wait_until
+from common.polling import wait_until
 from lagmonitor import history
 from slo import live
 from slo.generate import GenConfig, generate

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from kafkascope.local.broker_process import free_port, wait_for_port
+from common.polling import wait_for_port
+from kafkascope.local.broker_process import free_port
 from kafkascope.local.cluster import wait_for
 from slo.generate import DAY_S, GenConfig, Incident, expected, generate
 
@@ -32,7 +33,7 @@ def standalone(tmp_path):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs = [master]
     try:
-        wait_for_port(port, master, timeout_s=60)
+        wait_for_port("127.0.0.1", port, lambda: master.poll() is None, timeout_s=60)
         url = f"spark://127.0.0.1:{port}"
         procs.append(subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host",
                                        "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port",

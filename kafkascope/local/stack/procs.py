@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.polling import wait_for_port, wait_until
 from kafkascope.local import process as proc
 
 Step = Callable[[str], None]
@@ -64,7 +65,7 @@ class Processes:
         (self.data_dir / "pids" / f"{name}.pid").write_text(f"{p.pid} {child.started}\n")
         if port is not None:
             try:
-                proc.wait_for_port(port, lambda: p.poll() is None, timeout_s)
+                wait_for_port("127.0.0.1", port, lambda: p.poll() is None, timeout_s)
             except (RuntimeError, TimeoutError) as e:
                 raise RuntimeError(f"{name} did not start: {e}\n{proc.log_tail(log)}") from None
         return child
@@ -110,7 +111,7 @@ class Processes:
         self._spawn("prometheus", [exe, f"--config.file={cfg}", f"--storage.tsdb.path={pdir / 'tsdb'}",
                                    f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle"],
                     port, f"http://127.0.0.1:{port}", timeout_s)
-        proc.wait_until(lambda: _ready(f"http://127.0.0.1:{port}/-/ready"), timeout_s, 0.2, "Prometheus ready")
+        wait_until(lambda: _ready(f"http://127.0.0.1:{port}/-/ready"), timeout_s, 0.2, "Prometheus ready")
         step(f"Prometheus with the kafkascope rules on :{port}")
 
     def _start_streamlit(self, step: Step, timeout_s: float, report_dir: Path) -> None:
