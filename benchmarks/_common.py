@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+from common.polling import wait_until
 from kafkascope.local.broker_process import BrokerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,15 +82,12 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float =
         if "TOPIC_ALREADY_EXISTS" not in str(e):
             raise
     # wait until metadata shows all partitions with a leader
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        md = admin.list_topics(topic, timeout=5)
-        t = md.topics.get(topic)
-        if t is not None and t.error is None and len(t.partitions) == partitions and all(
-                p.leader >= 0 for p in t.partitions.values()):
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"topic {topic} not ready on {bootstrap}")
+    def led() -> bool:
+        t = admin.list_topics(topic, timeout=5).topics.get(topic)
+        return t is not None and t.error is None and len(t.partitions) == partitions and all(
+            p.leader >= 0 for p in t.partitions.values())
+
+    wait_until(led, timeout_s, 0.1, what=f"topic {topic} ready on {bootstrap}")
 
 
 def producer_config(bootstrap: str, **extra: object) -> dict:

@@ -38,6 +38,7 @@ from pathlib import Path
 from benchmarks._common import emit_json, fmt, produce, ratio
 from benchmarks.e2e_latency import _TS, _paced, _summary, latency_line
 from common.hdr import BENCHMARK_US
+from common.polling import WaitTimeout, wait_until
 from kafkascope.local.cluster import Cluster
 
 LINGER_MS = 5
@@ -60,20 +61,19 @@ def create_replicated_topic(bootstrap: str, topic: str, partitions: int, rf: int
 
 
 def wait_full_isr(admin, topic: str, partitions: int, rf: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            t = admin.list_topics(topic, timeout=5).topics.get(topic)
-            last = t
-            if t is not None and t.error is None and len(t.partitions) == partitions and all(
-                    p.leader >= 0 and len(p.replicas) == rf and len(p.isrs) == rf for p in t.partitions.values()):
-                return
-        except Exception:  # metadata not there yet
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"topic {topic}: not all {partitions} partitions led with a full ISR of {rf} "
-                       f"after {timeout_s}s (last: {last and {p: (m.leader, m.isrs) for p, m in last.partitions.items()}})")
+    last: dict = {}
+
+    def full() -> bool:
+        t = admin.list_topics(topic, timeout=5).topics.get(topic)
+        last.update(t and {p: (m.leader, m.isrs) for p, m in t.partitions.items()} or {})
+        return t is not None and t.error is None and len(t.partitions) == partitions and all(
+            p.leader >= 0 and len(p.replicas) == rf and len(p.isrs) == rf for p in t.partitions.values())
+
+    try:   # metadata errors count as "not there yet"
+        wait_until(full, timeout_s, 0.1, what=f"topic {topic}: {partitions} partitions led with a full ISR of {rf}",
+                   retry_on=(Exception,))
+    except WaitTimeout as e:
+        raise TimeoutError(f"{e} (leaders, ISRs: {last})") from None
 
 
 def warm_up_offsets_topic(bootstrap: str, timeout_s: float = 60.0) -> None:

@@ -1,4 +1,3 @@
-import time
 
 import pytest
 
@@ -6,6 +5,7 @@ from broker.log.cleaner import LogCleaner
 from broker.log.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, crc_ok, iter_batches
 from broker.log.segment import LogSegment
 from common.clock import ManualClock
+from common.polling import wait_until
 from tests.broker.test_log_support import keyed, make_log, read_all
 
 COMPACT = {"cleanup_policy": "compact", "segment_bytes": 400, "delete_retention_ms": 60_000}
@@ -165,9 +165,7 @@ def test_background_thread_cleans(tmp_path, clock):
     cleaner = LogCleaner(clock, backoff_ms=5)
     cleaner.start(lambda: [plog])
     try:
-        deadline = time.monotonic() + 5
-        while plog.cleaner_checkpoint == 0 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(lambda: plog.cleaner_checkpoint, 5, 0.005, "a cleaner checkpoint")
         # Produce and fetch keep working while the cleaner runs.
         plog.append_as_leader(keyed([(b"z", b"1")], ts=clock.now_ms()), 0)
     finally:

@@ -6,6 +6,7 @@ from broker.config import LogConfig
 from broker.log.manager import LogManager, parse_partition_dir
 from broker.log.records import Record, build_batch
 from common.clock import ManualClock
+from common.polling import wait_until
 from tests.broker.test_log_support import batch, keyed, read_all
 
 
@@ -92,9 +93,7 @@ def test_cleaner_thread_lifecycle(tmp_path, clock):
         plog.append_as_leader(keyed([(b"k", b"%d" % i)], ts=clock.now_ms()), 0)
     m.start()
     try:
-        deadline = time.monotonic() + 5
-        while plog.cleaner_checkpoint == 0 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(lambda: plog.cleaner_checkpoint, 5, 0.005, "a cleaner checkpoint")
     finally:
         m.stop()
     assert plog.cleaner_checkpoint > 0

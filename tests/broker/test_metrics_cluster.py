@@ -1,11 +1,11 @@
 """broker/metrics/cluster.py without servers: ZooKeeper client events as Kafka's ZooKeeperClient meters them, the
 request latency hook of the broker's kazoo client, and controller elections."""
 
-import time
 
 from broker.controller.zk_client import TimedKazooClient
 from broker.metrics.cluster import ClusterMetrics, zk_event
 from common.clock import ManualClock
+from common.polling import wait_until
 from exporter.registry import MetricName, Registry
 
 
@@ -79,9 +79,7 @@ def test_timed_kazoo_client_reports_every_request_to_its_listeners():
     got: list[float] = []
     zk.add_request_listener(got.append)
     assert zk.get_async("/x").exception is not None
-    deadline = time.monotonic() + 5
-    while not got and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: got, 5, 0.01, "the request listener called")
     assert len(got) == 1 and 0 <= got[0] < 5
 
 

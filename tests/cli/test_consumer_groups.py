@@ -7,6 +7,8 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from common.polling import wait_until
+
 COLUMNS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
            "CONSUMER-ID", "HOST", "CLIENT-ID"]
 
@@ -87,10 +89,8 @@ def test_reset_refused_while_active_then_dry_run_and_execute(cli, topic_name, gr
         return next(line.split()[3] for line in out.splitlines() if line.split()[:2] == [group, topic_name])
 
     # The group is Empty once the consumer has left; awaited, since leaving is asynchronous.
-    deadline = time.monotonic() + 20
-    while "has no active members" not in cli("consumer-groups", "--describe", "--group", group)[1]:
-        assert time.monotonic() < deadline, "group did not become empty"
-        time.sleep(0.2)
+    wait_until(lambda: "has no active members" in cli("consumer-groups", "--describe", "--group", group)[1], 20, 0.2,
+               "the group becoming empty")
 
     assert plan("--topic", topic_name, "--to-earliest", "--dry-run") == [[group, topic_name, "0", "0"]]
     assert current_offset() == "3"  # a dry run changes nothing

@@ -5,8 +5,8 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
+from common.polling import wait_until
 from kafkascope.local.broker_process import ROOT
 from tests.scenarios.slo import assert_counts_match_the_files, run_report
 
@@ -20,9 +20,7 @@ def test_report_reads_what_xmonitor_wrote(broker, tmp_path):
                               "--config", str(cfg), "--sli-dir", str(sli)], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(list(sli.rglob("*.parquet"))) < 4:
-            time.sleep(0.2)
+        wait_until(lambda: len(list(sli.rglob("*.parquet"))) >= 4, 60, 0.2, "xmonitor writing 4 SLI intervals")
     finally:
         probe.send_signal(signal.SIGTERM)
         probe.wait(30)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from common.polling import wait_for_port
+
 pytestmark = pytest.mark.slow
 BROWSER = shutil.which("chromium-headless-shell") or shutil.which("chromium") or (
     "/usr/lib/chromium/chromium-headless-shell" if Path("/usr/lib/chromium/chromium-headless-shell").exists() else None)
@@ -106,12 +108,7 @@ def test_streamlit_page_screenshot(report_dir, tmp_path):
                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false"))
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.5)
+        wait_for_port("127.0.0.1", port, None, 60, 0.5)
         png = tmp_path / "page.png"
         charts = _cdp_shot(f"http://127.0.0.1:{port}/", png)
         shutil.copy(png, report_dir / "page.png")

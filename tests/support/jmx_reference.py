@@ -11,11 +11,11 @@ import functools
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
+from common.polling import wait_until
 from kafkascope.local.apache_kafka import ZK_VERSION, ApacheKafkaError, ensure_kafka, jmx_agent_jar
 from kafkascope.local.broker_process import free_port
 
@@ -102,16 +102,11 @@ def scrape_agent(beans: Iterable[Bean], rules_yaml: str, workdir: Path, timeout_
         line = proc.stdout.readline()  # type: ignore[union-attr]
         if not line.startswith("READY"):
             raise RuntimeError(f"harness did not start: {line!r} {proc.stderr.read()}")  # type: ignore[union-attr]
-        deadline = time.monotonic() + timeout_s
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-                    return r.read().decode()
-            except OSError as e:
-                last = e
-                time.sleep(0.2)
-        raise RuntimeError(f"the agent never answered on 127.0.0.1:{port}: {last}")
+        def scrape() -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+                return r.read().decode()
+
+        return wait_until(scrape, timeout_s, 0.2, f"the agent answering on 127.0.0.1:{port}", retry_on=(OSError,))
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         try:
