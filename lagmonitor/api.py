@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
+from exporter.http import Response, serve_threaded, text_exposition
 from lagmonitor import topics as topic_series
 from lagmonitor.monitor import LagMonitor
 from lagmonitor.rules import ConsumerOffset, GroupStatus, PartitionStatus, Status
@@ -204,30 +204,11 @@ class LagAPI:
 
 
 def serve(api: LagAPI, port: int) -> ThreadingHTTPServer:
-    """Start the HTTP server on 127.0.0.1:port (0 = any free port) in a daemon thread."""
+    """Start the HTTP server on 127.0.0.1:port (0 = any free port) in a daemon thread: /metrics and the Burrow API."""
+    def burrow(method: str, url: str) -> Response:
+        if method == "GET" and url.split("?")[0] == "/burrow/admin":
+            return 200, b"GOOD", "text/plain"
+        code, body = api.handle(method, url)
+        return code, json.dumps(body).encode(), "application/json"
 
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, code: int, body: bytes, ctype: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _route(self) -> None:
-            if self.command == "GET" and self.path.split("?")[0] == "/metrics":
-                self._send(200, api.metrics().encode(), "text/plain; version=0.0.4; charset=utf-8")
-            elif self.command == "GET" and self.path.split("?")[0] == "/burrow/admin":
-                self._send(200, b"GOOD", "text/plain")
-            else:
-                code, body = api.handle(self.command, self.path)
-                self._send(code, json.dumps(body).encode(), "application/json")
-
-        do_GET = do_DELETE = _route
-
-        def log_message(self, fmt: str, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True, name="lag-http").start()
-    return server
+    return serve_threaded(text_exposition(api.metrics), "127.0.0.1", port, other=burrow, name="lag-http")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import sys
 import time
-
-from prometheus_client import start_http_server
+from http.server import ThreadingHTTPServer
 
 from common.clock import SYSTEM, Clock
+from exporter.http import registry_exposition, serve_threaded
 from xmonitor.config import MonitorConfig
 from xmonitor.metrics import Recorder
 from xmonitor.payload import new_run_id
@@ -43,7 +43,7 @@ class XMonitor:
         self.consume = ConsumeService(cfg, self.rec, clock)
         self.offset_commit = OffsetCommitService(cfg, self.rec, clock) if cfg.offset_commit_enabled else None
         self.sli_sink = SliSinkService(cfg, self.rec, clock)
-        self._http = None
+        self._http: ThreadingHTTPServer | None = None
         self.port: int | None = None
 
     @property
@@ -55,7 +55,7 @@ class XMonitor:
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
         if self.cfg.listener is not None:
             host, port = self.cfg.listener
-            self._http, _thread = start_http_server(port, addr=host, registry=self.rec.registry)
+            self._http = serve_threaded(registry_exposition(self.rec.registry), host, port, name="xmonitor-http")
             self.port = self._http.server_port
             log.info("xmonitor: /metrics on http://%s:%d/metrics", host, self.port)
         if self.topic_management is not None:
