@@ -32,15 +32,15 @@ class _Poll:
         self.last: Any = None
         self.last_exc: BaseException | None = None
 
-    def check(self) -> Any:
+    def step(self) -> Any:
+        """The predicate's value when truthy; falsy to wait again; WaitTimeout once out of time."""
         try:
             self.last = self.predicate()
         except self.retry_on as e:   # "not yet": a service still starting refuses connections, say
             self.last, self.last_exc = None, e
+        if not self.last and time.monotonic() >= self.deadline:
+            raise self.error()
         return self.last
-
-    def expired(self) -> bool:
-        return time.monotonic() >= self.deadline
 
     def error(self) -> WaitTimeout:
         detail = f" (last value: {self.last!r}"
@@ -55,24 +55,18 @@ def wait_until(predicate: Callable[[], T], timeout_s: float, interval_s: float =
     Exceptions of the `retry_on` types count as "not yet" (the last one is reported); others propagate.
     """
     poll = _Poll(timeout_s, what, predicate, retry_on)
-    while True:
-        if value := poll.check():
-            return value
-        if poll.expired():
-            raise poll.error()
+    while not (value := poll.step()):
         time.sleep(interval_s)
+    return value
 
 
 async def wait_until_async(predicate: Callable[[], T], timeout_s: float, interval_s: float = 0.02,
                            what: str | None = None, *, retry_on: tuple[type[BaseException], ...] = ()) -> T:
     """`wait_until` for code on an event loop: sleeps with asyncio, so the loop keeps running between polls."""
     poll = _Poll(timeout_s, what, predicate, retry_on)
-    while True:
-        if value := poll.check():
-            return value
-        if poll.expired():
-            raise poll.error()
+    while not (value := poll.step()):
         await asyncio.sleep(interval_s)
+    return value
 
 
 class ProcessExited(RuntimeError):

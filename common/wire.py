@@ -9,12 +9,13 @@ schema code. Encodings follow Kafka's protocol guide (https://kafka.apache.org/p
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, TypeVar
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
 NO_TAGS = b"\0"   # an empty tagged-field section (flexible versions)
+T = TypeVar("T")
 
 
 class WireError(ValueError):
@@ -189,10 +190,7 @@ class Reader:
         return None if n < 0 else str(self.take(n), "utf-8", errors)
 
     def string(self) -> str:
-        s = self.nullable_string()
-        if s is None:
-            raise self.error("null in a non-nullable string")
-        return s
+        return self._required(self.nullable_string(), "string")
 
     def lenient_string(self) -> str:
         """A string as Burrow reads `__consumer_offsets`: null is "", bad UTF-8 is replaced rather than fatal."""
@@ -204,9 +202,11 @@ class Reader:
         return None if n < 0 else bytes(self.take(n))
 
     def bytes_(self) -> bytes:
-        v = self.nullable_bytes()
+        return self._required(self.nullable_bytes(), "bytes field")
+
+    def _required(self, v: T | None, what: str) -> T:
         if v is None:
-            raise self.error("null in a non-nullable bytes field")
+            raise self.error(f"null in a non-nullable {what}")
         return v
 
     def array_len(self) -> int:
