@@ -239,3 +239,13 @@ def test_change_applied_by_reloading_the_node():
     assert store.entries(pattern) == {AccessControlEntry("User:bob", "*", Op.WRITE, Perm.ALLOW)}
     store.set_entries(pattern, acl_zk.parse_acl_node(None))
     assert len(store) == 0
+
+
+def test_deny_all_denies_every_operation_and_a_prefix_may_be_the_whole_name():
+    a = _authz(acl("t", "User:alice", Op.READ), acl("t", "User:alice", Op.ALL, Perm.DENY))
+    assert not a.authorize(ALICE, "h", Op.READ, RT.TOPIC, "t")
+    a = _authz(acl("orders", "User:alice", Op.READ, pt=PT.PREFIXED))
+    assert a.authorize(ALICE, "h", Op.READ, RT.TOPIC, "orders")
+    assert not _authz(acl("orders", "User:alice", Op.WRITE),
+                      acl("orders", "User:alice", Op.WRITE, Perm.DENY, pt=PT.PREFIXED)) \
+        .authorize_by_resource_type(ALICE, "h", Op.WRITE, RT.TOPIC)
