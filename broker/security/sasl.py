@@ -80,3 +80,39 @@ def parse_enabled_mechanisms(value: str | None) -> list[str]:
     if value is None:
         return ["GSSAPI"]
     return [m.strip() for m in value.split(",") if m.strip()]
+
+
+# ---------------------------------------------------------------- re-authentication (KIP-368)
+
+def session_lifetime_ms(authentication_end_ms: int, connections_max_reauth_ms: int | None,
+                        credential_expiration_ms: int | None = None) -> int:
+    """SaslAuthenticateResponse.session_lifetime_ms as SaslServerAuthenticator computes it: the shorter of
+    `connections.max.reauth.ms` and the credential's remaining life (a delegation token's), 0 for none."""
+    max_reauth_set = connections_max_reauth_ms is not None and connections_max_reauth_ms > 0
+    if credential_expiration_ms is None and not max_reauth_set:
+        return 0
+    if credential_expiration_ms is None:
+        lifetime = connections_max_reauth_ms or 0
+    elif not max_reauth_set:
+        lifetime = credential_expiration_ms - authentication_end_ms
+    else:
+        lifetime = min(credential_expiration_ms - authentication_end_ms, connections_max_reauth_ms or 0)
+    return max(lifetime, 0)
+
+
+def session_expired(authentication_end_ms: int, lifetime_ms: int, now_ms: int) -> bool:
+    """KafkaChannel.serverAuthenticationSessionExpired: past its lifetime, a connection that sends anything
+    but a new SaslHandshake is closed (and counted in expired-connections-killed-count)."""
+    return lifetime_ms > 0 and now_ms - (authentication_end_ms + lifetime_ms) > 0
+
+
+def check_reauthentication(previous_mechanism: str, previous_principal: str,
+                           mechanism: str, principal: str | None = None) -> None:
+    """A re-authentication keeps the mechanism and the principal (SaslServerAuthenticator.ReauthInfo)."""
+    if mechanism != previous_mechanism:
+        raise SaslAuthenticationException(
+            f"SASL mechanism '{mechanism}' requested by client is not supported for re-authentication of "
+            f"mechanism '{previous_mechanism}'")
+    if principal is not None and principal != previous_principal:
+        raise SaslAuthenticationException(
+            f"Cannot change principals during re-authentication from {previous_principal} to {principal}")
