@@ -256,3 +256,23 @@ def _validate_one(a: Alteration, count: int,
     if not a.salt or not a.salted_password:
         return UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty"
     return 0, None
+
+
+def describe_users(requested: list[str] | None, credentials: Mapping[str, Mapping[str, ScramCredential]]
+                   ) -> list[tuple[str, int, str | None, list[tuple[int, int]]]]:
+    """DescribeUserScramCredentials: per user (name, error, message, [(mechanism type, iterations)]).
+    `requested` None or empty describes every user with a credential, as Kafka does."""
+    if not requested:
+        requested = sorted(u for u, creds in credentials.items() if creds)
+    counts = {u: requested.count(u) for u in requested}
+    out: list[tuple[str, int, str | None, list[tuple[int, int]]]] = []
+    for user in dict.fromkeys(requested):
+        creds = credentials.get(user) or {}
+        if counts[user] > 1:
+            out.append((user, DUPLICATE_RESOURCE, "Cannot describe the same user more than once", []))
+        elif not creds:
+            out.append((user, RESOURCE_NOT_FOUND, f"Attempt to describe nonexistent user {user}", []))
+        else:
+            info = sorted((SCRAM_MECHANISMS[m].type, c.iterations) for m, c in creds.items() if m in SCRAM_MECHANISMS)
+            out.append((user, 0, None, info))
+    return out

@@ -263,3 +263,11 @@ def test_validate_alterations():
     ], exists)
     assert {u: c for u, (c, _) in res.items()} == {
         "alice": 0, "bob": 91, "carol": 93, "dave": 93, "erin": 33, "frank": 92, "": 93, "gina": 0}
+
+
+def test_describe_users():
+    cred = scram.ScramCredential(b"s", b"k", b"v", 8192)
+    creds = {"alice": {"SCRAM-SHA-512": cred, "SCRAM-SHA-256": cred}, "bob": {}}
+    assert scram.describe_users(None, creds) == [("alice", 0, None, [(1, 8192), (2, 8192)])]
+    res = scram.describe_users(["bob", "carol", "alice", "carol"], creds)
+    assert [(u, code) for u, code, _, _ in res] == [("bob", 91), ("carol", 92), ("alice", 0)]
