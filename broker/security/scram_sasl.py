@@ -160,7 +160,10 @@ class ScramSaslServer:
     def _lookup(self, username: str, token_auth: bool) -> ScramCredential | None:
         if not token_auth:
             self._authorization_id = username
-            return self._credentials(username, self.mechanism)
+            try:
+                return self._credentials(username, self.mechanism)
+            except Exception as e:   # a store failure must not read as a wrong password in the log
+                raise SaslException("Authentication failed: Credentials could not be obtained") from e
         token = self._tokens(username) if self._tokens is not None else None
         if token is None:
             raise SaslException(f"Token Authentication failed: Invalid tokenId : {username}")

@@ -271,3 +271,10 @@ def test_describe_users():
     assert scram.describe_users(None, creds) == [("alice", 0, None, [(1, 8192), (2, 8192)])]
     res = scram.describe_users(["bob", "carol", "alice", "carol"], creds)
     assert [(u, code) for u, code, _, _ in res] == [("bob", 91), ("carol", 92), ("alice", 0)]
+
+
+def test_credential_store_failure_is_a_sasl_failure():
+    def broken(user, mech):
+        raise OSError("zookeeper down")
+    with pytest.raises(SaslException, match="Credentials could not be obtained"):
+        ScramSaslServer(SCRAM_SHA_256, broken).evaluate_response(b"n,,n=user,r=abc")
