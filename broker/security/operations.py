@@ -6,7 +6,8 @@ A `Check` names the resource type and operation, the error code, and how a denia
 - FILTER: denied items are left out silently (Metadata for all topics, ListGroups, OffsetFetch of all
   partitions): this is how a broker "leaks nothing".
 `when` limits a check to a case the handler knows (e.g. FOLLOWER: replica_id >= 0). `otherwise` is tried
-when the check is denied (CreateTopics: CREATE on the cluster, else CREATE on each topic).
+when the check is denied (CreateTopics: CREATE on the cluster, else CREATE on each topic); a denial of the
+whole chain shows with the last check's error and scope.
 """
 
 from __future__ import annotations
