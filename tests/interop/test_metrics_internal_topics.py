@@ -8,7 +8,7 @@ import uuid
 
 from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic, wait_until
-from tests.interop.test_metrics_parity import _value, scrape
+from tests.interop.metrics_page import scrape, value
 
 FIND_COORDINATOR, OFFSET_COMMIT = 10, 8
 MESSAGES = "kafka_server_brokertopicmetrics_messagesin_total"
@@ -36,11 +36,11 @@ def test_an_offset_commit_counts_as_an_append_to_consumer_offsets(backend, backe
     create_topic(backend.port, topic, 3)
     wait_until(lambda: _commit(backend.port, f"warm-{topic}", topic, 1), 60, 0.5, what="a ready coordinator")
     url = backend.metrics_url
-    before = wait_until(lambda: (pg := scrape(url)) and _value(pg, MESSAGES, topic=OFFSETS) >= 1 and pg, 30, 0.5,
+    before = wait_until(lambda: (pg := scrape(url)) and value(pg, MESSAGES, topic=OFFSETS) >= 1 and pg, 30, 0.5,
                         what=f"{backend_name}: the warm-up commit counted")
     assert _commit(backend.port, f"g-{topic}", topic, 3)
-    after = wait_until(lambda: (pg := scrape(url)) and _value(pg, MESSAGES, topic=OFFSETS)
-                       > _value(before, MESSAGES, topic=OFFSETS) and pg, 30, 0.5, what="the commit counted")
-    assert _value(after, MESSAGES, topic=OFFSETS) - _value(before, MESSAGES, topic=OFFSETS) == 3, backend_name
-    assert _value(after, MESSAGES) - _value(before, MESSAGES) == 3, backend_name
-    assert _value(after, REQUESTS, topic=OFFSETS) - _value(before, REQUESTS, topic=OFFSETS) == 1, backend_name
+    after = wait_until(lambda: (pg := scrape(url)) and value(pg, MESSAGES, topic=OFFSETS)
+                       > value(before, MESSAGES, topic=OFFSETS) and pg, 30, 0.5, what="the commit counted")
+    assert value(after, MESSAGES, topic=OFFSETS) - value(before, MESSAGES, topic=OFFSETS) == 3, backend_name
+    assert value(after, MESSAGES) - value(before, MESSAGES) == 3, backend_name
+    assert value(after, REQUESTS, topic=OFFSETS) - value(before, REQUESTS, topic=OFFSETS) == 1, backend_name

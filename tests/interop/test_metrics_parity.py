@@ -12,12 +12,12 @@ exporter's output for Apache Kafka 3.9 under the same (Strimzi) naming rules.
 from __future__ import annotations
 
 import json
-import urllib.request
 import uuid
 
 import pytest
 
 from tests.e2e.helpers import create_topic, wait_until
+from tests.interop.metrics_page import scrape, value
 from tests.scenarios.clients import consume
 
 MUST_HAVE = [
@@ -56,23 +56,6 @@ BATCHES, PER_BATCH = 10, 100
 # broker-wide series (no labels) exist on both; dashboards sum, so the extra zero series change no panel.
 LAZY_PER_TOPIC = {"kafka_server_brokertopicmetrics_failedfetchrequests_total",
                   "kafka_server_brokertopicmetrics_failedproducerequests_total"}
-
-
-def scrape(url: str) -> dict[str, dict[frozenset, float]]:
-    """{sample name: {frozenset(label items): value}} of one /metrics page."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    out: dict[str, dict[frozenset, float]] = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            out.setdefault(s.name, {})[frozenset(s.labels.items())] = s.value
-    return out
-
-
-def _value(page: dict, name: str, **labels: str) -> float:
-    return sum(v for ls, v in page.get(name, {}).items() if dict(ls) == labels)
 
 
 def _produce_requests(page: dict) -> float:
@@ -115,7 +98,7 @@ def _observe(backend, backend_name: str, observed: dict):
         topic = f"mp-{uuid.uuid4().hex[:8]}"
         before = scrape(url)
         sent = _workload(backend, topic)
-        after = wait_until(lambda: (pg := scrape(url)) and _value(
+        after = wait_until(lambda: (pg := scrape(url)) and value(
             pg, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) >= BATCHES * PER_BATCH and pg,
             20, what="messages-in counter of the workload topic")
         observed[backend_name] = (before, after, topic, sent)
@@ -136,8 +119,8 @@ def test_must_have_series_present(backend_name, workload):
 def test_counters_move_with_the_workload(backend_name, workload):
     before, after, topic, sent = workload
     n = BATCHES * PER_BATCH
-    assert _value(after, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == n
-    assert _value(after, "kafka_server_brokertopicmetrics_totalproducerequests_total", topic=topic) == sent
+    assert value(after, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == n
+    assert value(after, "kafka_server_brokertopicmetrics_totalproducerequests_total", topic=topic) == sent
     assert _produce_requests(after) - _produce_requests(before) == sent
 
 
@@ -160,11 +143,11 @@ def test_same_names_labels_and_counters_on_both(request, observed):
         return abs(a - b) <= 0.05 * max(abs(a), abs(b), 1)
 
     for name in ("kafka_server_brokertopicmetrics_messagesin_total", "kafka_server_brokertopicmetrics_bytesin_total"):
-        a, b = _value(ours, name, topic=ours_topic), _value(ak, name, topic=ak_topic)
+        a, b = value(ours, name, topic=ours_topic), value(ak, name, topic=ak_topic)
         if not close(a, b):
             problems.append(f"{name}{{topic}}: ours {a} vs Kafka {b}")
     name = "kafka_server_brokertopicmetrics_totalproducerequests_total"
-    a, b = _value(ours, name, topic=ours_topic), _value(ak, name, topic=ak_topic)
+    a, b = value(ours, name, topic=ours_topic), value(ak, name, topic=ak_topic)
     if (a, b) != (ours_sent, ak_sent):
         problems.append(f"{name}{{topic}}: ours {a} vs Kafka {b} (the client sent {ours_sent} and {ak_sent})")
     a = _produce_requests(ours) - _produce_requests(ours_before)
