@@ -10,6 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.security.acl import KafkaPrincipal
+from broker.security.principal import ANONYMOUS
+
 if TYPE_CHECKING:
     from broker.broker import Broker
 
@@ -37,3 +40,6 @@ class RequestContext:
     client_id: str | None
     client_host: str
     remote_s: float = 0.0  # time parked in the purgatory (RequestMetrics RemoteTimeMs)
+    principal: KafkaPrincipal = ANONYMOUS  # who the connection authenticated as (User:ANONYMOUS by default)
+    listener: str = "PLAINTEXT"  # the listener name the connection came in on
+    security_protocol: str = "PLAINTEXT"  # that listener's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
