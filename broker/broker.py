@@ -22,6 +22,7 @@ from broker.metadata import (
     TopicInfo,
     validate_topic_name,
 )
+from broker.protocol.authz import build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
 from broker.replication.fetcher import ReplicaFetcherManager
@@ -127,6 +128,7 @@ class Broker:
         me = BrokerInfo(self.node_id, adv.host, adv.port, config.broker_rack or None)
         self.metadata: MetadataStore = (zookeeper_metadata(config, me) if config.zookeeper_connect
                                         else LocalMetadata(dirs[0], me, config.cluster_id))
+        self.authorizer = build_authorizer(config, self.metadata)  # None: no ACL checks (authorizer.class.name)
         self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms)
         self.producer_ids = ProducerIdManager(self.metadata.claim_producer_id_block)
         self.purgatory = Purgatory()

@@ -258,6 +258,9 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "prometheus.listener": ("prometheus_listener", _str),
     "prometheus.naming": ("prometheus_naming", _naming),
     "hdr.log.dir": ("hdr_log_dir", _str),
+    "authorizer.class.name": ("authorizer_class_name", _str),
+    "super.users": ("super_users", _str),
+    "allow.everyone.if.no.acl.found": ("allow_everyone_if_no_acl_found", _bool),
 }
 
 # Broker keys that only feed topic defaults; time-unit variants are folded into their .ms form.
@@ -347,6 +350,9 @@ class BrokerConfig:
     prometheus_listener: str = ""   # host:port of the /metrics endpoint; off when empty
     prometheus_naming: str = "strimzi"
     hdr_log_dir: str = ""           # HdrHistogram interval logs per request type; off when empty
+    authorizer_class_name: str = ""  # AclAuthorizer / StandardAuthorizer: ACLs decide (broker/protocol/authz.py)
+    super_users: str = ""            # `User:admin;User:bob`
+    allow_everyone_if_no_acl_found: bool = False
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Raw keys as given (static broker config), for DescribeConfigs on the broker entity.
     static: dict[str, str] = field(default_factory=dict)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from broker.acl_storage import ACL_FILE, AclStorage, LocalAclStorage
 from broker.controller.state import ClusterListener, PartitionState
 from broker.errors import ErrorCode, KafkaError
 
@@ -117,6 +118,8 @@ class MetadataStore(Protocol):
         """Register this broker and start delivering partition states to `listener`."""
     async def controlled_shutdown(self, timeout_s: float) -> int | None:
         """Ask the controller to move leadership off this broker before it stops."""
+    def acl_storage(self) -> AclStorage:
+        """The ACLs the authorizer reads (loaded by `start` in a cluster) and where changes go."""
     def close(self) -> None: ...
 
 
@@ -134,6 +137,7 @@ class LocalMetadata:
         self.controller_id = me.node_id
         self._topics: dict[str, TopicInfo] = {}
         self._listener: ClusterListener | None = None
+        self._acls: LocalAclStorage | None = None
         state = json.loads(self._path.read_text()) if self._path.exists() else {}
         self.cluster_id = state.get("cluster_id") or cluster_id or new_cluster_id()
         for t in state.get("topics", []):
@@ -194,6 +198,11 @@ class LocalMetadata:
 
     async def controlled_shutdown(self, timeout_s: float) -> None:
         return None  # nobody to hand leadership to
+
+    def acl_storage(self) -> AclStorage:
+        if self._acls is None:
+            self._acls = LocalAclStorage(self._path.parent / ACL_FILE)
+        return self._acls
 
     def claim_producer_id_block(self, size: int) -> int:
         """The file holds the end of the last block claimed, so ids never repeat across restarts."""

@@ -1,14 +1,16 @@
 """Fetch (1) with long-poll, ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from time import perf_counter
 from typing import Any
 
 from broker.errors import ErrorCode, KafkaError
 from broker.fetch_session import FetchContext, SessionlessFetchContext
+from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
 from broker.replication.replica_manager import hw_key, leo_key
+from broker.security.operations import CONSUMER, FOLLOWER
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
@@ -24,8 +26,8 @@ def _new_context(ctx: RequestContext, req, follower: bool, now_ms: int) -> Fetch
                                                 now_ms)
 
 
-def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int, max_bytes: int
-                     ) -> tuple[list[dict], list, int]:
+def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int, max_bytes: int,
+                     denied: Mapping[str, ErrorCode]) -> tuple[list[dict], list, int]:
     """One pass over the context's partitions: (response topics, the data each entry was read with, bytes).
 
     Consumers read up to the high watermark; a follower (replica_id >= 0) reads up to the log end offset,
@@ -41,6 +43,7 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
                      "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
                      "preferred_read_replica": -1, "records": b""}
             try:
+                authz.raise_if_denied(denied, topic)
                 part = replicas.leader_partition(topic, p.partition, getattr(p, "current_leader_epoch", -1))
                 plog = part.log
                 if follower_id >= 0:
@@ -72,10 +75,12 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
     follower = follower_id >= 0
     now_ms = ctx.broker.clock.now_ms()  # the session's time of use (Kafka takes it once per request too)
     fetch = _new_context(ctx, req, follower, now_ms)
+    denied = authz.resource_errors(ctx, 1, authz.TOPIC, (t for t, _ in fetch.topics()),
+                                   {FOLLOWER if follower else CONSUMER})
     wake_on = leo_key if follower else hw_key
     keys = [wake_on(topic, p.partition) for topic, parts in fetch.topics() for p in parts]
     while True:
-        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes)
+        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied)
         remaining = deadline - ctx.broker.clock.monotonic()
         errors = any(p["error_code"] for t in topics for p in t["partitions"])
         if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
@@ -84,7 +89,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
         woken = await ctx.broker.purgatory.wait(keys, remaining)
         ctx.remote_s += perf_counter() - parked
         if not woken:
-            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes)
+            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied)
             break
     if ctx.broker.metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
@@ -131,8 +136,10 @@ async def handle_list_offsets(ctx: RequestContext, req) -> dict:
             if found:
                 entry["offset"], entry["timestamp"] = found
 
+    denied = authz.resource_errors(ctx, 2, authz.TOPIC, (t.name for t in req.topics))
     return {"throttle_time": 0, "topics": _per_partition(req.topics, "name", "partition_index",
-                                                         {"timestamp": -1, "offset": -1, "leader_epoch": -1}, fill)}
+                                                         {"timestamp": -1, "offset": -1, "leader_epoch": -1},
+                                                         authz.guarded(denied, fill))}
 
 
 async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
@@ -140,8 +147,13 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
         part = ctx.broker.replicas.leader_partition(topic, p.partition, p.current_leader_epoch)
         entry["leader_epoch"], entry["end_offset"] = part.log.end_offset_for_epoch(p.leader_epoch)
 
+    names = [t.topic for t in req.topics]
+    condition = FOLLOWER if getattr(req, "replica_id", -1) >= 0 else CONSUMER
+    denied = dict.fromkeys(names, code) if (code := authz.request_error(ctx, 23, {condition})) else \
+        authz.resource_errors(ctx, 23, authz.TOPIC, names, {condition})
     return {"throttle_time": 0, "topics": _per_partition(req.topics, "topic", "partition",
-                                                         {"leader_epoch": -1, "end_offset": -1}, fill)}
+                                                         {"leader_epoch": -1, "end_offset": -1},
+                                                         authz.guarded(denied, fill))}
 
 
 async def handle_delete_records(ctx: RequestContext, req) -> dict:
@@ -149,8 +161,9 @@ async def handle_delete_records(ctx: RequestContext, req) -> dict:
         plog = ctx.broker.replicas.leader_log(topic, p.partition_index)
         entry["low_watermark"] = plog.delete_records_before(plog.high_watermark if p.offset == -1 else p.offset)
 
+    denied = authz.resource_errors(ctx, 21, authz.TOPIC, (t.name for t in req.topics))
     return {"throttle_time": 0, "topics": _per_partition(req.topics, "name", "partition_index",
-                                                         {"low_watermark": -1}, fill)}
+                                                         {"low_watermark": -1}, authz.guarded(denied, fill))}
 
 
 APIS = (

@@ -2,7 +2,10 @@
 
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import TopicInfo
+from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
+from broker.security.acl import AclOperation
+from broker.security.operations import ALL_TOPICS, AUTO_CREATE, LISTED_TOPICS
 
 
 def _brokers(ctx: RequestContext) -> list[dict]:
@@ -40,15 +43,23 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
     live = {b["node_id"] for b in brokers}
     requested = req.topics
     if requested is None or (ctx.api_version == 0 and not requested):
-        entries = [_topic_entry(ctx, t, live) for t in broker.metadata.topics().values()]
+        topics = broker.metadata.topics()
+        entries = [_topic_entry(ctx, topics[n], live) for n in authz.visible(ctx, 3, authz.TOPIC, topics, {ALL_TOPICS})]
     else:
         auto = getattr(req, "allow_auto_topic_creation", True)
         entries = []
+        denied = authz.resource_errors(ctx, 3, authz.TOPIC, (t.name for t in requested if t.name), {LISTED_TOPICS})
         for t in requested:
             name = t.name
             if name is None and ctx.api_version < 12:  # v10-11 carry ids in the schema but not in Kafka
                 raise InvalidRequest(f"topic name can not be null for version {ctx.api_version}")
+            if name in denied:  # not describable: the same answer whether it exists or not
+                entries.append(_error_entry(name, denied[name]))
+                continue
             info = broker.metadata.topic(name) if name else None
+            if info is None and name and auto and (code := _create_denied(ctx, name)):
+                entries.append(_error_entry(name, code))
+                continue
             if info is None and name and auto:
                 try:
                     info = broker.auto_create(name)
@@ -62,9 +73,32 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
                 entries.append(_topic_entry(ctx, info, live))
     return {
         "throttle_time": 0, "brokers": brokers, "cluster_id": broker.metadata.cluster_id,
-        "controller_id": broker.metadata.controller_id, "topics": entries,
-        "cluster_authorized_operations": -2147483648,
+        "controller_id": broker.metadata.controller_id, "topics": _with_operations(ctx, req, entries),
+        "cluster_authorized_operations": _cluster_operations(ctx, req),
     }
+
+
+def _create_denied(ctx: RequestContext, name: str) -> ErrorCode:
+    """Auto-creation needs CREATE on the cluster, else on the topic (TOPIC_AUTHORIZATION_FAILED)."""
+    return authz.resource_errors(ctx, 3, authz.TOPIC, [name], {AUTO_CREATE}).get(name, ErrorCode.none)
+
+
+def _with_operations(ctx: RequestContext, req, entries: list[dict]) -> list[dict]:
+    """topic_authorized_operations when asked (v8+), with an authorizer; unchanged otherwise."""
+    if authz.enabled(ctx) and getattr(req, "include_topic_authorized_operations", False):
+        for e in entries:
+            if e["error_code"] == ErrorCode.none:
+                e["topic_authorized_operations"] = authz.authorized_operations(ctx, authz.TOPIC, e["name"])
+    return entries
+
+
+def _cluster_operations(ctx: RequestContext, req) -> int:
+    """cluster_authorized_operations when asked (v8-10), with an authorizer and DESCRIBE on the cluster."""
+    if not (authz.enabled(ctx) and getattr(req, "include_cluster_authorized_operations", False)):
+        return authz.NO_AUTHORIZED_OPERATIONS
+    if not authz.allowed(ctx, authz.CLUSTER, AclOperation.DESCRIBE):
+        return 0
+    return authz.authorized_operations(ctx, authz.CLUSTER)
 
 
 async def handle_describe_cluster(ctx: RequestContext, req) -> dict:
@@ -73,7 +107,7 @@ async def handle_describe_cluster(ctx: RequestContext, req) -> dict:
         "cluster_id": ctx.broker.metadata.cluster_id, "controller_id": ctx.broker.metadata.controller_id,
         "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
                     for b in _brokers(ctx)],
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": _cluster_operations(ctx, req),
     }
 
 

@@ -4,8 +4,10 @@ import asyncio
 from time import perf_counter
 
 from broker.errors import ErrorCode, KafkaError
+from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
+from broker.security.operations import IDEMPOTENT, TRANSACTIONAL
 
 
 async def handle_produce(ctx: RequestContext, req) -> dict | None:
@@ -14,6 +16,7 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     acks = req.acks
     topics = []
     replicating = []  # (response entry, partition, last offset) for acks=all
+    denied = authz.resource_errors(ctx, 0, authz.TOPIC, (t.name for t in req.topic_data))
     for t in req.topic_data:
         parts = []
         for p in t.partition_data:
@@ -22,6 +25,7 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
             try:
                 if req.transactional_id is not None:
                     raise KafkaError(ErrorCode.transactional_id_authorization_failed)
+                authz.raise_if_denied(denied, t.name)
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.invalid_required_acks)
                 if not p.records:
@@ -65,6 +69,10 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
 
 
 async def handle_init_producer_id(ctx: RequestContext, req) -> dict:
+    denied = authz.request_error(ctx, 22, {IDEMPOTENT if req.transactional_id is None else TRANSACTIONAL},
+                                 {authz.TRANSACTIONAL_ID: req.transactional_id})
+    if denied:
+        return {"throttle_time": 0, "error_code": denied, "producer_id": -1, "producer_epoch": -1}
     if req.transactional_id is not None:
         # Transactions are not implemented; Kafka answers this way when the coordinator is unavailable.
         return {"throttle_time": 0, "error_code": ErrorCode.coordinator_not_available, "producer_id": -1,

@@ -1,0 +1,68 @@
+"""Where the ACLs live: the authorizer's in-memory AclStore and what keeps it.
+
+- standalone (`LocalAclStorage`): a JSON file next to the local metadata, rewritten on every change;
+- cluster (`broker.controller.acl_watch.ZkAclStorage`): Kafka's `/kafka-acl[-extended]` nodes in ZooKeeper,
+  with change notifications every broker watches.
+CreateAcls/DeleteAcls change `store` and then `persist` the patterns whose ACLs changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+from broker.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from broker.security.authorizer import AclStore
+
+ACL_FILE = "__acls.json"
+
+
+class AclStorage(Protocol):
+    """The ACL cache the authorizer reads, and how changes to it are kept."""
+
+    store: AclStore
+
+    def persist(self, patterns: Iterable[ResourcePattern]) -> None:
+        """Write the current ACLs of these patterns (and tell other brokers, in a cluster)."""
+
+
+def binding_to_json(b: AclBinding) -> dict[str, str]:
+    return {"resourceType": b.pattern.resource_type.name, "name": b.pattern.name,
+            "patternType": b.pattern.pattern_type.name, "principal": b.entry.principal, "host": b.entry.host,
+            "operation": b.entry.operation.name, "permissionType": b.entry.permission_type.name}
+
+
+def binding_from_json(d: dict[str, str]) -> AclBinding:
+    return AclBinding(
+        ResourcePattern(ResourceType[d["resourceType"]], d["name"], PatternType[d["patternType"]]),
+        AccessControlEntry(d["principal"], d["host"], AclOperation[d["operation"]],
+                           AclPermissionType[d["permissionType"]]))
+
+
+class LocalAclStorage:
+    """A standalone broker's ACLs: `<first log dir>/__acls.json`, replaced atomically on every change."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        doc = json.loads(path.read_text()) if path.exists() else {}
+        self.store = AclStore(binding_from_json(d) for d in doc.get("acls", []))
+
+    def persist(self, patterns: Iterable[ResourcePattern]) -> None:
+        doc = {"version": 1, "acls": [binding_to_json(b) for b in self.store.acls()]}
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
