@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.config import ConfigError
 from broker.errors import ErrorCode, KafkaError
+from broker.security import operations
 from broker.security.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -27,7 +28,7 @@ from broker.security.acl import (
     parse_super_users,
 )
 from broker.security.authorizer import AclAuthorizer
-from broker.security.operations import Check, Scope, checks_for, denial_error
+from broker.security.operations import ALL_TOPICS, LISTED_TOPICS, Check, Scope, checks_for
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -63,12 +64,17 @@ def _last(check: Check) -> Check:
     return check
 
 
-def _error(ctx: RequestContext, authz: AclAuthorizer, check: Check, name: str | None) -> int:
-    code = denial_error(authz, principal(ctx), host_address(ctx.client_host), check, name)
+def _passes(ctx: RequestContext, authz: AclAuthorizer, check: Check, name: str | None) -> bool:
+    ok = operations.allowed(authz, principal(ctx), host_address(ctx.client_host), check, name)
     observer = getattr(ctx.broker, "authorizer_metrics", None)
     if observer is not None:
-        observer.decided(code == 0)
-    return code
+        observer.decided(ok)
+    return ok
+
+
+def _error(ctx: RequestContext, authz: AclAuthorizer, check: Check, name: str | None) -> int:
+    """0 when allowed, else the chain's error (the last tried check's, as Kafka's handlers answer)."""
+    return 0 if _passes(ctx, authz, check, name) else _last(check).error
 
 
 def allowed(ctx: RequestContext, resource_type: ResourceType, operation: AclOperation, name: str = CLUSTER_NAME
@@ -77,7 +83,7 @@ def allowed(ctx: RequestContext, resource_type: ResourceType, operation: AclOper
     authz = authorizer(ctx)
     if authz is None:
         return True
-    return _error(ctx, authz, Check(resource_type, operation, 1, Scope.REQUEST), name) == 0
+    return _passes(ctx, authz, Check(resource_type, operation, 1, Scope.REQUEST), name)
 
 
 def request_error(ctx: RequestContext, api: int, conditions: Collection[str] = frozenset(),
@@ -135,7 +141,7 @@ def visible(ctx: RequestContext, api: int, resource_type: ResourceType, names: I
         return names
     checks = [c for c in checks_for(api, set(conditions))
               if _last(c).scope is Scope.FILTER and _last(c).resource_type is resource_type]
-    return [n for n in names if all(_error(ctx, authz, c, n) == 0 for c in checks)]
+    return [n for n in names if all(_passes(ctx, authz, c, n) for c in checks)]
 
 
 def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
@@ -170,3 +176,20 @@ def guarded(errors: Mapping[str, ErrorCode], fill: Callable[..., None]) -> Calla
         raise_if_denied(errors, topic)
         fill(topic, *args)
     return checked
+
+
+def offset_fetch_topics(ctx: RequestContext, topics: list[dict], all_topics: bool) -> list[dict]:
+    """OffsetFetch's topics: for all topics, those the principal may not DESCRIBE are left out; for listed
+    ones, their partitions answer TOPIC_AUTHORIZATION_FAILED with offset -1 (Kafka's UNAUTHORIZED_PARTITION)."""
+    if not enabled(ctx):
+        return topics
+    names = [t["name"] for t in topics]
+    if all_topics:
+        shown = set(visible(ctx, 9, TOPIC, names, {ALL_TOPICS}))
+        return [t for t in topics if t["name"] in shown]
+    denied = resource_errors(ctx, 9, TOPIC, names, {LISTED_TOPICS})
+    for t in topics:
+        if t["name"] in denied:
+            for p in t["partitions"]:
+                p.update(committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=denied[t["name"]])
+    return topics

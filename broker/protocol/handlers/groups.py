@@ -8,8 +8,10 @@ import ipaddress
 
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import OFFSETS_TOPIC
+from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
+from broker.security.operations import GROUP_KEY, TRANSACTION_KEY
 
 GROUP_KEY_TYPE = 0
 NO_AUTHORIZED_OPERATIONS = -2147483648
@@ -49,7 +51,14 @@ async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
         broker.ensure_offsets_topic()
     endpoints = {b.node_id: b for b in broker.metadata.brokers()}
 
+    denied = authz.resource_errors(ctx, 10, authz.GROUP if key_type == GROUP_KEY_TYPE else authz.TRANSACTIONAL_ID,
+                                   req.coordinator_keys if ctx.api_version >= 4 else [req.key],
+                                   {GROUP_KEY if key_type == GROUP_KEY_TYPE else TRANSACTION_KEY})
+
     def entry(key: str) -> dict:
+        if key in denied:
+            return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": denied[key],
+                    "error_message": None}
         state = None
         if key_type == GROUP_KEY_TYPE:
             state = broker.metadata.partition_state(OFFSETS_TOPIC, broker.group_coordinator.partition_for(key))
@@ -68,7 +77,15 @@ async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
 
 # ------------------------------------------------------------ JoinGroup / SyncGroup / Heartbeat / LeaveGroup
 
+def _group_denied(ctx: RequestContext, api: int, group_id: str) -> ErrorCode:
+    """GROUP_AUTHORIZATION_FAILED when the group's REQUEST-scope check fails (READ for membership APIs)."""
+    return authz.request_error(ctx, api, names={authz.GROUP: group_id})
+
+
 async def handle_join_group(ctx: RequestContext, req) -> dict:
+    if denied := _group_denied(ctx, 11, req.group_id):
+        return {"throttle_time": 0, "error_code": denied, "generation_id": -1, "member_id": "",
+                "leader": "", "protocol_name": None if ctx.api_version >= 7 else "", "members": []}
     session_timeout = ms(req.session_timeout)
     # v0 has no rebalance timeout; Kafka uses the session timeout.
     rebalance_timeout = ms(getattr(req, "rebalance_timeout", req.session_timeout))
@@ -91,6 +108,8 @@ async def handle_join_group(ctx: RequestContext, req) -> dict:
 
 
 async def handle_sync_group(ctx: RequestContext, req) -> dict:
+    if denied := _group_denied(ctx, 14, req.group_id):
+        return {"throttle_time": 0, "error_code": denied, "assignment": b""}
     result = await ctx.broker.group_coordinator.sync_group(
         req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None),
         getattr(req, "protocol_type", None), getattr(req, "protocol_name", None),
@@ -100,6 +119,8 @@ async def handle_sync_group(ctx: RequestContext, req) -> dict:
 
 
 async def handle_heartbeat(ctx: RequestContext, req) -> dict:
+    if denied := _group_denied(ctx, 12, req.group_id):
+        return {"throttle_time": 0, "error_code": denied}
     error = ctx.broker.group_coordinator.heartbeat(req.group_id, req.generation_id, req.member_id,
                                                    getattr(req, "group_instance_id", None))
     return {"throttle_time": 0, "error_code": error}
@@ -107,6 +128,8 @@ async def handle_heartbeat(ctx: RequestContext, req) -> dict:
 
 async def handle_leave_group(ctx: RequestContext, req) -> dict:
     coordinator = ctx.broker.group_coordinator
+    if denied := _group_denied(ctx, 13, req.group_id):
+        return {"throttle_time": 0, "error_code": denied, "members": []}
     if ctx.api_version < 3:
         [error] = coordinator.leave_group(req.group_id, [(req.member_id, None)])
         return {"throttle_time": 0, "error_code": error}
@@ -125,9 +148,13 @@ async def handle_offset_commit(ctx: RequestContext, req) -> dict:
         generation = req.generation_id
     results: dict[tuple[str, int], ErrorCode] = {}
     offsets = []
+    group_denied = _group_denied(ctx, 8, req.group_id)
+    denied = authz.resource_errors(ctx, 8, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         for p in t.partitions:
-            if not _has_partition(ctx, t.name, p.partition_index):
+            if group_denied or t.name in denied:
+                results[(t.name, p.partition_index)] = group_denied or denied[t.name]
+            elif not _has_partition(ctx, t.name, p.partition_index):
                 results[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
             else:
                 offsets.append((t.name, p.partition_index, p.committed_offset,
@@ -192,8 +219,12 @@ async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
     # require_stable (v7+) needs no wait: this coordinator has no pending transactional offsets.
     def group_entry(group_id: str, topics) -> dict:
         wanted = _wanted(topics)   # outside the try: an invalid request is not a per-group error
+        if denied := authz.resource_errors(ctx, 9, authz.GROUP, [group_id]).get(group_id):
+            return {"group_id": group_id, "topics": [], "error_code": denied}
         try:
-            return {"group_id": group_id, "topics": _fetch_group(ctx, group_id, wanted), "error_code": ErrorCode.none}
+            fetched = _fetch_group(ctx, group_id, wanted)
+            return {"group_id": group_id, "topics": authz.offset_fetch_topics(ctx, fetched, wanted is None),
+                    "error_code": ErrorCode.none}
         except KafkaError as e:
             return {"group_id": group_id, "topics": [], "error_code": e.code}
 
@@ -205,8 +236,14 @@ async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
 
 
 async def handle_offset_delete(ctx: RequestContext, req) -> dict:
-    partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    if denied := _group_denied(ctx, 47, req.group_id):
+        return {"error_code": denied, "throttle_time": 0, "topics": []}
+    topic_denied = authz.resource_errors(ctx, 47, authz.TOPIC, (t.name for t in req.topics))
+    partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions
+                  if t.name not in topic_denied]
     error, results = ctx.broker.group_coordinator.delete_offsets(req.group_id, partitions)
+    results.update({(t.name, p.partition_index): topic_denied[t.name] for t in req.topics for p in t.partitions
+                    if t.name in topic_denied})
     if error != ErrorCode.none:
         return {"error_code": error, "throttle_time": 0, "topics": []}
     return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": [
@@ -221,7 +258,13 @@ async def handle_offset_delete(ctx: RequestContext, req) -> dict:
 async def handle_describe_groups(ctx: RequestContext, req) -> dict:
     coordinator = ctx.broker.group_coordinator
     groups = []
+    denied = authz.resource_errors(ctx, 15, authz.GROUP, req.groups)
     for group_id in req.groups:
+        if group_id in denied:
+            groups.append({"error_code": denied[group_id], "group_id": group_id, "group_state": "",
+                           "protocol_type": "", "protocol_data": "", "members": [],
+                           "authorized_operations": NO_AUTHORIZED_OPERATIONS})
+            continue
         d = coordinator.describe_group(group_id)
         entry = {"error_code": d.error, "error_message": None, "group_id": group_id, "group_state": d.state,
                  "protocol_type": d.protocol_type, "protocol_data": d.protocol,
@@ -233,6 +276,8 @@ async def handle_describe_groups(ctx: RequestContext, req) -> dict:
         if ctx.api_version >= 6 and d.state == "Dead" and not d.members:
             # Kafka 4 (KIP-1043): v6 reports unknown groups as GROUP_ID_NOT_FOUND instead of a Dead group.
             entry.update(error_code=ErrorCode.group_id_not_found, error_message=f"Group {group_id} not found.")
+        if authz.enabled(ctx) and getattr(req, "include_authorized_operations", False):
+            entry["authorized_operations"] = authz.authorized_operations(ctx, authz.GROUP, group_id)
         groups.append(entry)
     return {"throttle_time": 0, "groups": groups}
 
@@ -242,13 +287,18 @@ async def handle_list_groups(ctx: RequestContext, req) -> dict:
     if types and CLASSIC_GROUP_TYPE not in types:
         return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": []}
     listed = ctx.broker.group_coordinator.list_groups(list(getattr(req, "states_filter", ()) or ()) or None)
+    if authz.enabled(ctx):  # without DESCRIBE on the cluster, only the groups it may describe
+        shown = set(authz.visible(ctx, 16, authz.GROUP, (g for g, _, _ in listed)))
+        listed = [g for g in listed if g[0] in shown]
     return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": [
         {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": CLASSIC_GROUP_TYPE}
         for g, ptype, state in listed]}
 
 
 async def handle_delete_groups(ctx: RequestContext, req) -> dict:
-    results = ctx.broker.group_coordinator.delete_groups(list(req.groups_names))
+    denied = authz.resource_errors(ctx, 42, authz.GROUP, req.groups_names)
+    results = ctx.broker.group_coordinator.delete_groups([g for g in req.groups_names if g not in denied])
+    results.update(denied)
     return {"throttle_time": 0,
             "results": [{"group_id": g, "error_code": results[g]} for g in req.groups_names]}
 
