@@ -278,6 +278,15 @@ _ACCEPTED_IGNORED = {
     "num.recovery.threads.per.data.dir", "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr", "log.flush.interval.ms",
 }
+# Listener security keys, read from `static` by broker.network.listeners (and `listener.name.<l>.*` overrides).
+_SECURITY_KEYS = {
+    "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
+    "sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "connections.max.reauth.ms",
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.certificate.chain",
+    "ssl.keystore.key", "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth", "ssl.principal.mapping.rules",
+    "ssl.endpoint.identification.algorithm",
+}
 _UNIT_PRIORITY = {"log.retention.ms": 0, "log.retention.minutes": 1, "log.retention.hours": 2,
                   "log.roll.ms": 0, "log.roll.hours": 1}
 
@@ -425,6 +434,8 @@ class BrokerConfig:
                         unit_seen[spec.name] = prio
                     if target == "message.max.bytes":
                         attrs["message_max_bytes"] = int(value)
+                elif key in _SECURITY_KEYS or key.startswith("listener.name."):
+                    pass
                 elif key not in _ACCEPTED_IGNORED:
                     log.warning("unknown configuration key %r ignored", key)
             except ValueError as e:

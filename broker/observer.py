@@ -57,3 +57,13 @@ class RequestObserver(Protocol):
 
     def acceptor_blocked(self, ns: int) -> None:
         """The accept loop waited `ns` nanoseconds for a connection slot (max.connections)."""
+
+
+class AuthenticationObserver(Protocol):
+    """Told about authentications on the listeners (socket-server-metrics' authentication counters)."""
+
+    def watch_authentication(self, listeners: list[str]) -> None:
+        """The listeners whose authentications will be reported (their counters exist from the start)."""
+
+    def authentication(self, listener: str, success: bool) -> None:
+        """A SaslAuthenticate (or a TLS handshake on an SSL listener) succeeded or failed."""

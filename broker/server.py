@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from broker.errors import ErrorCode, InvalidRequest
 from broker.log.segment import FileRegion
 from broker.memory_pool import MemoryPool
+from broker.network.listeners import ListenerSpec, ServerSecurity, rewrite_endpoints
+from broker.network.sasl_session import ConnectionSession
 from broker.observer import ConnectionObserver, RequestObserver, RequestTiming
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 _RECV_CHUNK = 256 * 1024
 _IOV_MAX = 512
 _LAZY_BUFFER_BYTES = 1 << 20
+_ENDPOINT_APIS = frozenset((3, 10, 60))  # Metadata, FindCoordinator, DescribeCluster
 
 
 class Connection:
@@ -42,6 +45,7 @@ class Connection:
         self.loop = loop
         self._buf = bytearray()
         self.timing: RequestTiming | None = None  # set while an observer watches
+        self.session: ConnectionSession | None = None  # its listener and principal (None: PLAINTEXT, anonymous)
 
     async def _fill(self, need: int) -> None:
         while len(self._buf) < need:
@@ -168,28 +172,64 @@ class KafkaServer:
         self._observer = observer
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task | None = None
+        self.security = ServerSecurity(self.config)
+        if any(spec.sasl for spec in self.security.listeners):  # served (and advertised) with a SASL listener only
+            from broker.protocol.handlers import sasl_auth
+
+            for api in sasl_auth.APIS:
+                handlers.setdefault(api.api_key, api)
+        secured = [spec.name for spec in self.security.listeners if spec.protocol != "PLAINTEXT"]
+        if secured and observer is not None and hasattr(observer, "watch_authentication"):
+            self.security.auth_observer = observer  # type: ignore[assignment]
+            observer.watch_authentication(secured)
+        self.ports: dict[str, int] = {}  # listener name -> bound port
+        self._extra: list[socket.socket | asyncio.AbstractServer] = []  # listeners after the first
+        self._extra_tasks: list[asyncio.Task] = []
         self._per_ip: Counter[str] = Counter()
         self._connections: dict[Connection, asyncio.Task] = {}
         self._slot_freed = asyncio.Event()
         self.request_pool = MemoryPool(self.config.queued_max_request_bytes)
 
-    async def start(self) -> int:
-        lst = self.config.listener
-        family = socket.AF_INET6 if ":" in (lst.host or "") else socket.AF_INET
+    @staticmethod
+    def _bind(host: str, port: int) -> socket.socket:
+        family = socket.AF_INET6 if ":" in (host or "") else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((lst.host or "127.0.0.1", lst.port))
+        sock.bind((host or "127.0.0.1", port))
         sock.listen(1024)
         sock.setblocking(False)
-        self._listener = sock
-        self._accept_task = asyncio.create_task(self._accept_loop(), name="accept")
-        return sock.getsockname()[1]
+        return sock
+
+    async def start(self) -> int:
+        """Open every listener; the first one's port is returned (the broker's registered endpoint)."""
+        first, *others = self.security.listeners
+        if first.protocol == "PLAINTEXT":
+            self._listener = sock = self._bind(first.host, first.port)
+            self._accept_task = asyncio.create_task(self._accept_loop(sock, first), name="accept")
+            self.ports[first.name] = sock.getsockname()[1]
+        else:
+            others.insert(0, first)
+        for spec in others:
+            await self._open_secured(spec)
+        return self.ports[first.name]
+
+    async def _open_secured(self, spec: ListenerSpec) -> None:
+        """A listener with a security protocol (broker.network.listeners)."""
+        from broker.network import accept
+
+        server, port = await accept.open_listener(self, spec, self._bind)
+        self._extra.append(server)
+        self.ports[spec.name] = port
 
     async def stop(self) -> None:
         if self._accept_task is not None:
             self._accept_task.cancel()
         if self._listener is not None:
             self._listener.close()
+        for server in self._extra:
+            server.close()
+        for t in self._extra_tasks:
+            t.cancel()
         tasks = list(self._connections.values())
         for t in tasks:
             t.cancel()
@@ -212,10 +252,10 @@ class KafkaServer:
         """Encoded responses still being written to the socket; observed connections only."""
         return self._in_phase(2)
 
-    async def _accept_loop(self) -> None:
+    async def _accept_loop(self, listener: socket.socket | None = None, spec: ListenerSpec | None = None) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            sock, addr = await loop.sock_accept(self._listener)
+            sock, addr = await loop.sock_accept(listener or self._listener)
             host = addr[0]
             if len(self._connections) >= self.config.max_connections:
                 await self._wait_for_connection_slot()
@@ -225,7 +265,17 @@ class KafkaServer:
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.serve_connection(Connection(sock, loop), host)
+            conn = Connection(sock, loop)
+            if spec is not None:
+                conn.session = ConnectionSession(spec.name, spec.protocol, spec, self.security)
+            self.serve_connection(conn, host)
+
+    def admits(self, host: str) -> bool:
+        """Whether `host` is under max.connections.per.ip (TLS listeners ask before serving)."""
+        if self._per_ip[host] >= self.config.max_connections_per_ip:
+            log.warning("connection from %s refused: max.connections.per.ip reached", host)
+            return False
+        return True
 
     def serve_connection(self, conn: Connection, host: str) -> asyncio.Task:
         """Serve an accepted connection until it closes. The accept loop's; an in-process test harness hands its
@@ -276,13 +326,16 @@ class KafkaServer:
     async def _serve_one(self, conn: Connection, frame: bytes | memoryview, host: str,
                          watcher: ConnectionObserver | None) -> None:
         timing = conn.timing
+        session = conn.session
         if watcher is None or timing is None:
-            response = await self.dispatch(frame, host)
+            response = await self.dispatch(frame, host, None, session)
             if response is not None:
                 await conn.write(response)
+            if session is not None and session.close_after_response:
+                raise ConnectionError("closed after a failed SASL exchange")
             return
         timing.t0 = perf_counter()
-        response = await self.dispatch(frame, host, timing)
+        response = await self.dispatch(frame, host, timing, session)
         timing.t3 = perf_counter()
         timing.phase = 2
         if response is not None:
@@ -291,14 +344,17 @@ class KafkaServer:
         timing.phase = 0
         watcher.request_done(timing)
         timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
+        if session is not None and session.close_after_response:
+            raise ConnectionError("closed after a failed SASL exchange")
 
     def _failed(self, timing: RequestTiming | None, api_key: int, code: int) -> None:
         if timing is not None and self._observer is not None:
             self._observer.request_failed(api_key, code)
 
-    async def dispatch(self, frame: bytes, client_host: str, timing: RequestTiming | None = None
-                       ) -> bytes | list | None:
-        """Serve one request frame; with `timing` (observed), stamp the handler's start and end into it."""
+    async def dispatch(self, frame: bytes, client_host: str, timing: RequestTiming | None = None,
+                       session: ConnectionSession | None = None) -> bytes | list | None:
+        """Serve one request frame; with `timing` (observed), stamp the handler's start and end into it.
+        `session` is the connection's authentication state (None: PLAINTEXT, User:ANONYMOUS)."""
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
         if timing is not None:
             timing.start(api_key, api_version)
@@ -308,12 +364,17 @@ class KafkaServer:
         if spec is None or not spec.min_version <= api_version <= spec.max_version:
             self._failed(timing, api_key, ErrorCode.unsupported_version)
             raise UnparseableRequest(f"unsupported api_key={api_key} version={api_version}")
+        if session is not None and not session.accepts(api_key):  # Kafka's IllegalSaslStateException
+            raise UnparseableRequest(f"unexpected api_key={api_key} before SASL authentication completed")
         try:
             header, body = parse_request(frame)
         except UnparseableRequest:
             self._failed(timing, api_key, ErrorCode.invalid_request)
             raise
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id, client_host)
+        if session is not None:
+            ctx.principal, ctx.listener, ctx.session = session.principal, session.listener, session
+            ctx.security_protocol = session.security_protocol
         if timing is not None:
             timing.body, timing.t1 = body, perf_counter()
         try:
@@ -322,6 +383,8 @@ class KafkaServer:
                 timing.t2, timing.result, timing.remote_s = perf_counter(), result, ctx.remote_s
             if result is None:
                 return None
+            if session is not None and session.spec is not None and api_key in _ENDPOINT_APIS:
+                rewrite_endpoints(result, session.spec, self.security.listeners[0], self.broker.node_id)
             return encode_response(api_key, api_version, correlation_id, result)
         except InvalidRequest as e:
             self._failed(timing, api_key, ErrorCode.invalid_request)

@@ -81,6 +81,7 @@ class BrokerMetrics:
         self.fetcher_metrics = FetcherMetrics(reg, self._active_fetchers)
         self._conn_created = SampledRate(reg.clock)
         self._conn_closed = SampledRate(reg.clock)
+        self._auth: dict[tuple[str, str], SampledRate] = {}  # (listener, successful|failed)
         self._gc = GcStats()
         self._define_gauges()
         self._http = None
@@ -176,6 +177,22 @@ class BrokerMetrics:
         self._conn_created.record()
         self._clients.increment(c.client)
         return c
+
+    def watch_authentication(self, listeners: list[str]) -> None:
+        """socket-server-metrics' {successful,failed}-authentication-{total,rate} for each secured listener."""
+        for listener in listeners:
+            ssm = dict(listener=listener, networkProcessor="0")
+            for outcome in ("successful", "failed"):
+                rate = self._auth.setdefault((listener, outcome), SampledRate(self.registry.clock))
+                self.registry.kafka_metric("kafka.server", "socket-server-metrics", f"{outcome}-authentication-rate",
+                                           lambda r=rate: r.rate, **ssm)
+                self.registry.kafka_metric("kafka.server", "socket-server-metrics", f"{outcome}-authentication-total",
+                                           lambda r=rate: r.total, counter=True, **ssm)
+
+    def authentication(self, listener: str, success: bool) -> None:
+        rate = self._auth.get((listener, "successful" if success else "failed"))
+        if rate is not None:
+            rate.record()
 
     def connection_closed(self, c: ClientConnection) -> None:
         self._clients.decrement(c.client)

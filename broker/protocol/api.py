@@ -43,3 +43,4 @@ class RequestContext:
     principal: KafkaPrincipal = ANONYMOUS  # who the connection authenticated as (User:ANONYMOUS by default)
     listener: str = "PLAINTEXT"  # the listener name the connection came in on
     security_protocol: str = "PLAINTEXT"  # that listener's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    session: Any = None  # the connection's broker.network.sasl_session.ConnectionSession (None: in-process)

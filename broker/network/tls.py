@@ -1,0 +1,65 @@
+"""TLS connections: asyncio's SSL transport under the same interface as the server's raw-socket Connection.
+
+A TLS listener is an asyncio server with the listener's SSLContext; a failed handshake (plaintext bytes on
+the TLS port) closes only that connection, inside asyncio, before the broker sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from broker.log.segment import FileRegion
+from broker.memory_pool import MemoryPool
+from broker.server import Connection
+
+
+class StreamConnection(Connection):
+    """A connection read and written through asyncio streams (TLS): file regions are read into memory, since
+    sendfile cannot encrypt."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(writer.get_extra_info("socket"), loop)
+        self.reader, self.writer = reader, writer
+
+    async def _fill(self, need: int) -> None:
+        while len(self._buf) < need:
+            data = await self.reader.read(256 * 1024)
+            if not data:
+                raise ConnectionError("closed by client")
+            self._buf += data
+
+    async def read_frame(self, max_size: int, pool: MemoryPool) -> bytes | memoryview:
+        await self._fill(4)
+        (size,) = struct.unpack_from(">i", self._buf, 0)
+        if size < 8 or size > max_size:
+            raise ValueError(f"request size {size} outside [8, {max_size}] (socket.request.max.bytes)")
+        await pool.acquire(size)
+        try:
+            await self._fill(4 + size)
+        except BaseException:
+            pool.release(size)
+            raise
+        frame = bytes(memoryview(self._buf)[4:4 + size])
+        del self._buf[:4 + size]
+        return frame
+
+    async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
+        parts = [data] if isinstance(data, bytes | bytearray) else data
+        try:
+            for p in parts:
+                self.writer.write(p.read_bytes() if isinstance(p, FileRegion) else bytes(p))
+        finally:
+            for p in parts:
+                if isinstance(p, FileRegion):
+                    p.release()
+        await self.writer.drain()
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def peer_subject(self) -> object:
+        """The client certificate's subject (ssl.client.auth=required|requested), or None."""
+        cert = self.writer.get_extra_info("peercert")
+        return cert.get("subject") if cert else None

@@ -1,0 +1,98 @@
+"""A broker with PLAINTEXT, SASL_PLAINTEXT, SASL_SSL and SSL listeners, and a test CA (openssl CLI)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from broker.network.credentials import LocalScramCredentials
+from broker.security import scram
+from common.polling import wait_for_port
+from kafkascope.local.broker_process import BrokerProcess
+from kafkascope.local.process import free_port
+
+ADMIN, ADMIN_PW = "admin", "admin-secret"
+ALICE, ALICE_PW = "alice", "alice-secret"
+SCRAM_USER, SCRAM_PW = "carol", "carol-secret"
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_certs(d: Path) -> dict[str, Path]:
+    """A CA, a server certificate for 127.0.0.1/localhost (key + chain in one PEM) and a client certificate."""
+    d.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=kafkascope-test-ca",
+             "-keyout", "ca.key", "-out", "ca.pem", cwd=d)
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name, subj in (("server", "/CN=localhost"), ("client", "/CN=client1/OU=test")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subj, "-keyout", f"{name}.key",
+                 "-out", f"{name}.csr", cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-days", "2", "-extfile", "san.ext", "-out", f"{name}.crt", cwd=d)
+    (d / "server.pem").write_text((d / "server.key").read_text() + (d / "server.crt").read_text())
+    return {"ca": d / "ca.pem", "server": d / "server.pem", "client_cert": d / "client.crt",
+            "client_key": d / "client.key"}
+
+
+class SecuredBroker:
+    def __init__(self, proc: BrokerProcess, ports: dict[str, int], certs: dict[str, Path]) -> None:
+        self.proc, self.ports, self.certs = proc, ports, certs
+
+    def bootstrap(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
+
+    def client_conf(self, listener: str, mechanism: str | None = None, user: str = ALICE,
+                    password: str = ALICE_PW) -> dict:
+        conf: dict = {"bootstrap.servers": self.bootstrap(listener), "security.protocol": listener}
+        if mechanism is not None:
+            conf.update({"sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password})
+        if "SSL" in listener:
+            conf["ssl.ca.location"] = str(self.certs["ca"])
+        return conf
+
+
+def broker_props(ports: dict[str, int], certs: dict[str, Path]) -> dict[str, str]:
+    plain_jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                  f'username="{ADMIN}" password="{ADMIN_PW}" user_{ADMIN}="{ADMIN_PW}" user_{ALICE}="{ALICE_PW}";')
+    scram_jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    props = {
+        "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs["server"]),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs["ca"]),
+        "listener.name.ssl.ssl.client.auth": "requested",
+    }
+    for listener in ("sasl_plaintext", "sasl_ssl"):
+        props[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain_jaas
+        for mech in ("scram-sha-256", "scram-sha-512"):
+            props[f"listener.name.{listener}.{mech}.sasl.jaas.config"] = scram_jaas
+    return props
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    """One broker with every listener kind; SCRAM credentials for carol written to its local metadata."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl CLI is needed to make test certificates")
+    d = tmp_path_factory.mktemp("secured")
+    certs = make_certs(d / "certs")
+    ports = {"PLAINTEXT": free_port(), "SASL_PLAINTEXT": free_port(), "SASL_SSL": free_port(), "SSL": free_port()}
+    store = LocalScramCredentials(_mkdir(d / "logs"))
+    for mech in scram.SCRAM_MECHANISMS.values():
+        store.set(SCRAM_USER, mech, scram.generate_credential(mech, SCRAM_PW))
+    proc = BrokerProcess(d, port=ports["PLAINTEXT"], prometheus_listener=f"127.0.0.1:{free_port()}")
+    proc.props.update(broker_props(ports, certs))
+    with proc:
+        for p in ports.values():
+            wait_for_port("127.0.0.1", p, lambda: proc.proc is not None and proc.proc.poll() is None, 10)
+        yield SecuredBroker(proc, ports, certs)
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p

@@ -1,0 +1,180 @@
+"""SASL and TLS listeners end to end: confluent-kafka over SASL_PLAINTEXT/SASL_SSL/SSL, the SASL state machine on
+the wire, bad input on each port, and the socket-server-metrics authentication counters."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import urllib.request
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import AdminClient
+from kio.schema.errors import ErrorCode
+
+from kafkascope.local.wire import WireClient
+from tests.security_wire.conftest import ADMIN, ADMIN_PW, SCRAM_PW, SCRAM_USER
+
+API_VERSIONS, METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 3, 17, 36
+
+
+def _roundtrip(conf: dict, topic: str, n: int = 5) -> list[bytes]:
+    """Produce n records and consume them back with the same client settings."""
+    p = Producer({**conf, "message.timeout.ms": 15000})
+    for i in range(n):
+        p.produce(topic, f"v{i}".encode())
+    assert p.flush(20) == 0
+    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        for _ in range(60):
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+            if len(got) == n:
+                break
+    finally:
+        c.close()
+    return got
+
+
+@pytest.mark.parametrize("listener,mechanism,user,password", [
+    ("SASL_PLAINTEXT", "PLAIN", ADMIN, ADMIN_PW),
+    ("SASL_PLAINTEXT", "SCRAM-SHA-256", SCRAM_USER, SCRAM_PW),
+    ("SASL_PLAINTEXT", "SCRAM-SHA-512", SCRAM_USER, SCRAM_PW),
+    ("SASL_SSL", "PLAIN", ADMIN, ADMIN_PW),
+    ("SASL_SSL", "SCRAM-SHA-512", SCRAM_USER, SCRAM_PW),
+    ("SSL", None, None, None),
+])
+def test_confluent_kafka_produces_and_consumes(secured, listener, mechanism, user, password):
+    conf = secured.client_conf(listener, mechanism, user, password) if mechanism else secured.client_conf(listener)
+    topic = f"sec-{uuid.uuid4().hex[:8]}"
+    assert _roundtrip(conf, topic) == [f"v{i}".encode() for i in range(5)]
+
+
+def test_metadata_advertises_the_listener_connected_on(secured):
+    admin = AdminClient(secured.client_conf("SASL_PLAINTEXT", "PLAIN", ADMIN, ADMIN_PW))
+    md = admin.list_topics(timeout=10)
+    assert [(b.host, b.port) for b in md.brokers.values()] == [("127.0.0.1", secured.ports["SASL_PLAINTEXT"])]
+
+
+def test_wrong_password_is_an_authentication_error(secured):
+    errors: list[KafkaError] = []
+    p = Producer({**secured.client_conf("SASL_PLAINTEXT", "SCRAM-SHA-512", SCRAM_USER, "wrong"),
+                  "error_cb": errors.append, "log_level": 0})
+    for _ in range(100):
+        p.poll(0.1)
+        if errors:
+            break
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in errors[0].str()
+
+
+def _handshake(w: WireClient, mechanism: str):
+    return w.call(SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+
+
+def test_wrong_plain_password_answers_58_with_kafkas_message_then_closes(secured):
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        assert _handshake(w, "PLAIN").error_code == ErrorCode.none
+        resp = w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0nope"})
+        assert resp.error_code == ErrorCode.sasl_authentication_failed
+        assert resp.error_message == "Authentication failed: Invalid username or password"
+        assert w.is_closed_by_peer()
+
+
+def test_plain_exchange_on_the_wire_then_requests_are_served(secured):
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        hs = _handshake(w, "PLAIN")
+        assert hs.error_code == ErrorCode.none
+        assert set(hs.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+        resp = w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{ADMIN}\0{ADMIN_PW}".encode()})
+        assert resp.error_code == ErrorCode.none
+        md = w.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                   "include_topic_authorized_operations": False})
+        assert md.brokers[0].port == secured.ports["SASL_PLAINTEXT"]
+
+
+def test_unknown_mechanism_answers_33_with_the_enabled_list(secured):
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        resp = _handshake(w, "GSSAPI")
+        assert resp.error_code == ErrorCode.unsupported_sasl_mechanism
+        assert set(resp.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+
+def test_a_request_before_authentication_closes_the_connection(secured):
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        assert w.call(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+                      ).error_code == ErrorCode.none
+        w.send(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                              "include_topic_authorized_operations": False})
+        assert w.is_closed_by_peer()
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:   # SaslAuthenticate without a handshake, too
+        w.send(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0a\0b"})
+        assert w.is_closed_by_peer()
+
+
+def test_truncated_scram_exchange_fails_and_closes(secured):
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        assert _handshake(w, "SCRAM-SHA-256").error_code == ErrorCode.none
+        first = w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": f"n,,n={SCRAM_USER},r=abcdefgh".encode()})
+        assert first.error_code == ErrorCode.none and first.auth_bytes.startswith(b"r=abcdefgh")
+        bad = w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": b"c=biws,r=abcdefgh"})
+        assert bad.error_code == ErrorCode.sasl_authentication_failed
+        assert w.is_closed_by_peer()
+
+
+def _still_serves(port: int) -> None:
+    with WireClient(port) as w:
+        assert w.call(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+                      ).error_code == ErrorCode.none
+
+
+def test_tls_client_hello_on_plaintext_port_closes_only_that_connection(secured):
+    for listener in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        raw = socket.create_connection(("127.0.0.1", secured.ports[listener]), timeout=10)
+        ctx = ssl.create_default_context(cafile=str(secured.certs["ca"]))
+        with pytest.raises((ssl.SSLError, OSError)):
+            ctx.wrap_socket(raw, server_hostname="localhost")
+        raw.close()
+        _still_serves(secured.ports[listener])
+
+
+def test_plaintext_bytes_on_tls_port_close_only_that_connection(secured):
+    for listener in ("SASL_SSL", "SSL"):
+        with WireClient(secured.ports[listener]) as w:
+            w.send(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+            assert w.is_closed_by_peer()
+    _still_serves(secured.ports["PLAINTEXT"])
+    ctx = ssl.create_default_context(cafile=str(secured.certs["ca"]))
+    with socket.create_connection(("127.0.0.1", secured.ports["SSL"]), timeout=10) as raw, \
+            ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+        tls.sendall(b"\0\0\0\x0a" + bytes.fromhex("0012000000000001ffff"))   # ApiVersions v0, null client id
+        assert len(tls.recv(4)) == 4
+
+
+def _metric(secured, name: str, listener: str) -> float:
+    port = secured.proc.props["prometheus.listener"].rsplit(":", 1)[1]
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("#") or name not in line or f'listener="{listener}"' not in line:
+            continue
+        total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_metrics_count_successful_and_failed_authentications(secured):
+    name_ok, name_bad = "successful_authentication_total", "failed_authentication_total"
+    ok0, bad0 = _metric(secured, name_ok, "SASL_PLAINTEXT"), _metric(secured, name_bad, "SASL_PLAINTEXT")
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        _handshake(w, "PLAIN")
+        assert w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{ADMIN}\0{ADMIN_PW}".encode()}).error_code == 0
+    for _ in range(2):
+        with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+            _handshake(w, "PLAIN")
+            w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0nope"})
+    assert _metric(secured, name_ok, "SASL_PLAINTEXT") == ok0 + 1
+    assert _metric(secured, name_bad, "SASL_PLAINTEXT") == bad0 + 2
