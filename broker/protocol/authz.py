@@ -28,7 +28,16 @@ from broker.security.acl import (
     parse_super_users,
 )
 from broker.security.authorizer import AclAuthorizer
-from broker.security.operations import ALL_TOPICS, LISTED_TOPICS, Check, Scope, checks_for
+from broker.security.operations import (
+    ALL_TOPICS,
+    BROKER_RESOURCE,
+    GROUP_RESOURCE,
+    LISTED_TOPICS,
+    TOPIC_RESOURCE,
+    Check,
+    Scope,
+    checks_for,
+)
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -107,14 +116,16 @@ def request_error(ctx: RequestContext, api: int, conditions: Collection[str] = f
 
 
 def resource_errors(ctx: RequestContext, api: int, resource_type: ResourceType, names: Iterable[str],
-                    conditions: Collection[str] = frozenset()) -> dict[str, ErrorCode]:
+                    conditions: Collection[str] = frozenset(), only: AclOperation | None = None
+                    ) -> dict[str, ErrorCode]:
     """Per name, the error of the first PER_RESOURCE check (on this type, or on the cluster) it fails; names
-    that pass are absent, so an empty dict means "all allowed"."""
+    that pass are absent, so an empty dict means "all allowed". `only`: just the checks of that operation."""
     authz = authorizer(ctx)
     if authz is None:
         return {}
     checks = [c for c in checks_for(api, set(conditions))
-              if _last(c).scope is Scope.PER_RESOURCE and _last(c).resource_type in (resource_type, CLUSTER)]
+              if _last(c).scope is Scope.PER_RESOURCE and _last(c).resource_type in (resource_type, CLUSTER)
+              and only in (None, c.operation)]
     out: dict[str, ErrorCode] = {}
     for name in dict.fromkeys(names):
         for check in checks:
@@ -193,3 +204,16 @@ def offset_fetch_topics(ctx: RequestContext, topics: list[dict], all_topics: boo
             for p in t["partitions"]:
                 p.update(committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=denied[t["name"]])
     return topics
+
+
+# DescribeConfigs / AlterConfigs resource types -> (ACL resource type, operations.py condition)
+_CONFIG_RESOURCES = {2: (TOPIC, TOPIC_RESOURCE), 4: (CLUSTER, BROKER_RESOURCE), 8: (CLUSTER, BROKER_RESOURCE),
+                     32: (GROUP, GROUP_RESOURCE)}
+
+
+def config_resource_error(ctx: RequestContext, api: int, config_resource_type: int, name: str) -> None:
+    """Raise the error of a Describe/(Incremental)AlterConfigs resource the principal may not touch."""
+    if not enabled(ctx) or config_resource_type not in _CONFIG_RESOURCES:
+        return
+    resource_type, condition = _CONFIG_RESOURCES[config_resource_type]
+    raise_if_denied(resource_errors(ctx, api, resource_type, [name], {condition}), name)

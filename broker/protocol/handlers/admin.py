@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from broker.config import TOPIC_CONFIGS, ConfigError, validate_topic_configs
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import INTERNAL_TOPICS, validate_topic_name
+from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
+from broker.security.acl import AclOperation
 
 TOPIC, BROKER = 2, 4
 # DescribeConfigs config_source values
@@ -75,6 +77,9 @@ def partitions_to_add(topics, current: Mapping[str, int]) -> int:
 async def handle_create_topics(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
     too_many = partitions_to_create(req.topics, broker.config.num_partitions) > MAX_PARTITIONS_PER_BATCH
+    denied = authz.resource_errors(ctx, 19, authz.TOPIC, (t.name for t in req.topics), only=AclOperation.CREATE)
+    no_configs = authz.resource_errors(ctx, 19, authz.TOPIC, (t.name for t in req.topics),
+                                       only=AclOperation.DESCRIBE_CONFIGS)
     results = []
     for t in req.topics:
         entry = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
@@ -84,6 +89,7 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
             results.append(entry)
             continue
         try:
+            authz.raise_if_denied(denied, t.name)
             validate_topic_name(t.name)
             assignment = None
             if t.assignments:
@@ -109,6 +115,8 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
                 entry.update(topic_id=info.topic_id, num_partitions=info.partitions,
                              replication_factor=info.replication_factor,
                              configs=_describe_topic_configs(ctx, t.name, None))
+                if t.name in no_configs:  # created, but its configs are not the principal's to see
+                    entry.update(configs=None, topic_config_error_code=no_configs[t.name])
         except KafkaError as e:
             entry.update(error_code=e.code, error_message=e.message)
         results.append(entry)
@@ -129,6 +137,7 @@ async def handle_delete_topics(ctx: RequestContext, req) -> dict:
                 entry["name"] = name
                 if name is None:
                     raise KafkaError(ErrorCode.unknown_topic_id)
+            authz.raise_if_denied(authz.resource_errors(ctx, 20, authz.TOPIC, [name]), name)
             if not broker.config.delete_topic_enable:
                 raise KafkaError(ErrorCode.topic_deletion_disabled)
             if name in INTERNAL_TOPICS:
@@ -150,8 +159,13 @@ async def handle_create_partitions(ctx: RequestContext, req) -> dict:
     current = {t.name: info.partitions for t in req.topics if (info := ctx.broker.metadata.topic(t.name))}
     too_many = partitions_to_add(req.topics, current) > MAX_PARTITIONS_PER_BATCH
     results = []
+    denied = authz.resource_errors(ctx, 37, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         entry = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
+        if t.name in denied:
+            entry["error_code"] = denied[t.name]
+            results.append(entry)
+            continue
         if too_many:
             entry.update(error_code=ErrorCode.policy_violation, error_message=_TOO_MANY_PARTITIONS)
             results.append(entry)
@@ -231,6 +245,7 @@ async def handle_describe_configs(ctx: RequestContext, req) -> dict:
                  "resource_name": r.resource_name, "configs": []}
         keys = set(r.configuration_keys) if r.configuration_keys is not None else None
         try:
+            authz.config_resource_error(ctx, 32, r.resource_type, r.resource_name)
             if r.resource_type == TOPIC:
                 entry["configs"] = _describe_topic_configs(ctx, r.resource_name, keys, synonyms)
             elif r.resource_type == BROKER:
@@ -261,6 +276,7 @@ async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
         entry = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
                  "resource_name": r.resource_name}
         try:
+            authz.config_resource_error(ctx, 44 if incremental else 33, r.resource_type, r.resource_name)
             if r.resource_type == BROKER:
                 _check_broker_resource(ctx, r.resource_name)
                 raise KafkaError(ErrorCode.invalid_request,

@@ -9,6 +9,7 @@ standalone broker answers as a single-broker cluster would.
 from __future__ import annotations
 
 from broker.errors import ErrorCode, KafkaError
+from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 
 _DEFAULT_TIMEOUT_S = 30.0
@@ -32,6 +33,8 @@ async def handle_elect_leaders(ctx: RequestContext, req) -> dict:
     top = ErrorCode.none
     results: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
     try:
+        if denied := authz.request_error(ctx, 43):
+            raise KafkaError(denied)
         results = await ctx.broker.metadata.elect_leaders(election_type, wanted, _timeout_s(req))
     except KafkaError as e:
         top = e.code
@@ -50,6 +53,9 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req) -> dict
     targets = {(t.name, p.partition_index): (tuple(p.replicas) if p.replicas is not None else None)
                for t in req.topics for p in t.partitions}
     allow_rf_change = getattr(req, "allow_replication_factor_change", True)
+    if denied := authz.request_error(ctx, 45):
+        return {"throttle_time": 0, "error_code": denied, "error_message": None,
+                "allow_replication_factor_change": allow_rf_change, "responses": []}
     results = ctx.broker.metadata.alter_reassignments(targets, allow_rf_change)
     by_topic: dict[str, list[dict]] = {}
     for (t, p), (code, msg) in sorted(results.items()):
@@ -60,6 +66,8 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req) -> dict
 
 
 async def handle_list_partition_reassignments(ctx: RequestContext, req) -> dict:
+    if denied := authz.request_error(ctx, 46):
+        return {"throttle_time": 0, "error_code": denied, "error_message": None, "topics": []}
     ongoing = ctx.broker.metadata.reassignments()
     if req.topics is not None:
         wanted = {(t.name, p) for t in req.topics for p in t.partition_indexes}
