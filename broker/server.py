@@ -174,9 +174,9 @@ class KafkaServer:
         self._accept_task: asyncio.Task | None = None
         self.security = ServerSecurity(self.config)
         if any(spec.sasl for spec in self.security.listeners):  # served (and advertised) with a SASL listener only
-            from broker.protocol.handlers import sasl_auth
+            from broker.protocol.handlers import sasl_auth, scram_credentials
 
-            for api in sasl_auth.APIS:
+            for api in (*sasl_auth.APIS, *scram_credentials.APIS):
                 handlers.setdefault(api.api_key, api)
         secured = [spec.name for spec in self.security.listeners if spec.protocol != "PLAINTEXT"]
         if secured and observer is not None and hasattr(observer, "watch_authentication"):
