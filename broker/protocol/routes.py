@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from broker.protocol.api import ApiSpec
-from broker.protocol.handlers import admin, cluster_admin, fetch, groups, metadata, produce
+from broker.protocol.handlers import acls, admin, cluster_admin, fetch, groups, metadata, produce
 from broker.protocol.handlers.api_versions import api_versions_spec
 
-HANDLER_MODULES = (produce, fetch, metadata, groups, admin, cluster_admin)
+HANDLER_MODULES = (produce, fetch, metadata, groups, admin, cluster_admin, acls)
 
 
 def handler_table() -> dict[int, ApiSpec]:
