@@ -224,15 +224,16 @@ class Alteration:
 def validate_alterations(alterations: list[Alteration],
                          exists: Callable[[str, ScramMechanism], bool]) -> dict[str, tuple[int, str | None]]:
     """Per user: (error code, message) as the broker answers; code 0 means apply the user's alterations.
-    A user named twice in one request fails whole (DUPLICATE_RESOURCE), as Kafka does."""
-    seen: dict[str, int] = {}
+    A user with one (user, mechanism) pair named twice fails whole (DUPLICATE_RESOURCE), as Kafka does;
+    a user may alter several mechanisms in one request."""
+    seen: dict[tuple[str, int], int] = {}
     for a in alterations:
-        seen[a.user] = seen.get(a.user, 0) + 1
+        seen[a.user, a.mechanism_type] = seen.get((a.user, a.mechanism_type), 0) + 1
     results: dict[str, tuple[int, str | None]] = {}
     for a in alterations:
         if a.user in results and results[a.user][0] != 0:
             continue
-        results[a.user] = _validate_one(a, seen[a.user], exists)
+        results[a.user] = _validate_one(a, seen[a.user, a.mechanism_type], exists)
     return results
 
 

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--describe", action="store_true")
     actions.add_argument("--alter", action="store_true")
-    p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES))
+    p.add_argument("--entity-type", choices=sorted([*ENTITY_TYPES, "users"]))
     p.add_argument("--entity-name")
     p.add_argument("--topic", help="same as --entity-type topics --entity-name TOPIC")
     p.add_argument("--broker", help="same as --entity-type brokers --entity-name ID")
@@ -33,6 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     entity_type, name = _entity(args)
     admin = client.admin(args)
+    if entity_type == "users":   # SCRAM credentials (KIP-554)
+        from kafkascope.cli import configs_users
+
+        return configs_users.run(admin, name, args, _parse_add_config(args.add_config or ""))
     if args.describe:
         names = [name] if name is not None else _all_names(admin, entity_type)
         for n in names:
