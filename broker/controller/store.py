@@ -29,6 +29,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from broker.controller import zk_paths as zp
+from broker.controller.acl_watch import ZkAclStorage
 from broker.controller.assignment import assign_new_partitions, assign_replicas, validate_manual_assignment
 from broker.controller.cache import MetadataCache
 from broker.controller.controller import Controller
@@ -59,6 +60,7 @@ class ZkMetadata:
         self.controller = controller
         self._zk = zk
         self._watcher = ZkWatcher(zk, cache, events)
+        self._acls = ZkAclStorage(zk)
         self._session_timeout_s = session_timeout_ms / 1000
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
         self._write_timeout_s = write_timeout_s
@@ -125,7 +127,12 @@ class ZkMetadata:
         self.connect_zk()
         register_broker(self.zk, self.me, deadline_s=self._session_timeout_s + 5)
         self._watcher.start()
+        self._acls.start()
         self.controller.start()
+
+    def acl_storage(self) -> ZkAclStorage:
+        """The ACLs in /kafka-acl[-extended], loaded by `start` and kept current by change notifications."""
+        return self._acls
 
     def close(self) -> None:
         """Stop the controller and close the session (our ephemeral znodes disappear at once)."""
