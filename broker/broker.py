@@ -22,6 +22,8 @@ from broker.metadata import (
     TopicInfo,
     validate_topic_name,
 )
+from broker.network.client_security import configure_inter_broker
+from broker.network.listeners import registered_listeners
 from broker.protocol.authz import build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
@@ -125,7 +127,7 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
         adv = config.advertised
         self.advertised_host, self.advertised_port = adv.host, adv.port
-        me = BrokerInfo(self.node_id, adv.host, adv.port, config.broker_rack or None)
+        me = BrokerInfo(self.node_id, adv.host, adv.port, config.broker_rack or None, registered_listeners(config))
         self.metadata: MetadataStore = (zookeeper_metadata(config, me) if config.zookeeper_connect
                                         else LocalMetadata(dirs[0], me, config.cluster_id))
         self.authorizer = build_authorizer(config, self.metadata)  # None: no ACL checks (authorizer.class.name)
@@ -134,6 +136,7 @@ class Broker:
         self.purgatory = Purgatory()
         self.fetchers = ReplicaFetcherManager(config.broker_id, config, self._endpoint,
                                               ReplicaManager.on_follower_progress)
+        configure_inter_broker(config, self.fetchers)  # inter.broker.listener.name: its endpoints, TLS and SASL
         self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory, self.fetchers)
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
@@ -157,7 +160,9 @@ class Broker:
     def _endpoint(self, node_id: int) -> tuple[str, int] | None:
         """A live broker's (host, port), for the replica fetchers."""
         b = next((b for b in self.metadata.brokers() if b.node_id == node_id), None)
-        return (b.host, b.port) if b is not None else None
+        if b is None:
+            return None
+        return b.endpoint(self.fetchers.inter_broker_listener) or (b.host, b.port)
 
     # ------------------------------------------------------------ topics and logs
 

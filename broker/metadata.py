@@ -49,6 +49,14 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+    # Every listener as registered: (name, security protocol, host, port); empty: PLAINTEXT at host:port only.
+    listeners: tuple[tuple[str, str, str, int], ...] = ()
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        """This broker's (host, port) on a listener name (Kafka's Broker.endpoint); None if it has none."""
+        if not self.listeners:
+            return (self.host, self.port) if listener.upper() == "PLAINTEXT" else None
+        return next(((h, p) for n, _, h, p in self.listeners if n.upper() == listener.upper()), None)
 
 
 @dataclass

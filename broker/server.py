@@ -384,7 +384,8 @@ class KafkaServer:
             if result is None:
                 return None
             if session is not None and session.spec is not None and api_key in _ENDPOINT_APIS:
-                rewrite_endpoints(result, session.spec, self.security.listeners[0], self.broker.node_id)
+                rewrite_endpoints(result, session.spec, self.security.listeners[0], self.broker.metadata.brokers(),
+                                  self.broker.node_id)
             return encode_response(api_key, api_version, correlation_id, result)
         except InvalidRequest as e:
             self._failed(timing, api_key, ErrorCode.invalid_request)

@@ -82,7 +82,7 @@ class ZkWatcher:
             except NoNodeError:
                 continue
             reg = zp.decode_broker(b, data)
-            found[b] = BrokerInfo(b, reg.host, reg.port, reg.rack)
+            found[b] = BrokerInfo(b, reg.host, reg.port, reg.rack, reg.listeners)
             czxids[b] = stat.czxid
         self.cache.set_brokers(found, czxids)
         self.events.put("brokers")

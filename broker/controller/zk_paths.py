@@ -133,14 +133,16 @@ class BrokerRegistration:
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple[tuple[str, str, str, int], ...] = ()  # (name, protocol, host, port), all advertised
 
 
 def encode_broker(b: BrokerRegistration, listener: str = "PLAINTEXT") -> bytes:
-    """Kafka's BrokerIdZNode v5."""
+    """Kafka's BrokerIdZNode v5 (every advertised listener in `endpoints`, the first one's host/port on top)."""
+    listeners = b.listeners or ((listener, "PLAINTEXT", b.host, b.port),)
     body: dict[str, object] = {
         "features": {},
-        "listener_security_protocol_map": {listener: "PLAINTEXT"},
-        "endpoints": [f"{listener}://{b.host}:{b.port}"],
+        "listener_security_protocol_map": {n: proto for n, proto, _, _ in listeners},
+        "endpoints": [f"{n}://{h}:{p}" for n, _, h, p in listeners],
         "jmx_port": -1,
         "port": b.port,
         "host": b.host,
@@ -159,7 +161,13 @@ def decode_broker(broker_id: int, data: bytes) -> BrokerRegistration:
         ep = d["endpoints"][0].split("://", 1)[-1]
         host, _, p = ep.rpartition(":")
         host, port = host.strip("[]"), int(p)
-    return BrokerRegistration(broker_id, host or "", int(port), d.get("rack"))
+    protocols = d.get("listener_security_protocol_map") or {}
+    listeners = []
+    for ep in d.get("endpoints") or []:
+        name, _, hp = ep.partition("://")
+        h, _, p = hp.rpartition(":")
+        listeners.append((name, protocols.get(name, name), h.strip("[]"), int(p)))
+    return BrokerRegistration(broker_id, host or "", int(port), d.get("rack"), tuple(listeners))
 
 
 def encode_controller(broker_id: int) -> bytes:

@@ -64,7 +64,7 @@ def init_cluster_id(zk: KazooClient, wanted: str, connect: str) -> str:
 def register_broker(zk: KazooClient, me: BrokerInfo, deadline_s: float) -> None:
     """Create the ephemeral /brokers/ids/<id>; wait out a previous session's node (restart after kill -9)."""
     path = zp.broker_path(me.node_id)
-    data = zp.encode_broker(zp.BrokerRegistration(me.node_id, me.host, me.port, me.rack))
+    data = zp.encode_broker(zp.BrokerRegistration(me.node_id, me.host, me.port, me.rack, me.listeners))
     deadline = time.monotonic() + deadline_s
     while True:
         try:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig, ConfigError, parse_listeners
+from broker.metadata import BrokerInfo
 from broker.network.credentials import LocalScramCredentials, ScramCredentialStore
 from broker.observer import AuthenticationObserver
 from broker.security import jaas, sasl
@@ -164,13 +165,38 @@ class ServerSecurity:
         return next((s for s in self.listeners if s.name.upper() == name.upper()), None)
 
 
-def rewrite_endpoints(result: dict, spec: ListenerSpec, first: ListenerSpec, node_id: int) -> None:
+def rewrite_endpoints(result: dict, spec: ListenerSpec, first: ListenerSpec, brokers: list[BrokerInfo],
+                      node_id: int) -> None:
     """Metadata, DescribeCluster and FindCoordinator answer the endpoints of the listener the client came in on
-    (Kafka: the brokers' endpoints for the same listener name). The broker registers its first listener; a
-    client on another listener gets this broker's endpoint on that listener instead."""
+    (Kafka: the brokers' endpoints for the same listener name). Registrations hold every listener; the host/port
+    the handlers put in are the first listener's."""
     if spec is first:
         return
-    entries = [*result.get("brokers", ()), *result.get("coordinators", ()), result]
-    for e in entries:
-        if e.get("node_id", e.get("broker_id")) == node_id and "host" in e and e.get("port", -1) >= 0:
-            e["host"], e["port"] = spec.advertised_host, spec.advertised_port
+    by_id = {b.node_id: b for b in brokers}
+    for e in [*result.get("brokers", ()), *result.get("coordinators", ()), result]:
+        nid = e.get("node_id", e.get("broker_id"))
+        if nid is None or "host" not in e or e.get("port", -1) < 0:
+            continue
+        b = by_id.get(nid)
+        ep = b.endpoint(spec.name) if b is not None and b.listeners else None
+        if ep is None and nid == node_id:
+            ep = (spec.advertised_host, spec.advertised_port)
+        if ep is not None:
+            e["host"], e["port"] = ep
+
+
+def registered_listeners(config: BrokerConfig) -> tuple[tuple[str, str, str, int], ...]:
+    """(name, protocol, advertised host, advertised port) of every listener, for the broker registration; empty
+    for a lone PLAINTEXT listener (registered as before)."""
+    pmap = parse_protocol_map(config.static.get("listener.security.protocol.map"))
+    lsts = parse_listeners(config.listeners, "listeners")
+    if len(lsts) == 1 and pmap.get(lsts[0].name.upper()) == "PLAINTEXT":
+        return ()
+    adv = {a.name.upper(): a for a in (
+        parse_listeners(config.advertised_listeners, "advertised.listeners") if config.advertised_listeners else [])}
+    out = []
+    for lst in lsts:
+        a = adv.get(lst.name.upper())
+        out.append((lst.name, pmap.get(lst.name.upper(), lst.name.upper()),
+                    a.host if a else (lst.host or "127.0.0.1"), a.port if a else lst.port))
+    return tuple(out)

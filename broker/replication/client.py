@@ -5,25 +5,33 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.serial import entity_reader, entity_writer
 
 from broker.protocol.codec import build, request_class, response_class
 
+if TYPE_CHECKING:
+    from broker.network.client_security import ClientSecurity
+
 
 class BrokerConnection:
     """One connection to another broker; requests are sent one at a time."""
 
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(self, host: str, port: int, client_id: str, security: ClientSecurity | None = None) -> None:
         self.host, self.port, self.client_id = host, port, client_id
+        self.security = security  # TLS and SASL for the inter-broker listener (None: PLAINTEXT)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._correlation_id = 0
 
     async def connect(self, timeout_s: float) -> None:
+        ctx = self.security.ssl_context if self.security is not None else None
         self._reader, self._writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout_s)
+            asyncio.open_connection(self.host, self.port, limit=1 << 20, ssl=ctx,
+                                    server_hostname=self.host if ctx is not None else None), timeout_s)
+        if self.security is not None:
+            await self.security.authenticate(self, timeout_s)
 
     @property
     def connected(self) -> bool:

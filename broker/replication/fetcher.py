@@ -14,6 +14,7 @@ from broker.replication.client import BrokerConnection
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
+    from broker.network.client_security import ClientSecurity
     from broker.replication.replica_manager import Partition
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,8 @@ class ReplicaFetcher:
             endpoint = self.manager.endpoint(self.leader_id)
             if endpoint is None:
                 raise ConnectionError(f"broker {self.leader_id} is not registered")
-            conn = BrokerConnection(*endpoint, f"replica-fetcher-{self.manager.broker_id}")
+            conn = BrokerConnection(*endpoint, f"replica-fetcher-{self.manager.broker_id}",
+                                    self.manager.client_security)
             await conn.connect(timeout_s=5)
             self._conn = conn
             self.endpoint = endpoint
@@ -196,6 +198,8 @@ class ReplicaFetcherManager:
         self.config = config
         self.endpoint = endpoint
         self.on_progress = on_progress
+        self.client_security: ClientSecurity | None = None  # the inter-broker listener's TLS/SASL, if any
+        self.inter_broker_listener = "PLAINTEXT"  # whose endpoints the fetchers connect to
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[tuple[str, int], int] = {}
         # Bytes of every batch appended as follower (the metrics set it: ReplicationBytesInPerSec).
