@@ -12,6 +12,7 @@ import sys
 from confluent_kafka import KafkaException
 
 from kafkascope.cli import (
+    acls,
     cluster,
     configs,
     console_consumer,
@@ -35,7 +36,8 @@ from kafkascope.cli import (
 from kafkascope.cli.common import CliError, SubParser, error_text
 
 COMMANDS = (server, topics, console_producer, console_consumer, consumer_groups, configs, producer_perf,
-            consumer_perf, e2e_latency, demo, lag, slo, page, cluster, zk_exporter, up, fuzz, dashboards, xmonitor)
+            consumer_perf, e2e_latency, demo, lag, slo, page, cluster, zk_exporter, up, fuzz, dashboards, xmonitor,
+            acls)
 
 
 def build_parser() -> argparse.ArgumentParser:

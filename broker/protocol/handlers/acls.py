@@ -49,6 +49,11 @@ def _entry_fields(e: AccessControlEntry) -> dict:
             "permission_type": e.permission_type.code}
 
 
+def _describe(ctx: RequestContext) -> str:
+    """How Kafka's ClusterAuthorizationException names the request."""
+    return f"DescribeAcls v{ctx.api_version} from {authz.principal(ctx)}"
+
+
 async def handle_describe_acls(ctx: RequestContext, req) -> dict:
     def error(code: ErrorCode, message: str | None) -> dict:
         return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
@@ -56,7 +61,7 @@ async def handle_describe_acls(ctx: RequestContext, req) -> dict:
     if not authz.enabled(ctx):
         return error(ErrorCode.security_disabled, NO_AUTHORIZER)
     if denied := authz.request_error(ctx, 29):
-        return error(denied, None)
+        return error(denied, f"Request {_describe(ctx)} is not authorized.")
     flt = binding_filter(req)
     if flt.is_unknown():
         return error(ErrorCode.invalid_request, "DescribeAclsRequest contains UNKNOWN elements")
