@@ -1,8 +1,8 @@
 """Same-run before/after: produce, consume, replicated and e2e benchmarks on a git ref and on this checkout.
 
-    python -m benchmarks.before_after --ref 4298b0a [--rounds 3] [--quick]
+    python -m benchmarks.before_after --ref 4298b0a [--after REF] [--rounds 3] [--quick]
 
-The ref is checked out into a temporary worktree; each round runs every benchmark once on the ref, then once here
+The ref (and --after, else this checkout as it is) is checked out into a temporary worktree; each round runs every benchmark once on the ref, then once here
 (the order alternates between rounds, so drifting background load hits both alike). Each benchmark already measures
 its own baseline (null broker, TCP echo) in the same process; this prints, per figure, the range over the rounds
 for each side and the ratio of medians after/before. A refactor that costs nothing shows ratios near 1.0 within the
@@ -60,6 +60,7 @@ def run_one(checkout: Path, module: str, args: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ref", required=True, help="the 'before' commit")
+    ap.add_argument("--after", help="the 'after' commit (default: this checkout, uncommitted changes included)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
     ap.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="a subset of the benchmarks")
@@ -68,11 +69,14 @@ def main(argv: list[str] | None = None) -> dict:
     figures: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="kafkascope-before-") as tmp:
         before = Path(tmp) / "before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(before), args.ref],
-                       check=True, capture_output=True)
+        after = Path(tmp) / "after" if args.after else ROOT
+        for path, ref in ((before, args.ref), (after, args.after)):
+            if ref:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(path), ref],
+                               check=True, capture_output=True)
         try:
             for rnd in range(args.rounds):
-                sides = [("before", before), ("after", ROOT)]
+                sides = [("before", before), ("after", after)]
                 for side, checkout in (sides if rnd % 2 == 0 else sides[::-1]):
                     for name in names:
                         bargs, extract = BENCHMARKS[name]
@@ -82,8 +86,9 @@ def main(argv: list[str] | None = None) -> dict:
                         print(f"round {rnd + 1} {side:>6} {name}: " + ", ".join(
                             f"{label} {fmt(get(result))}" for label, get, _ in extract), flush=True)
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False,
-                           capture_output=True)
+            for path in {before, after} - {ROOT}:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False,
+                               capture_output=True)
     summary = {}
     higher = {label: hb for name in names for label, _, hb in BENCHMARKS[name][1]}
     for label, sides in figures.items():
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{label}: before {fmt(min(sides['before']))}–{fmt(max(sides['before']))}, after "
               f"{fmt(min(sides['after']))}–{fmt(max(sides['after']))}; after/before (medians) {fmt(ratio)}",
               flush=True)
-    out = {"ref": args.ref, "rounds": args.rounds, "figures": summary}
+    out = {"ref": args.ref, "after": args.after or "working tree", "rounds": args.rounds, "figures": summary}
     emit_json("before_after", out)
     return out
 
