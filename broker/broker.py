@@ -24,7 +24,7 @@ from broker.metadata import (
 )
 from broker.network.client_security import configure_inter_broker
 from broker.network.listeners import registered_listeners
-from broker.protocol.authz import build_authorizer
+from broker.protocol.authz import AuthorizerMetrics, build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
 from broker.replication.fetcher import ReplicaFetcherManager
@@ -150,6 +150,8 @@ class Broker:
             self.metrics = BrokerMetrics(self, handlers)
             self.replicas.on_isr_change = self.metrics.isr_changed
             register_fetch_session_metrics(self.metrics.registry, self.fetch_sessions)
+            if self.authorizer is not None:
+                self.authorizer_metrics = AuthorizerMetrics(self.metrics.registry, self.authorizer)
         self.server = KafkaServer(self, handlers, self.metrics)
         self._tasks: list[asyncio.Task] = []
 

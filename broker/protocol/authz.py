@@ -217,3 +217,22 @@ def config_resource_error(ctx: RequestContext, api: int, config_resource_type: i
         return
     resource_type, condition = _CONFIG_RESOURCES[config_resource_type]
     raise_if_denied(resource_errors(ctx, api, resource_type, [name], {condition}), name)
+
+
+class AuthorizerMetrics:
+    """StandardAuthorizer's `kafka.server:type=authorizer-metrics`: authorization-request/allowed/denied
+    rates per minute and acls-total-count (Kafka metrics, so jmx_exporter names them as Kafka's are)."""
+
+    def __init__(self, registry: Any, authorizer: AclAuthorizer) -> None:
+        from exporter.registry import SampledRate  # here: a broker without /metrics needs no exporter
+
+        self.allowed, self.denied = SampledRate(registry.clock), SampledRate(registry.clock)
+        group = ("kafka.server", "authorizer-metrics")
+        registry.kafka_metric(*group, "authorization-allowed-rate-per-minute", lambda: self.allowed.rate * 60)
+        registry.kafka_metric(*group, "authorization-denied-rate-per-minute", lambda: self.denied.rate * 60)
+        registry.kafka_metric(*group, "authorization-request-rate-per-minute",
+                              lambda: (self.allowed.rate + self.denied.rate) * 60)
+        registry.kafka_metric(*group, "acls-total-count", lambda: len(authorizer.store))
+
+    def decided(self, ok: bool) -> None:
+        (self.allowed if ok else self.denied).record()

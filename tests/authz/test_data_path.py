@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.log.records import Record, build_batch
@@ -138,3 +139,25 @@ def test_no_authorizer_changes_nothing(tmp_path) -> None:
         assert h.broker.authorizer is None
         resp = metadata(h.client, ["t"], ops=True)
         assert resp.topics[0].topic_authorized_operations == -2147483648
+
+
+def test_authorizer_metrics(tmp_path) -> None:
+    from tests.broker.inproc import metric
+
+    with AuthzHarness(tmp_path, prometheus_listener="127.0.0.1:0") as ah:
+        create(ah, "orders")
+        alice = ah.as_user("alice")
+        for _ in range(3):
+            produce(alice, "orders")
+        ah.allow("User:alice", AclOperation.WRITE, T, "orders")
+        produce(alice, "orders")
+
+        def read(name: str) -> float:
+            m = metric(ah.broker, "kafka.server", "authorizer-metrics", name)
+            assert m is not None, name
+            return m.read()  # type: ignore[attr-defined]
+        assert read("acls-total-count") == 1
+        assert read("authorization-denied-rate-per-minute") > 0
+        assert read("authorization-allowed-rate-per-minute") > 0
+        assert read("authorization-request-rate-per-minute") == pytest.approx(
+            read("authorization-denied-rate-per-minute") + read("authorization-allowed-rate-per-minute"))
