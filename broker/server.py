@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from broker.errors import ErrorCode, InvalidRequest
 from broker.log.segment import FileRegion
 from broker.memory_pool import MemoryPool
+from broker.network.credentials import zk_scram_credentials
 from broker.network.listeners import ListenerSpec, ServerSecurity, rewrite_endpoints
 from broker.network.sasl_session import ConnectionSession
 from broker.observer import ConnectionObserver, RequestObserver, RequestTiming
@@ -172,7 +173,7 @@ class KafkaServer:
         self._observer = observer
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task | None = None
-        self.security = ServerSecurity(self.config)
+        self.security = ServerSecurity(self.config, zk_scram_credentials(broker.metadata))
         if any(spec.sasl for spec in self.security.listeners):  # served (and advertised) with a SASL listener only
             from broker.protocol.handlers import sasl_auth, scram_credentials
 

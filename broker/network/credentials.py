@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from broker.security import scram
 from broker.security.scram import ScramCredential, ScramMechanism
@@ -55,3 +55,60 @@ class LocalScramCredentials:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._path)
+
+
+class ZkScramCredentials:
+    """SCRAM credentials of a cluster, in ZooKeeper as Kafka keeps them: `/config/users/<sanitized user>` holds
+    {"version":1,"config":{"SCRAM-SHA-512":"salt=..."}}, and every change is announced by a sequential
+    `/config/changes/config_change_` node {"version":2,"entity_path":"users/<user>"} (Kafka's brokers refresh
+    their credential cache from it). We read the znode at each lookup, so every broker sees a change at once.
+    `zk` is a connected KazooClient (the metadata store's)."""
+
+    USERS = "/config/users"
+
+    def __init__(self, zk: object) -> None:
+        self._zk: Any = zk
+
+    def _read(self, user: str) -> bytes | None:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self._zk.get(scram.user_config_path(user))
+        except NoNodeError:
+            return None
+        return data
+
+    def lookup(self, username: str, mechanism: str) -> ScramCredential | None:
+        data = self._read(username)
+        return None if not data else scram.credentials_from_user_config(data).get(mechanism)
+
+    def all(self) -> dict[str, dict[str, ScramCredential]]:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            names = self._zk.get_children(self.USERS)
+        except NoNodeError:
+            return {}
+        out = {}
+        for name in names:
+            user = scram.desanitize(name)
+            data = self._read(user)
+            if data:
+                out[user] = scram.credentials_from_user_config(data)
+        return out
+
+    def set(self, user: str, mechanism: ScramMechanism, credential: ScramCredential | None) -> None:
+        path = scram.user_config_path(user)
+        data = scram.with_credential(self._read(user), mechanism, credential)
+        if self._zk.exists(path):
+            self._zk.set(path, data)
+        else:
+            self._zk.create(path, data, makepath=True)
+        note = json.dumps({"version": 2, "entity_path": f"users/{scram.sanitize(user)}"}).encode()
+        self._zk.create("/config/changes/config_change_", note, sequence=True, makepath=True)
+
+
+def zk_scram_credentials(metadata: object) -> ZkScramCredentials | None:
+    """The cluster's credential store when `metadata` is ZooKeeper's, else None (standalone: the local file)."""
+    zk = getattr(metadata, "zk", None)
+    return ZkScramCredentials(zk) if getattr(metadata, "clustered", False) and zk is not None else None
