@@ -17,6 +17,7 @@ from broker.network.credentials import LocalScramCredentials, ScramCredentialSto
 from broker.observer import AuthenticationObserver
 from broker.security import jaas, sasl
 from broker.security.jaas import JaasEntry
+from broker.security.principal import SslPrincipalMapper
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_PROTOCOL_MAP = {p: p for p in PROTOCOLS}
@@ -160,6 +161,7 @@ class ServerSecurity:
         self.reauth_ms = reauth_ms(config)
         self.credentials: ScramCredentialStore = credentials or LocalScramCredentials(config.log_dir_list[0])
         self.auth_observer: AuthenticationObserver | None = None
+        self.principal_mapper = SslPrincipalMapper(config.static.get("ssl.principal.mapping.rules"))
 
     def spec(self, name: str) -> ListenerSpec | None:
         return next((s for s in self.listeners if s.name.upper() == name.upper()), None)

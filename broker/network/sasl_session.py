@@ -36,7 +36,9 @@ class ConnectionSession:
         self.principal: KafkaPrincipal = principals.ANONYMOUS
         self.authenticated = not security_protocol.startswith("SASL_")
         if security_protocol == "SSL" and peer_subject:
-            self.principal = principals.build_principal("SSL", peer_subject=peer_subject)  # type: ignore[arg-type]
+            mapper = security.principal_mapper if security is not None else None
+            self.principal = principals.build_principal(  # the certificate's subject, mapped (KIP-371)
+                "SSL", peer_subject=peer_subject, mapper=mapper)  # type: ignore[arg-type]
         self.sasl_server: SaslServer | None = None
         self.mechanism = ""
         self.handshake_version = -1

@@ -66,6 +66,8 @@ def broker_props(ports: dict[str, int], certs: dict[str, Path]) -> dict[str, str
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs["server"]),
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs["ca"]),
         "listener.name.ssl.ssl.client.auth": "requested",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]*),.*$/$1/L,DEFAULT",
+        "connections.max.reauth.ms": "600000",
     }
     for listener in ("sasl_plaintext", "sasl_ssl"):
         props[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain_jaas

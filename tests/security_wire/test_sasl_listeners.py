@@ -92,6 +92,7 @@ def test_plain_exchange_on_the_wire_then_requests_are_served(secured):
         assert set(hs.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
         resp = w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{ADMIN}\0{ADMIN_PW}".encode()})
         assert resp.error_code == ErrorCode.none
+        assert resp.session_lifetime.total_seconds() == 600   # connections.max.reauth.ms (KIP-368)
         md = w.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
                                    "include_topic_authorized_operations": False})
         assert md.brokers[0].port == secured.ports["SASL_PLAINTEXT"]
@@ -178,3 +179,10 @@ def test_metrics_count_successful_and_failed_authentications(secured):
             w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0nope"})
     assert _metric(secured, name_ok, "SASL_PLAINTEXT") == ok0 + 1
     assert _metric(secured, name_bad, "SASL_PLAINTEXT") == bad0 + 2
+
+
+def test_ssl_client_certificate_is_accepted_when_requested(secured):
+    conf = {**secured.client_conf("SSL"), "ssl.certificate.location": str(secured.certs["client_cert"]),
+            "ssl.key.location": str(secured.certs["client_key"])}
+    topic = f"mtls-{uuid.uuid4().hex[:8]}"
+    assert _roundtrip(conf, topic, n=2) == [b"v0", b"v1"]
