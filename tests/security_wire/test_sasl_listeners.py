@@ -186,3 +186,19 @@ def test_ssl_client_certificate_is_accepted_when_requested(secured):
             "ssl.key.location": str(secured.certs["client_key"])}
     topic = f"mtls-{uuid.uuid4().hex[:8]}"
     assert _roundtrip(conf, topic, n=2) == [b"v0", b"v1"]
+
+
+def _plain_login(w: WireClient, user: str, password: str):
+    assert _handshake(w, "PLAIN").error_code == ErrorCode.none
+    return w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{user}\0{password}".encode()})
+
+
+def test_reauthentication_keeps_the_principal(secured):
+    """KIP-368: an authenticated connection may authenticate again as the same principal, not as another."""
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        assert _plain_login(w, ADMIN, ADMIN_PW).error_code == ErrorCode.none
+        assert _plain_login(w, ADMIN, ADMIN_PW).error_code == ErrorCode.none
+        resp = _plain_login(w, "alice", "alice-secret")
+        assert resp.error_code == ErrorCode.sasl_authentication_failed
+        assert resp.error_message == "Cannot change principals during re-authentication from User:admin to User:alice"
+        assert w.is_closed_by_peer()
