@@ -82,3 +82,4 @@ def test_cluster_apis(ah: AuthzHarness) -> None:
     ah.allow("User:alice", AclOperation.DESCRIBE, C, "kafka-cluster")
     resp = alice.request(DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
     assert resp.cluster_authorized_operations == 1 << AclOperation.DESCRIBE.code
+

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from broker.errors import ErrorCode
 from broker.network.credentials import ScramCredentialStore
+from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.security import scram
 from broker.security.scram import Alteration
 
 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
+CLUSTER_DENIED = "Cluster authorization failed."   # Errors.CLUSTER_AUTHORIZATION_FAILED's message
 
 
 def _store(ctx: RequestContext) -> ScramCredentialStore:
@@ -20,6 +22,8 @@ def _store(ctx: RequestContext) -> ScramCredentialStore:
 
 
 async def handle_describe_user_scram_credentials(ctx: RequestContext, req) -> dict:
+    if denied := authz.request_error(ctx, DESCRIBE_USER_SCRAM_CREDENTIALS):   # DESCRIBE on the cluster
+        return {"throttle_time": 0, "error_code": denied, "error_message": CLUSTER_DENIED, "results": []}
     requested = [u.name for u in req.users] if req.users else None
     results = [{"user": user, "error_code": code, "error_message": message,
                 "credential_infos": [{"mechanism": m, "iterations": it} for m, it in infos]}
@@ -28,6 +32,10 @@ async def handle_describe_user_scram_credentials(ctx: RequestContext, req) -> di
 
 
 async def handle_alter_user_scram_credentials(ctx: RequestContext, req) -> dict:
+    if denied := authz.request_error(ctx, ALTER_USER_SCRAM_CREDENTIALS):   # ALTER on the cluster
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return {"throttle_time": 0, "results": [{"user": u, "error_code": denied, "error_message": CLUSTER_DENIED}
+                                                for u in users]}
     store = _store(ctx)
     existing = store.all()
     alterations = [Alteration(d.name, d.mechanism) for d in req.deletions] + [
