@@ -3,7 +3,7 @@
 - standalone (`LocalAclStorage`): a JSON file next to the local metadata, rewritten on every change;
 - cluster (`broker.controller.acl_watch.ZkAclStorage`): Kafka's `/kafka-acl[-extended]` nodes in ZooKeeper,
   with change notifications every broker watches.
-CreateAcls/DeleteAcls change `store` and then `persist` the patterns whose ACLs changed.
+CreateAcls/DeleteAcls go through `add` and `remove`, which keep `store` and the storage in step.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Protocol
 from broker.security.acl import (
     AccessControlEntry,
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -33,8 +34,11 @@ class AclStorage(Protocol):
 
     store: AclStore
 
-    def persist(self, patterns: Iterable[ResourcePattern]) -> None:
-        """Write the current ACLs of these patterns (and tell other brokers, in a cluster)."""
+    def add(self, bindings: Iterable[AclBinding]) -> set[ResourcePattern]:
+        """CreateAcls: add validated bindings; the patterns whose ACLs changed."""
+
+    def remove(self, flt: AclBindingFilter) -> list[AclBinding]:
+        """DeleteAcls for one filter: the bindings removed."""
 
 
 def binding_to_json(b: AclBinding) -> dict[str, str]:
@@ -58,7 +62,19 @@ class LocalAclStorage:
         doc = json.loads(path.read_text()) if path.exists() else {}
         self.store = AclStore(binding_from_json(d) for d in doc.get("acls", []))
 
-    def persist(self, patterns: Iterable[ResourcePattern]) -> None:
+    def add(self, bindings: Iterable[AclBinding]) -> set[ResourcePattern]:
+        changed = self.store.add(bindings)
+        if changed:
+            self._save()
+        return changed
+
+    def remove(self, flt: AclBindingFilter) -> list[AclBinding]:
+        removed = self.store.remove(flt)
+        if removed:
+            self._save()
+        return removed
+
+    def _save(self) -> None:
         doc = {"version": 1, "acls": [binding_to_json(b) for b in self.store.acls()]}
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:

@@ -1,8 +1,9 @@
 """ACLs in ZooKeeper, as Kafka's AclAuthorizer keeps them (broker/security/acl_zk.py has the layout).
 
 `start` creates the ACL folders, loads every `/kafka-acl[-extended]` node into the AclStore and watches both
-change paths; each new `acl_changes_N` node makes every broker re-read that one pattern's node. `persist`
-writes the changed patterns' nodes (deleting an emptied one) and announces each change, as Kafka does.
+change paths; each new `acl_changes_N` node makes every broker re-read that one pattern's node. `add` and
+`remove` update a pattern's node conditionally on its version (retrying after a concurrent write, deleting
+an emptied node) and announce the change, as Kafka's AclAuthorizer.updateResourceAcls does.
 Watch callbacks run on kazoo's thread; the store is updated on the event loop when there is one.
 """
 
@@ -14,13 +15,14 @@ import threading
 from collections.abc import Callable, Iterable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from broker.security import acl_zk
-from broker.security.acl import PatternType, ResourcePattern
+from broker.security.acl import AccessControlEntry, AclBinding, AclBindingFilter, PatternType, ResourcePattern
 from broker.security.authorizer import AclStore
 
 log = logging.getLogger(__name__)
+_MAX_UPDATE_RETRIES = 10   # AclAuthorizer's maxUpdateRetries
 
 
 class ZkAclStorage:
@@ -77,21 +79,52 @@ class ZkAclStorage:
         else:
             self._loop.call_soon_threadsafe(self.store.set_entries, pattern, entries)
 
-    def persist(self, patterns: Iterable[ResourcePattern]) -> None:
-        """Write each pattern's node (or delete it once empty), then its change notification."""
-        for pattern in patterns:
-            path = acl_zk.acl_node_path(pattern)
-            entries = self.store.entries(pattern)
-            if entries:
-                data = acl_zk.acl_node_data(entries)
-                try:
-                    self.zk.create(path, data, makepath=True)
-                except NodeExistsError:
-                    self.zk.set(path, data)
-            else:
-                try:
-                    self.zk.delete(path)
-                except NoNodeError:
-                    pass
-            self.zk.create(acl_zk.change_path_prefix(pattern.pattern_type), acl_zk.change_node_data(pattern),
-                           sequence=True, makepath=True)
+    def add(self, bindings: Iterable[AclBinding]) -> set[ResourcePattern]:
+        """CreateAcls: each pattern's node gets the new entries; the patterns that changed."""
+        by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
+        for b in bindings:
+            by_pattern.setdefault(b.pattern, set()).add(b.entry)
+        return {p for p, new in by_pattern.items() if self._update(p, new.union)}
+
+    def remove(self, flt: AclBindingFilter) -> list[AclBinding]:
+        """DeleteAcls: the patterns the cache says match, each node filtered in ZooKeeper."""
+        removed: list[AclBinding] = []
+        for pattern in dict.fromkeys(b.pattern for b in self.store.acls(flt)):
+            gone: set[AccessControlEntry] = set()
+
+            def keep(cur: set[AccessControlEntry], pattern: ResourcePattern = pattern,
+                     gone: set[AccessControlEntry] = gone) -> set[AccessControlEntry]:
+                gone.clear()
+                gone.update(e for e in cur if flt.matches(AclBinding(pattern, e)))
+                return cur - gone
+            self._update(pattern, keep)
+            removed += sorted((AclBinding(pattern, e) for e in gone), key=repr)
+        return removed
+
+    def _update(self, pattern: ResourcePattern,
+                change: Callable[[set[AccessControlEntry]], set[AccessControlEntry]]) -> bool:
+        """AclAuthorizer.updateResourceAcls: read, change, write conditionally on the node's version (again
+        after a concurrent write), then announce the change. True if the pattern's ACLs changed."""
+        path = acl_zk.acl_node_path(pattern)
+        for _ in range(_MAX_UPDATE_RETRIES):
+            try:
+                data, stat = self.zk.get(path)
+                current, version = acl_zk.parse_acl_node(data), stat.version
+            except NoNodeError:
+                current, version = set(), None
+            new = change(set(current))
+            try:
+                if new != current and not new:
+                    self.zk.delete(path, version=-1 if version is None else version)
+                elif new != current and version is None:
+                    self.zk.create(path, acl_zk.acl_node_data(new), makepath=True)
+                elif new != current:
+                    self.zk.set(path, acl_zk.acl_node_data(new), version=version)
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue   # another broker wrote it meanwhile: read again
+            self.store.set_entries(pattern, new)
+            if new != current:
+                self.zk.create(acl_zk.change_path_prefix(pattern.pattern_type), acl_zk.change_node_data(pattern),
+                               sequence=True, makepath=True)
+            return new != current
+        raise RuntimeError(f"Failed to update ACLs for {pattern} after {_MAX_UPDATE_RETRIES} tries")

@@ -46,10 +46,8 @@ class AuthzHarness(Harness):
     def allow(self, principal: str, op: AclOperation, rt: ResourceType, name: str,
               pattern: PatternType = PatternType.LITERAL, deny: bool = False, host: str = "*") -> None:
         """Add an ACL straight into the store (CreateAcls has its own tests)."""
-        storage = self.broker.metadata.acl_storage()
-        changed = storage.store.add([AclBinding(ResourcePattern(rt, name, pattern), AccessControlEntry(
+        self.broker.metadata.acl_storage().add([AclBinding(ResourcePattern(rt, name, pattern), AccessControlEntry(
             principal, host, op, AclPermissionType.DENY if deny else AclPermissionType.ALLOW))])
-        storage.persist(changed)
 
 
 @pytest.fixture(autouse=True)

@@ -83,3 +83,14 @@ def test_cluster_apis(ah: AuthzHarness) -> None:
     resp = alice.request(DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
     assert resp.cluster_authorized_operations == 1 << AclOperation.DESCRIBE.code
 
+
+def test_init_producer_id_needs_idempotent_write_or_write_on_a_topic(ah: AuthzHarness) -> None:
+    alice = ah.as_user("alice")
+    body = {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
+    assert alice.request(22, 4, body).error_code == ErrorCode.cluster_authorization_failed
+    ah.allow("User:alice", AclOperation.WRITE, T, "any", PatternType.PREFIXED)   # KIP-679: WRITE on any topic
+    resp = alice.request(22, 4, body)
+    assert resp.error_code == ErrorCode.none and resp.producer_id >= 0
+    bob = ah.as_user("bob")
+    ah.allow("User:bob", AclOperation.IDEMPOTENT_WRITE, C, "kafka-cluster")
+    assert bob.request(22, 4, body).error_code == ErrorCode.none

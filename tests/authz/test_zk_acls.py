@@ -31,6 +31,10 @@ def entry(principal: str, op: AclOperation) -> AccessControlEntry:
     return AccessControlEntry(principal, "*", op, AclPermissionType.ALLOW)
 
 
+def acl_nodes(zk: KazooClient, path: str) -> list[dict]:
+    return json.loads(zk.get(path)[0])["acls"]
+
+
 def storage(zk_server, chroot: str) -> tuple[KazooClient, ZkAclStorage]:  # noqa: F811
     zk = KazooClient(hosts=zk_server.connect(chroot))
     zk.start(timeout=10)
@@ -47,17 +51,20 @@ def test_layout_load_and_notifications(zk_server) -> None:  # noqa: F811
     zk_a, a = storage(zk_server, chroot)
     zk_b, b = storage(zk_server, chroot)
     try:
-        changed = a.store.add([AclBinding(ORDERS, entry("User:alice", AclOperation.WRITE)),
-                               AclBinding(SALES, entry("User:bob", AclOperation.READ))])
-        a.persist(changed)
+        assert a.add([AclBinding(ORDERS, entry("User:alice", AclOperation.WRITE)),
+                      AclBinding(SALES, entry("User:bob", AclOperation.READ))]) == {ORDERS, SALES}
         data, _ = zk_a.get("/kafka-acl/Topic/orders")
         assert json.loads(data) == {"version": 1, "acls": [
             {"principal": "User:alice", "permissionType": "Allow", "operation": "Write", "host": "*"}]}
         assert zk_a.exists("/kafka-acl-extended/prefixed/Topic/sales.")
         assert zk_a.get_children("/kafka-acl-changes") and zk_a.get_children("/kafka-acl-extended-changes")
         wait_until(lambda: len(b.store) == 2, timeout_s=10)
-        removed = b.store.remove(AclBindingFilter(ResourcePatternFilter(ResourceType.TOPIC, "orders")))
-        b.persist({r.pattern for r in removed})
+        # b writes "orders" with a stale cache: the conditional read-modify-write keeps alice's entry
+        b.store.set_entries(ORDERS, set())
+        b.add([AclBinding(ORDERS, entry("User:carol", AclOperation.READ))])
+        assert len(acl_nodes(zk_b, "/kafka-acl/Topic/orders")) == 2
+        removed = b.remove(AclBindingFilter(ResourcePatternFilter(ResourceType.TOPIC, "orders")))
+        assert len(removed) == 2
         assert not zk_b.exists("/kafka-acl/Topic/orders")
         wait_until(lambda: len(a.store) == 1, timeout_s=10)
         # a broker starting now loads what is there

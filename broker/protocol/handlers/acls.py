@@ -90,9 +90,7 @@ async def handle_create_acls(ctx: RequestContext, req) -> dict:
         results.append(answer(ErrorCode.invalid_request, problem) if problem else answer(ErrorCode.none, None))
         if not problem:
             valid.append(binding)
-    changed = storage.store.add(valid)
-    if changed:
-        storage.persist(changed)
+    storage.add(valid)
     return {"throttle_time": 0, "results": results}
 
 
@@ -107,20 +105,16 @@ async def handle_delete_acls(ctx: RequestContext, req) -> dict:
         return {"throttle_time": 0, "filter_results": [result(denied, None, []) for _ in req.filters]}
     storage = ctx.broker.metadata.acl_storage()
     results: list[dict] = []
-    changed: set[ResourcePattern] = set()
     for f in req.filters:
         flt = binding_filter(f)
         if flt.is_unknown():
             results.append(result(ErrorCode.invalid_request, "DeleteAclsRequest contains UNKNOWN elements", []))
             continue
-        removed = storage.store.remove(flt)
-        changed.update(b.pattern for b in removed)
+        removed = storage.remove(flt)
         results.append(result(ErrorCode.none, None, [
             {"error_code": ErrorCode.none, "error_message": None, "resource_type": b.pattern.resource_type.code,
              "resource_name": b.pattern.name, "pattern_type": b.pattern.pattern_type.code, **_entry_fields(b.entry)}
             for b in removed]))
-    if changed:
-        storage.persist(changed)
     return {"throttle_time": 0, "filter_results": results}
 
 
