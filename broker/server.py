@@ -184,7 +184,7 @@ class KafkaServer:
             self.security.auth_observer = observer  # type: ignore[assignment]
             observer.watch_authentication(secured)
         self.ports: dict[str, int] = {}  # listener name -> bound port
-        self._extra: list[socket.socket | asyncio.AbstractServer] = []  # listeners after the first
+        self._extra: list[socket.socket] = []  # listeners after the first
         self._extra_tasks: list[asyncio.Task] = []
         self._per_ip: Counter[str] = Counter()
         self._connections: dict[Connection, asyncio.Task] = {}

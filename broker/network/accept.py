@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,34 +21,54 @@ TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 async def open_listener(server: KafkaServer, spec: ListenerSpec,
-                        bind: Callable[[str, int], socket.socket]) -> tuple[socket.socket | asyncio.AbstractServer, int]:
-    """Bind `spec` and start accepting on it: (what `stop` closes, the bound port)."""
+                        bind: Callable[[str, int], socket.socket]) -> tuple[socket.socket, int]:
+    """Bind `spec` and start accepting on it: (the listening socket `stop` closes, the bound port)."""
     sock = bind(spec.host, spec.port)
     port = sock.getsockname()[1]
     if spec.ssl_context is None:
-        server._extra_tasks.append(asyncio.create_task(server._accept_loop(sock, spec), name=f"accept-{spec.name}"))
-        return sock, port
-    tls = await asyncio.start_server(lambda r, w: _serve_tls(server, spec, r, w), sock=sock, ssl=spec.ssl_context,
-                                     ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
-    return tls, port
+        loop = server._accept_loop(sock, spec)
+    else:
+        loop = _accept_tls(server, spec, sock)
+    server._extra_tasks.append(asyncio.create_task(loop, name=f"accept-{spec.name}"))
+    return sock, port
 
 
-async def _serve_tls(server: KafkaServer, spec: ListenerSpec,
-                     reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """One TLS connection, after its handshake: served until it closes."""
+async def _accept_tls(server: KafkaServer, spec: ListenerSpec, listener: socket.socket) -> None:
+    loop = asyncio.get_running_loop()
+    tasks: set[asyncio.Task] = set()
+    while True:
+        sock, addr = await loop.sock_accept(listener)
+        task = asyncio.create_task(_serve_tls(server, spec, sock, addr[0]))
+        tasks.add(task)   # held until done: the loop keeps only weak references to tasks
+        task.add_done_callback(tasks.discard)
+
+
+async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socket, host: str) -> None:
+    """One TLS connection: its handshake (a failure closes only it, counted as a failed authentication, as
+    Kafka counts an SslAuthenticationException), then served until it closes."""
     from broker.network.tls import StreamConnection
 
-    peer = writer.get_extra_info("peername")
-    host = peer[0] if peer else "unknown"
     if not server.admits(host):
-        writer.close()
+        sock.close()
         return
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setblocking(False)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     observer = server.security.auth_observer
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    protocol = asyncio.StreamReaderProtocol(reader)
+    try:
+        transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock, ssl=spec.ssl_context,
+                                                          ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
+    except (ssl.SSLError, OSError, TimeoutError, ConnectionError) as e:
+        log.info("TLS handshake with %s on listener %s failed: %s", host, spec.name, e)
+        if observer is not None:
+            observer.authentication(spec.name, False)
+        sock.close()
+        return
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     if spec.protocol == "SSL" and observer is not None:   # Kafka counts a completed TLS handshake
         observer.authentication(spec.name, True)
-    conn = StreamConnection(reader, writer, asyncio.get_running_loop())
+    conn = StreamConnection(reader, writer, loop)
     conn.session = ConnectionSession(spec.name, spec.protocol, spec, server.security, peer_subject=conn.peer_subject())
     await server.serve_connection(conn, host)

@@ -202,3 +202,11 @@ def test_reauthentication_keeps_the_principal(secured):
         assert resp.error_code == ErrorCode.sasl_authentication_failed
         assert resp.error_message == "Cannot change principals during re-authentication from User:admin to User:alice"
         assert w.is_closed_by_peer()
+
+
+def test_failed_tls_handshakes_count_as_failed_authentications(secured):
+    before = _metric(secured, "failed_authentication_total", "SSL")
+    with WireClient(secured.ports["SSL"]) as w:
+        w.send(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+        assert w.is_closed_by_peer()
+    assert _metric(secured, "failed_authentication_total", "SSL") == before + 1
