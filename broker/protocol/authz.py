@@ -12,6 +12,8 @@ The principal is the connection's (`RequestContext.principal`, User:ANONYMOUS wi
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +51,7 @@ NO_AUTHORIZED_OPERATIONS = -2147483648   # "not requested" in Metadata/DescribeC
 TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
                                            ResourceType.TRANSACTIONAL_ID)
 # AclAuthorizer class names that switch authorization on (ZooKeeper mode, and KRaft's, same semantics here).
+audit_log = logging.getLogger("kafka.authorizer.logger")   # Kafka's authorizer log (log4j logger name)
 AUTHORIZER_CLASSES = frozenset({"kafka.security.authorizer.AclAuthorizer",
                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
 
@@ -74,11 +77,24 @@ def _last(check: Check) -> Check:
 
 
 def _passes(ctx: RequestContext, authz: AclAuthorizer, check: Check, name: str | None) -> bool:
-    ok = operations.allowed(authz, principal(ctx), host_address(ctx.client_host), check, name)
+    host = host_address(ctx.client_host)
+    ok = operations.allowed(authz, principal(ctx), host, check, name)
     observer = getattr(ctx.broker, "authorizer_metrics", None)
     if observer is not None:
         observer.decided(ok)
+    if not ok and audit_log.isEnabledFor(logging.INFO):
+        _audit(ctx, host, _last(check), name)
     return ok
+
+
+def _audit(ctx: RequestContext, host: str, check: Check, name: str | None) -> None:
+    """AclAuthorizer.logAuditMessage for a denial (INFO on `kafka.authorizer.logger`, as Kafka logs it)."""
+    rt = check.resource_type
+    resource = f"{rt.pascal_name}:LITERAL:{CLUSTER_NAME if rt is CLUSTER else name}"
+    api = operations.BY_KEY[ctx.api_key].name if ctx.api_key in operations.BY_KEY else str(ctx.api_key)
+    audit_log.info("Principal = %s is Denied Operation = %s from host = %s on resource = %s for request = %s "
+                   "with resourceRefCount = 1", principal(ctx), check.operation.pascal_name, host, resource,
+                   re.sub(r"(?<!^)(?=[A-Z])", "_", api).upper())
 
 
 def _error(ctx: RequestContext, authz: AclAuthorizer, check: Check, name: str | None) -> int:

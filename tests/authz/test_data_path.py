@@ -161,3 +161,12 @@ def test_authorizer_metrics(tmp_path) -> None:
         assert read("authorization-allowed-rate-per-minute") > 0
         assert read("authorization-request-rate-per-minute") == pytest.approx(
             read("authorization-denied-rate-per-minute") + read("authorization-allowed-rate-per-minute"))
+
+
+def test_denials_are_logged_as_kafka_logs_them(ah: AuthzHarness, caplog: pytest.LogCaptureFixture) -> None:
+    create(ah, "orders")
+    alice = ah.as_user("alice", host="10.7.7.7")
+    with caplog.at_level("INFO", logger="kafka.authorizer.logger"):
+        produce(alice, "orders")
+    assert ("Principal = User:alice is Denied Operation = Write from host = 10.7.7.7 on resource = "
+            "Topic:LITERAL:orders for request = PRODUCE with resourceRefCount = 1") in caplog.messages
