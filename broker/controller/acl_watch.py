@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 from kazoo.client import KazooClient
@@ -23,6 +24,7 @@ from broker.security.authorizer import AclStore
 
 log = logging.getLogger(__name__)
 _MAX_UPDATE_RETRIES = 10   # AclAuthorizer's maxUpdateRetries
+CHANGE_EXPIRATION_S = 15 * 60   # ZkNodeChangeNotificationListener's changeExpirationMs
 
 
 class ZkAclStorage:
@@ -34,6 +36,7 @@ class ZkAclStorage:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._seen: dict[str, set[str]] = {}
         self._lock = threading.Lock()
+        self.change_expiration_s = CHANGE_EXPIRATION_S
 
     def start(self) -> None:
         """Load all ACLs and watch for changes (blocking; the client is connected)."""
@@ -65,7 +68,22 @@ class ZkAclStorage:
                     continue   # purged meanwhile
                 except Exception:
                     log.exception("ACL change notification %s/%s not applied", change_path, child)
+            if new:
+                self._purge(change_path, children)
         return on_children
+
+    def _purge(self, change_path: str, children: list[str]) -> None:
+        """ZkNodeChangeNotificationListener.purgeObsoleteNotifications: every broker deletes the change nodes
+        older than `change_expiration_s` (Kafka: 15 minutes) once it has processed new ones."""
+        horizon_ms = (time.time() - self.change_expiration_s) * 1000
+        for child in children:
+            path = f"{change_path}/{child}"
+            try:
+                stat = self.zk.exists(path)
+                if stat is not None and stat.ctime <= horizon_ms:
+                    self.zk.delete(path)
+            except NoNodeError:
+                pass   # another broker purged it
 
     def _reload(self, pattern: ResourcePattern, apply_now: bool = False) -> None:
         """Re-read one pattern's node (kazoo's thread) and put its ACLs in the store (the loop's thread)."""

@@ -74,3 +74,20 @@ def test_layout_load_and_notifications(zk_server) -> None:  # noqa: F811
     finally:
         for zk in (zk_a, zk_b, root):
             zk.stop()
+
+
+def test_processed_change_nodes_are_purged_once_expired(zk_server) -> None:  # noqa: F811
+    root = KazooClient(hosts=zk_server.connect())
+    root.start(timeout=10)
+    chroot = f"/authz-t{next(_chroots)}"
+    root.ensure_path(chroot)
+    zk_a, a = storage(zk_server, chroot)
+    zk_b, b = storage(zk_server, chroot)
+    try:
+        b.change_expiration_s = 0
+        a.add([AclBinding(ORDERS, entry("User:alice", AclOperation.WRITE))])
+        wait_until(lambda: len(b.store) == 1, timeout_s=10)   # b applied it, then purged it
+        wait_until(lambda: zk_a.get_children("/kafka-acl-changes") == [], timeout_s=10)
+    finally:
+        for zk in (zk_a, zk_b, root):
+            zk.stop()
