@@ -67,3 +67,6 @@ class AuthenticationObserver(Protocol):
 
     def authentication(self, listener: str, success: bool) -> None:
         """A SaslAuthenticate (or a TLS handshake on an SSL listener) succeeded or failed."""
+
+    def watch_certificates(self, not_after: dict[str, float]) -> None:
+        """Each TLS listener's server certificate expiry (epoch seconds), for certificate-expiry alerts."""

@@ -183,6 +183,8 @@ class KafkaServer:
         if secured and observer is not None and hasattr(observer, "watch_authentication"):
             self.security.auth_observer = observer  # type: ignore[assignment]
             observer.watch_authentication(secured)
+            observer.watch_certificates({s.name: s.cert_not_after for s in self.security.listeners
+                                         if s.cert_not_after is not None})
         self.ports: dict[str, int] = {}  # listener name -> bound port
         self._extra: list[socket.socket] = []  # listeners after the first
         self._extra_tasks: list[asyncio.Task] = []

@@ -189,6 +189,12 @@ class BrokerMetrics:
                 self.registry.kafka_metric("kafka.server", "socket-server-metrics", f"{outcome}-authentication-total",
                                            lambda r=rate: r.total, counter=True, **ssm)
 
+    def watch_certificates(self, not_after: dict[str, float]) -> None:
+        """kafkascope.network:type=TlsCertificate,name=NotAfterSeconds,listener=<l> (Kafka has no such MBean)."""
+        for listener, when in not_after.items():
+            self.registry.gauge("kafkascope.network", "TlsCertificate", "NotAfterSeconds", lambda w=when: w,
+                                listener=listener)
+
     def authentication(self, listener: str, success: bool) -> None:
         rate = self._auth.get((listener, "successful" if success else "failed"))
         if rate is not None:

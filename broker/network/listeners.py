@@ -36,6 +36,7 @@ class ListenerSpec:
     mechanisms: list[str] = field(default_factory=list)
     jaas: dict[str, JaasEntry] = field(default_factory=dict)   # mechanism -> the listener's JAAS entry
     ssl_context: ssl.SSLContext | None = None
+    cert_not_after: float | None = None   # the server certificate's notAfter (epoch seconds), for expiry alerts
 
     @property
     def sasl(self) -> bool:
@@ -94,6 +95,26 @@ def ssl_server_context(props: Mapping[str, str], listener: str) -> ssl.SSLContex
     return ctx
 
 
+def _not_after(location: str | None, chain: str | None) -> float | None:
+    """The first certificate's notAfter in epoch seconds (None if it cannot be read)."""
+    import os
+    import tempfile
+
+    path = location
+    try:
+        if path is None and chain:
+            fd, path = tempfile.mkstemp(suffix=".pem")
+            with os.fdopen(fd, "w") as f:
+                f.write(chain)
+        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]  # the only stdlib X.509 reader
+        return float(ssl.cert_time_to_seconds(decoded["notAfter"]))
+    except (OSError, ssl.SSLError, KeyError, ValueError):
+        return None
+    finally:
+        if path is not None and path != location:
+            os.unlink(path)
+
+
 def _load_inline_chain(ctx: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
     """`ssl.keystore.certificate.chain` / `ssl.keystore.key` hold PEM text; Python's ssl wants a file."""
     import os
@@ -127,6 +148,8 @@ def listener_specs(config: BrokerConfig) -> list[ListenerSpec]:
             _configure_sasl(spec, props)
         if spec.tls:
             spec.ssl_context = ssl_server_context(props, lst.name)
+            spec.cert_not_after = _not_after(_prop(props, lst.name, "ssl.keystore.location"),
+                                             _prop(props, lst.name, "ssl.keystore.certificate.chain"))
         out.append(spec)
     inter = props.get("inter.broker.listener.name")
     if inter and inter.upper() not in {s.name.upper() for s in out}:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 import urllib.request
 import uuid
 
@@ -210,3 +211,11 @@ def test_failed_tls_handshakes_count_as_failed_authentications(secured):
         w.send(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
         assert w.is_closed_by_peer()
     assert _metric(secured, "failed_authentication_total", "SSL") == before + 1
+
+
+def test_certificate_expiry_is_exposed(secured):
+    """The TLS listeners' server certificate notAfter, for an expiring-certificate alert (the test CA signs for 2
+    days)."""
+    for listener in ("SASL_SSL", "SSL"):
+        not_after = _metric(secured, "kafkascope_network_tlscertificate_notafterseconds", listener)
+        assert 1.5 * 86400 < not_after - time.time() < 2.5 * 86400
