@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         _list(admin, _resources_of(to_add))
     elif args.remove:
         _remove(admin, filters, args.force)
+    elif opts.principals:   # kafka-acls: one block per principal
+        for principal in opts.principals:
+            print(f"ACLs for principal `{principal}`")
+            _list(admin, filters_for(AclCommandOptions(**{**vars(opts), "principals": [principal]}), True))
     else:
         _list(admin, filters)
     return 0

@@ -39,6 +39,8 @@ def test_add_list_remove(capsys, secured) -> None:
     assert out.count("(principal=User:alice") == 2 and "User:bob" not in out
     code, out, _ = acls(capsys, secured, "--list")
     assert "User:bob" in out and "User:alice" in out
+    code, out, _ = acls(capsys, secured, "--list", "--principal", "User:bob")
+    assert out.startswith("ACLs for principal `User:bob`\n") and "User:alice" not in out and "User:bob" in out
     code, out, _ = acls(capsys, secured, "--remove", "--force", "--topic", "orders")
     assert code == 0
     _, out, _ = acls(capsys, secured, "--list")
