@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
     try:
         config = BrokerConfig.load(args.config, args.override)
+        from broker.network.listeners import listener_specs
+
+        listener_specs(config)  # protocols, SASL and TLS settings: refused before anything starts
     except ConfigError as e:
         print(f"broker: {e}", file=sys.stderr)
         return 2
