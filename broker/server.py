@@ -55,7 +55,7 @@ class Connection:
                 raise ConnectionError("closed by client")
             self._buf += data
 
-    async def read_frame(self, max_size: int, pool: MemoryPool) -> bytes | memoryview:
+    async def read_frame(self, max_size: int, pool: MemoryPool, min_size: int = 8) -> bytes | memoryview:
         """The next request frame (without its size prefix); ValueError if its size is out of bounds.
 
         The frame's bytes are taken from `pool` (queued.max.request.bytes) before its buffer exists; the
@@ -65,8 +65,8 @@ class Connection:
         """
         await self._fill(4)
         (size,) = struct.unpack_from(">i", self._buf, 0)
-        if size < 8 or size > max_size:
-            raise ValueError(f"request size {size} outside [8, {max_size}] (socket.request.max.bytes)")
+        if size < min_size or size > max_size:
+            raise ValueError(f"request size {size} outside [{min_size}, {max_size}] (socket.request.max.bytes)")
         await pool.acquire(size)
         try:
             return await self._read_body(size)
@@ -303,7 +303,8 @@ class KafkaServer:
             conn.timing = RequestTiming()
         try:
             while True:
-                frame = await conn.read_frame(self.config.socket_request_max_bytes, self.request_pool)
+                raw = conn.session is not None and conn.session.raw_tokens   # a bare SASL token may be short
+                frame = await conn.read_frame(self.config.socket_request_max_bytes, self.request_pool, 1 if raw else 8)
                 try:
                     await self._serve_one(conn, frame, host, watcher)
                 finally:
@@ -330,6 +331,11 @@ class KafkaServer:
                          watcher: ConnectionObserver | None) -> None:
         timing = conn.timing
         session = conn.session
+        if session is not None and session.raw_tokens:   # after a SaslHandshake v0: a bare SASL token, no request
+            from broker.protocol.handlers.sasl_auth import raw_token
+
+            await conn.write(raw_token(session, bytes(frame), host))
+            return
         if watcher is None or timing is None:
             response = await self.dispatch(frame, host, None, session)
             if response is not None:

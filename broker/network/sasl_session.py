@@ -50,6 +50,11 @@ class ConnectionSession:
     def is_sasl(self) -> bool:
         return self.security_protocol.startswith("SASL_")
 
+    @property
+    def raw_tokens(self) -> bool:
+        """After a SaslHandshake v0 the client sends bare SASL tokens (size-prefixed, no request header)."""
+        return self.handshake_version == 0 and self.sasl_server is not None and not self.authenticated
+
     def accepts(self, api_key: int) -> bool:
         """Whether a request may be served now; False closes the connection (IllegalSaslStateException)."""
         if not self.is_sasl:

@@ -30,11 +30,11 @@ class StreamConnection(Connection):
                 raise ConnectionError("closed by client")
             self._buf += data
 
-    async def read_frame(self, max_size: int, pool: MemoryPool) -> bytes | memoryview:
+    async def read_frame(self, max_size: int, pool: MemoryPool, min_size: int = 8) -> bytes | memoryview:
         await self._fill(4)
         (size,) = struct.unpack_from(">i", self._buf, 0)
-        if size < 8 or size > max_size:
-            raise ValueError(f"request size {size} outside [8, {max_size}] (socket.request.max.bytes)")
+        if size < min_size or size > max_size:
+            raise ValueError(f"request size {size} outside [{min_size}, {max_size}] (socket.request.max.bytes)")
         await pool.acquire(size)
         try:
             await self._fill(4 + size)

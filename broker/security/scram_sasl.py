@@ -176,7 +176,9 @@ class ScramSaslServer:
         m = _CLIENT_FINAL.fullmatch(message)
         if m is None:
             raise SaslException(f"Invalid SCRAM client final message format: {message}")
-        if m["nonce"] != self._nonce:
+        # Kafka 3.8.1-3.9 (KAFKA-17635 / CVE-2024-56128) check endsWith, not equals: librdkafka before 2.6.1
+        # sends its own nonce again in front of the server's (librdkafka#4895); Kafka 4 went back to equals.
+        if not m["nonce"].endswith(self._nonce):
             raise SaslException("Invalid client nonce in the final client message.")
         if base64.b64decode(m["channel"]) != self._gs2_header.encode("ascii"):
             raise SaslException("Invalid channel binding in the final client message.")

@@ -219,3 +219,18 @@ def test_certificate_expiry_is_exposed(secured):
     for listener in ("SASL_SSL", "SSL"):
         not_after = _metric(secured, "kafkascope_network_tlscertificate_notafterseconds", listener)
         assert 1.5 * 86400 < not_after - time.time() < 2.5 * 86400
+
+
+def test_v0_handshake_then_bare_tokens(secured):
+    """SaslHandshake v0: the tokens that follow are size-prefixed bytes without a request header."""
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        assert w.call(SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}).error_code == ErrorCode.none
+        w.send_raw(f"\0{ADMIN}\0{ADMIN_PW}".encode())
+        assert w.recv_frame() == b""   # PLAIN's empty challenge: authenticated
+        md = w.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                   "include_topic_authorized_operations": False})
+        assert md.brokers[0].port == secured.ports["SASL_PLAINTEXT"]
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
+        assert w.call(SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}).error_code == ErrorCode.none
+        w.send_raw(b"\0a\0b")   # shorter than any request: still a token, and a wrong one
+        assert w.is_closed_by_peer()

@@ -1,14 +1,14 @@
 """SaslHandshake (17) and SaslAuthenticate (36): Kafka's SaslServerAuthenticator as request handlers.
 
 The connection's `ConnectionSession` (ctx.session) holds the exchange; the server refuses every other request
-before it completes (broker.network.sasl_session). SaslHandshake v0 (raw tokens without SaslAuthenticate
-framing) is not served: v1 is advertised, which every current client (librdkafka, the Java client,
-kafka-python, aiokafka) uses.
+before it completes (broker.network.sasl_session). After a SaslHandshake v0 the tokens come bare, without
+SaslAuthenticate framing (`raw_token`); librdkafka checks that v0 is advertised before it uses SASL at all.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 
 from broker.errors import ErrorCode
 from broker.network.sasl_session import ConnectionSession
@@ -92,13 +92,31 @@ async def handle_sasl_authenticate(ctx: RequestContext, req) -> dict:
             "session_lifetime": lifetime}
 
 
-def _count(ctx: RequestContext, session: ConnectionSession, success: bool) -> None:
+def raw_token(session: ConnectionSession, token: bytes, client_host: str) -> bytes:
+    """One bare SASL token after a SaslHandshake v0: the size-prefixed challenge to send back. A failure closes
+    the connection without an answer, as Kafka does for v0 clients (ConnectionError)."""
+    server = session.sasl_server
+    assert server is not None
+    try:
+        challenge = server.evaluate_response(token)
+        if server.is_complete():
+            session.complete(server.authorization_id(), 0)
+            _count(None, session, success=True)
+    except SaslException as exc:
+        log.info("failed authentication with %s (%s, v0 handshake) on listener %s: %s", client_host,
+                 session.mechanism, session.listener, exc)
+        _count(None, session, success=False)
+        raise ConnectionError("SASL authentication failed") from None
+    return struct.pack(">i", len(challenge)) + challenge
+
+
+def _count(ctx: RequestContext | None, session: ConnectionSession, success: bool) -> None:
     observer = session.security.auth_observer if session.security is not None else None
     if observer is not None:
         observer.authentication(session.listener, success)
 
 
 APIS = [
-    ApiSpec(SASL_HANDSHAKE_KEY, 1, 1, handle_sasl_handshake),
+    ApiSpec(SASL_HANDSHAKE_KEY, 0, 1, handle_sasl_handshake),
     ApiSpec(SASL_AUTHENTICATE_KEY, 0, 2, handle_sasl_authenticate),
 ]
