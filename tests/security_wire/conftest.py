@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,13 @@ class SecuredBroker:
 
     def bootstrap(self, listener: str) -> str:
         return f"127.0.0.1:{self.ports[listener]}"
+
+    def metric(self, name: str, listener: str) -> float:
+        """The sum of the /metrics samples whose name contains `name`, for one listener."""
+        port = self.proc.props["prometheus.listener"].rsplit(":", 1)[1]
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if not line.startswith("#") and name in line and f'listener="{listener}"' in line)
 
     def client_conf(self, listener: str, mechanism: str | None = None, user: str = ALICE,
                     password: str = ALICE_PW) -> dict:

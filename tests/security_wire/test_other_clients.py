@@ -13,7 +13,6 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KafkaPythonError
 
 from tests.security_wire.conftest import ADMIN, ADMIN_PW, SCRAM_PW, SCRAM_USER
-from tests.security_wire.test_sasl_listeners import _metric
 
 
 def _kafka_python_conf(secured, listener: str, mechanism: str, user: str, password: str) -> dict:
@@ -43,11 +42,11 @@ def test_kafka_python_roundtrip(secured, listener, mechanism, user, password):
 
 
 def test_kafka_python_wrong_password(secured):
-    before = _metric(secured, "failed_authentication_total", "SASL_PLAINTEXT")
+    before = secured.metric("failed_authentication_total", "SASL_PLAINTEXT")
     conf = _kafka_python_conf(secured, "SASL_PLAINTEXT", "SCRAM-SHA-512", SCRAM_USER, "wrong")
     with pytest.raises(KafkaPythonError):
         KafkaProducer(**conf, api_version=(3, 0), max_block_ms=3000).send("x", b"v").get(timeout=3)
-    assert _metric(secured, "failed_authentication_total", "SASL_PLAINTEXT") > before
+    assert secured.metric("failed_authentication_total", "SASL_PLAINTEXT") > before
 
 
 async def test_aiokafka_roundtrip_over_sasl_ssl(secured):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import ssl
 import time
-import urllib.request
 import uuid
 
 import pytest
@@ -157,20 +156,9 @@ def test_plaintext_bytes_on_tls_port_close_only_that_connection(secured):
         assert len(tls.recv(4)) == 4
 
 
-def _metric(secured, name: str, listener: str) -> float:
-    port = secured.proc.props["prometheus.listener"].rsplit(":", 1)[1]
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith("#") or name not in line or f'listener="{listener}"' not in line:
-            continue
-        total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
 def test_metrics_count_successful_and_failed_authentications(secured):
     name_ok, name_bad = "successful_authentication_total", "failed_authentication_total"
-    ok0, bad0 = _metric(secured, name_ok, "SASL_PLAINTEXT"), _metric(secured, name_bad, "SASL_PLAINTEXT")
+    ok0, bad0 = secured.metric(name_ok, "SASL_PLAINTEXT"), secured.metric(name_bad, "SASL_PLAINTEXT")
     with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
         _handshake(w, "PLAIN")
         assert w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{ADMIN}\0{ADMIN_PW}".encode()}).error_code == 0
@@ -178,8 +166,8 @@ def test_metrics_count_successful_and_failed_authentications(secured):
         with WireClient(secured.ports["SASL_PLAINTEXT"]) as w:
             _handshake(w, "PLAIN")
             w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0nope"})
-    assert _metric(secured, name_ok, "SASL_PLAINTEXT") == ok0 + 1
-    assert _metric(secured, name_bad, "SASL_PLAINTEXT") == bad0 + 2
+    assert secured.metric(name_ok, "SASL_PLAINTEXT") == ok0 + 1
+    assert secured.metric(name_bad, "SASL_PLAINTEXT") == bad0 + 2
 
 
 def test_ssl_client_certificate_is_accepted_when_requested(secured):
@@ -206,18 +194,18 @@ def test_reauthentication_keeps_the_principal(secured):
 
 
 def test_failed_tls_handshakes_count_as_failed_authentications(secured):
-    before = _metric(secured, "failed_authentication_total", "SSL")
+    before = secured.metric("failed_authentication_total", "SSL")
     with WireClient(secured.ports["SSL"]) as w:
         w.send(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
         assert w.is_closed_by_peer()
-    assert _metric(secured, "failed_authentication_total", "SSL") == before + 1
+    assert secured.metric("failed_authentication_total", "SSL") == before + 1
 
 
 def test_certificate_expiry_is_exposed(secured):
     """The TLS listeners' server certificate notAfter, for an expiring-certificate alert (the test CA signs for 2
     days)."""
     for listener in ("SASL_SSL", "SSL"):
-        not_after = _metric(secured, "kafkascope_network_tlscertificate_notafterseconds", listener)
+        not_after = secured.metric("kafkascope_network_tlscertificate_notafterseconds", listener)
         assert 1.5 * 86400 < not_after - time.time() < 2.5 * 86400
 
 
