@@ -38,6 +38,8 @@ async def _accept_tls(server: KafkaServer, spec: ListenerSpec, listener: socket.
     tasks: set[asyncio.Task] = set()
     while True:
         sock, addr = await loop.sock_accept(listener)
+        if server.connection_count >= server.config.max_connections:
+            await server._wait_for_connection_slot()   # max.connections, as the plaintext acceptor does
         task = asyncio.create_task(_serve_tls(server, spec, sock, addr[0]))
         tasks.add(task)   # held until done: the loop keeps only weak references to tasks
         task.add_done_callback(tasks.discard)
