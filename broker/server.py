@@ -242,6 +242,10 @@ class KafkaServer:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    def listener_connection_count(self, listener: str) -> int:
+        """Open connections on one listener (socket-server-metrics connection-count per listener)."""
+        return sum(1 for c in self._connections if c.session is not None and c.session.listener == listener)
+
     def _in_phase(self, phase: int) -> int:
         return sum(1 for c in self._connections if c.timing is not None and c.timing.phase == phase)
 

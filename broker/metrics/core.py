@@ -180,6 +180,10 @@ class BrokerMetrics:
 
     def watch_authentication(self, listeners: list[str]) -> None:
         """socket-server-metrics' {successful,failed}-authentication-{total,rate} for each secured listener."""
+        for listener in dict.fromkeys([self._listener, *listeners]):   # each listener its own connection-count
+            self.registry.kafka_metric("kafka.server", "socket-server-metrics", "connection-count",
+                                       lambda lst=listener: self.broker.server.listener_connection_count(lst),
+                                       listener=listener, networkProcessor="0")
         for listener in listeners:
             ssm = dict(listener=listener, networkProcessor="0")
             for outcome in ("successful", "failed"):

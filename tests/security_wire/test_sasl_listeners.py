@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 from kio.schema.errors import ErrorCode
 
+from common.polling import wait_until
 from kafkascope.local.wire import WireClient
 from tests.security_wire.conftest import ADMIN, ADMIN_PW, SCRAM_PW, SCRAM_USER
 
@@ -222,3 +223,16 @@ def test_v0_handshake_then_bare_tokens(secured):
         assert w.call(SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}).error_code == ErrorCode.none
         w.send_raw(b"\0a\0b")   # shorter than any request: still a token, and a wrong one
         assert w.is_closed_by_peer()
+
+
+def test_connection_count_per_listener(secured):
+    """Each listener counts its own connections (other tests' clients may still be closing: bounds, not equality)."""
+    plain_before = secured.metric("connection_count", "PLAINTEXT")
+    with WireClient(secured.ports["SASL_PLAINTEXT"]) as a, WireClient(secured.ports["SASL_PLAINTEXT"]) as b:
+        for w in (a, b):   # answered: the broker has accepted both
+            w.call(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+        during = secured.metric("connection_count", "SASL_PLAINTEXT")
+        assert during >= 2
+        assert secured.metric("connection_count", "PLAINTEXT") <= plain_before
+    wait_until(lambda: secured.metric("connection_count", "SASL_PLAINTEXT") <= during - 2, 10,
+               what="both SASL_PLAINTEXT connections counted closed")
