@@ -25,6 +25,8 @@ def test_add_describe_login_delete(capsys, secured):
     code, out = _cli(capsys, secured, "--describe", "--entity-type", "users", "--entity-name", user)
     assert (code, out) == (0, f"SCRAM credential configs for user-principal '{user}' are "
                               "SCRAM-SHA-256=iterations=4096, SCRAM-SHA-512=iterations=8192\n")
+    out = _cli(capsys, secured, "--describe", "--entity-type", "users")[1]   # every user
+    assert f"SCRAM credential configs for user-principal '{user}' are " in out
     conf = secured.client_conf("SASL_PLAINTEXT", "SCRAM-SHA-512", user, "p,w")
     assert AdminClient(conf).list_topics(timeout=10).brokers
 
