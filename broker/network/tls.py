@@ -11,7 +11,7 @@ import struct
 
 from broker.log.segment import FileRegion
 from broker.memory_pool import MemoryPool
-from broker.server import Connection
+from broker.network.connection import Connection
 
 
 class StreamConnection(Connection):

@@ -27,8 +27,8 @@ from kio.serial import entity_reader, entity_writer
 from broker.broker import Broker
 from broker.config import BrokerConfig
 from broker.log.segment import FileRegion
+from broker.network.connection import Connection
 from broker.protocol.codec import build, request_class, response_class
-from broker.server import Connection
 from common.clock import ManualClock
 
 _MAX_STEPS = 100_000  # callbacks run while settling; more means something spins without waiting

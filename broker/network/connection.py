@@ -1,0 +1,146 @@
+"""One client connection's socket: reading whole request frames (large ones into anonymous mappings), writing
+responses with sendmsg and sendfile. The server (broker/server.py) decides what to do with each frame."""
+
+from __future__ import annotations
+
+import asyncio
+import mmap
+import os
+import socket
+import struct
+from typing import TYPE_CHECKING
+
+from broker.log.segment import FileRegion
+from broker.memory_pool import MemoryPool
+
+if TYPE_CHECKING:
+    from broker.network.sasl_session import ConnectionSession
+    from broker.observer import RequestTiming
+
+_RECV_CHUNK = 256 * 1024
+_IOV_MAX = 512
+_LAZY_BUFFER_BYTES = 1 << 20
+
+
+class Connection:
+    """One client socket: framed reads and gathered writes on the event loop."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self.sock = sock
+        self.loop = loop
+        self._buf = bytearray()
+        self.timing: RequestTiming | None = None  # set while an observer watches
+        self.session: ConnectionSession | None = None  # its listener and principal (None: PLAINTEXT, anonymous)
+
+    async def _fill(self, need: int) -> None:
+        while len(self._buf) < need:
+            data = await self.loop.sock_recv(self.sock, _RECV_CHUNK)
+            if not data:
+                raise ConnectionError("closed by client")
+            self._buf += data
+
+    async def read_frame(self, max_size: int, pool: MemoryPool, min_size: int = 8) -> bytes | memoryview:
+        """The next request frame (without its size prefix); ValueError if its size is out of bounds.
+
+        The frame's bytes are taken from `pool` (queued.max.request.bytes) before its buffer exists; the
+        caller releases them once the request is handled. Small frames come out of the read-ahead buffer;
+        the rest of a large frame (a Produce) is received straight into its own buffer, so its bytes are
+        copied once, by the kernel.
+        """
+        await self._fill(4)
+        (size,) = struct.unpack_from(">i", self._buf, 0)
+        if size < min_size or size > max_size:
+            raise ValueError(f"request size {size} outside [{min_size}, {max_size}] (socket.request.max.bytes)")
+        await pool.acquire(size)
+        try:
+            return await self._read_body(size)
+        except BaseException:
+            pool.release(size)
+            raise
+
+    async def _read_body(self, size: int) -> bytes | memoryview:
+        have = len(self._buf) - 4
+        if have >= size:
+            whole = bytes(memoryview(self._buf)[4:4 + size])
+            del self._buf[:4 + size]
+            return whole
+        # An anonymous mapping's pages exist only once written: a client that announces 100 MB and sends
+        # 10 bytes costs 10 bytes, where bytearray(size) would zero-fill (and keep resident) all of it.
+        frame: mmap.mmap | bytearray = mmap.mmap(-1, size) if size >= _LAZY_BUFFER_BYTES else bytearray(size)
+        view = memoryview(frame)
+        view[:have] = memoryview(self._buf)[4:]
+        self._buf.clear()
+        while have < size:
+            n = await self.loop.sock_recv_into(self.sock, view[have:])
+            if n == 0:
+                raise ConnectionError("closed by client")
+            have += n
+        return view.toreadonly()  # kio's reader takes read-only buffers only
+
+    async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
+        """Write all of `data`: buffers are gathered with sendmsg, file regions go out with sendfile, so
+        neither is copied in user space."""
+        if isinstance(data, bytes | bytearray):
+            await self._send_buffers([memoryview(data)])
+            return
+        pending: list[memoryview] = []
+        try:
+            for part in data:
+                if isinstance(part, FileRegion):
+                    await self._send_buffers(pending)
+                    pending = []
+                    await self._send_file(part)
+                elif len(part):
+                    pending.append(memoryview(part).cast("B"))
+            await self._send_buffers(pending)
+        finally:
+            for part in data:
+                if isinstance(part, FileRegion):
+                    part.release()
+
+    async def _send_file(self, region: FileRegion) -> None:
+        offset, end = region.position, region.position + region.length
+        out = self.sock.fileno()
+        while offset < end:
+            try:
+                sent = os.sendfile(out, region.fd, offset, end - offset)
+            except BlockingIOError:
+                await self._writable()
+                continue
+            if sent == 0:
+                raise OSError("segment file ended inside a fetched region")
+            offset += sent
+
+    async def _send_buffers(self, views: list[memoryview]) -> None:
+        while views:
+            try:
+                sent = self.sock.sendmsg(views[:_IOV_MAX])
+            except BlockingIOError:
+                sent = 0
+            while sent and views:
+                if sent >= len(views[0]):
+                    sent -= len(views.pop(0))
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
+            if views:
+                await self._writable()
+
+    async def _writable(self) -> None:
+        fut = self.loop.create_future()
+        fd = self.sock.fileno()
+        def ready() -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        self.loop.add_writer(fd, ready)
+        try:
+            await fut
+        finally:
+            self.loop.remove_writer(fd)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
