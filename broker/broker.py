@@ -23,7 +23,7 @@ from broker.metadata import (
     validate_topic_name,
 )
 from broker.network.client_security import configure_inter_broker
-from broker.network.listeners import registered_listeners
+from broker.network.listeners import ServerSecurity, registered_listeners
 from broker.protocol.authz import AuthorizerMetrics, build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
@@ -142,7 +142,8 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
-        handlers = handler_table()
+        security = ServerSecurity(config, self.metadata.scram_credentials())
+        handlers = handler_table(sasl=any(spec.sasl for spec in security.listeners))
         self.metrics = None
         if config.prometheus_listener or config.hdr_log_dir:
             from broker.metrics import BrokerMetrics
@@ -152,7 +153,7 @@ class Broker:
             register_fetch_session_metrics(self.metrics.registry, self.fetch_sessions)
             if self.authorizer is not None:
                 self.authorizer_metrics = AuthorizerMetrics(self.metrics.registry, self.authorizer)
-        self.server = KafkaServer(self, handlers, self.metrics)
+        self.server = KafkaServer(self, handlers, security, self.metrics, self.metrics)
         self._tasks: list[asyncio.Task] = []
 
     @property

@@ -20,6 +20,7 @@ from typing import Protocol
 from broker.acl_storage import ACL_FILE, AclStorage, LocalAclStorage
 from broker.controller.state import ClusterListener, PartitionState
 from broker.errors import ErrorCode, KafkaError
+from broker.scram_storage import LocalScramCredentials, ScramCredentialStore
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -128,6 +129,8 @@ class MetadataStore(Protocol):
         """Ask the controller to move leadership off this broker before it stops."""
     def acl_storage(self) -> AclStorage:
         """The ACLs the authorizer reads (loaded by `start` in a cluster) and where changes go."""
+    def scram_credentials(self) -> ScramCredentialStore:
+        """Where SCRAM logins read credentials and AlterUserScramCredentials writes them."""
     def close(self) -> None: ...
 
 
@@ -211,6 +214,9 @@ class LocalMetadata:
         if self._acls is None:
             self._acls = LocalAclStorage(self._path.parent / ACL_FILE)
         return self._acls
+
+    def scram_credentials(self) -> ScramCredentialStore:
+        return LocalScramCredentials(self._path.parent)
 
     def claim_producer_id_block(self, size: int) -> int:
         """The file holds the end of the last block claimed, so ids never repeat across restarts."""

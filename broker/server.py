@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 from broker.errors import ErrorCode, InvalidRequest
 from broker.memory_pool import MemoryPool
 from broker.network.connection import Connection
-from broker.network.credentials import zk_scram_credentials
 from broker.network.listeners import ListenerSpec, ServerSecurity, rewrite_endpoints
 from broker.network.sasl_session import ConnectionSession
-from broker.observer import ConnectionObserver, RequestObserver, RequestTiming
+from broker.observer import AuthenticationObserver, ConnectionObserver, RequestObserver, RequestTiming
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
@@ -37,29 +36,26 @@ class KafkaServer:
     """Serves Kafka requests strictly in order per connection, as clients require (the Kafka protocol guide:
     requests on one TCP connection are processed in the order they are sent).
 
-    `handlers` is the handler table (broker.protocol.routes); `observer`, if any, is told about every connection
-    and request (the broker's metrics)."""
+    `handlers` is the handler table (broker.protocol.routes); `security` the listeners and what their SASL/TLS
+    connections share; `observer`, if any, is told about every connection and request, `auth_observer` about
+    every authentication (both: the broker's metrics)."""
 
     def __init__(self, broker: Broker, handlers: dict[int, ApiSpec],
-                 observer: RequestObserver | None = None) -> None:
+                 security: ServerSecurity, observer: RequestObserver | None = None,
+                 auth_observer: AuthenticationObserver | None = None) -> None:
         self.broker = broker
         self.config = broker.config
         self.handlers = handlers
         self._observer = observer
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task | None = None
-        self.security = ServerSecurity(self.config, zk_scram_credentials(broker.metadata))
-        if any(spec.sasl for spec in self.security.listeners):  # served (and advertised) with a SASL listener only
-            from broker.protocol.handlers import sasl_auth, scram_credentials
-
-            for api in (*sasl_auth.APIS, *scram_credentials.APIS):
-                handlers.setdefault(api.api_key, api)
-        secured = [spec.name for spec in self.security.listeners if spec.protocol != "PLAINTEXT"]
-        if secured and observer is not None and hasattr(observer, "watch_authentication"):
-            self.security.auth_observer = observer  # type: ignore[assignment]
-            observer.watch_authentication(secured)
-            observer.watch_certificates({s.name: s.cert_not_after for s in self.security.listeners
-                                         if s.cert_not_after is not None})
+        self.security = security
+        secured = [spec.name for spec in security.listeners if spec.protocol != "PLAINTEXT"]
+        if secured and auth_observer is not None:
+            security.auth_observer = auth_observer
+            auth_observer.watch_authentication(secured)
+            auth_observer.watch_certificates({s.name: s.cert_not_after for s in security.listeners
+                                              if s.cert_not_after is not None})
         self.ports: dict[str, int] = {}  # listener name -> bound port
         self._extra: list[socket.socket] = []  # listeners after the first
         self._extra_tasks: list[asyncio.Task] = []

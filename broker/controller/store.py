@@ -40,6 +40,7 @@ from broker.controller.watches import ZkWatcher, refresh_topic
 from broker.controller.zk_session import ensure_chroot, init_cluster_id, register_broker
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import BrokerInfo, PartitionResults, Reassignments, TopicInfo, validate_topic_name
+from broker.scram_storage import ZkScramCredentials
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,10 @@ class ZkMetadata:
     def acl_storage(self) -> ZkAclStorage:
         """The ACLs in /kafka-acl[-extended], loaded by `start` and kept current by change notifications."""
         return self._acls
+
+    def scram_credentials(self) -> ZkScramCredentials:
+        """SCRAM credentials under /config/users, read at each login (every broker sees a change at once)."""
+        return ZkScramCredentials(self.zk)
 
     def close(self) -> None:
         """Stop the controller and close the session (our ephemeral znodes disappear at once)."""

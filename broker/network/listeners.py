@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig, ConfigError, parse_listeners
 from broker.metadata import BrokerInfo
-from broker.network.credentials import LocalScramCredentials, ScramCredentialStore
 from broker.observer import AuthenticationObserver
+from broker.scram_storage import LocalScramCredentials, ScramCredentialStore
 from broker.security import jaas, sasl
 from broker.security.jaas import JaasEntry
 from broker.security.principal import SslPrincipalMapper

@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 from broker.protocol.api import ApiSpec
-from broker.protocol.handlers import acls, admin, cluster_admin, fetch, groups, metadata, produce
+from broker.protocol.handlers import (
+    acls,
+    admin,
+    cluster_admin,
+    fetch,
+    groups,
+    metadata,
+    produce,
+    sasl_auth,
+    scram_credentials,
+)
 from broker.protocol.handlers.api_versions import api_versions_spec
 
 HANDLER_MODULES = (produce, fetch, metadata, groups, admin, cluster_admin, acls)
+# Served (and advertised) only when a listener speaks SASL, as Kafka does.
+SASL_MODULES = (sasl_auth, scram_credentials)
 
 
-def handler_table() -> dict[int, ApiSpec]:
-    """api_key -> ApiSpec for every served API, ApiVersions included; an API key listed twice is a bug."""
+def handler_table(sasl: bool = False) -> dict[int, ApiSpec]:
+    """api_key -> ApiSpec for every served API, ApiVersions included (with `sasl`, the SASL and SCRAM credential
+    APIs too); an API key listed twice is a bug."""
     table: dict[int, ApiSpec] = {}
-    for spec in (*(s for m in HANDLER_MODULES for s in m.APIS), api_versions_spec(table)):
+    modules = HANDLER_MODULES + (SASL_MODULES if sasl else ())
+    for spec in (*(s for m in modules for s in m.APIS), api_versions_spec(table)):
         if spec.api_key in table:
             raise RuntimeError(f"api key {spec.api_key} has two handlers")
         table[spec.api_key] = spec

@@ -40,3 +40,9 @@ def test_an_api_key_with_two_handlers_is_refused(monkeypatch):
     monkeypatch.setattr(routes, "HANDLER_MODULES", (*routes.HANDLER_MODULES, Twice))
     with pytest.raises(RuntimeError, match="api key 3 has two handlers"):
         routes.handler_table()
+
+
+def test_sasl_apis_are_served_only_with_a_sasl_listener():
+    sasl_keys = {17, 36, 50, 51}  # SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials
+    assert not sasl_keys & set(routes.handler_table())
+    assert sasl_keys <= set(routes.handler_table(sasl=True))

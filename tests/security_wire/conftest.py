@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.network.credentials import LocalScramCredentials
+from broker.scram_storage import LocalScramCredentials
 from broker.security import scram
 from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.network.credentials import LocalScramCredentials
+from broker.scram_storage import LocalScramCredentials
 from broker.security import scram
 from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess

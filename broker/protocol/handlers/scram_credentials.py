@@ -1,15 +1,15 @@
 """DescribeUserScramCredentials (50) and AlterUserScramCredentials (51), KIP-554: SCRAM users created the Kafka way.
 
-The credential store is the server's (broker.network.credentials): ZooKeeper `/config/users/<user>` in a cluster,
+The credential store is the server's (broker.scram_storage): ZooKeeper `/config/users/<user>` in a cluster,
 the local metadata directory standalone. Clients send salt and salted password, never the password.
 """
 
 from __future__ import annotations
 
 from broker.errors import ErrorCode
-from broker.network.credentials import ScramCredentialStore
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
+from broker.scram_storage import ScramCredentialStore
 from broker.security import scram
 from broker.security.scram import Alteration
 

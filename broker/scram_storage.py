@@ -106,9 +106,3 @@ class ZkScramCredentials:
             self._zk.create(path, data, makepath=True)
         note = json.dumps({"version": 2, "entity_path": f"users/{scram.sanitize(user)}"}).encode()
         self._zk.create("/config/changes/config_change_", note, sequence=True, makepath=True)
-
-
-def zk_scram_credentials(metadata: object) -> ZkScramCredentials | None:
-    """The cluster's credential store when `metadata` is ZooKeeper's, else None (standalone: the local file)."""
-    zk = getattr(metadata, "zk", None)
-    return ZkScramCredentials(zk) if getattr(metadata, "clustered", False) and zk is not None else None
