@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-APT_PACKAGES := kcat zookeeper prometheus prometheus-node-exporter openjdk-17-jre-headless
+APT_PACKAGES := kcat zookeeper prometheus prometheus-node-exporter openjdk-17-jre-headless openssl
 STAMP := $(VENV)/.installed
 
 .PHONY: install demo check test test-slow bench lint clean
