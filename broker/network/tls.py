@@ -7,10 +7,8 @@ the TLS port) closes only that connection, inside asyncio, before the broker see
 from __future__ import annotations
 
 import asyncio
-import struct
 
 from broker.log.segment import FileRegion
-from broker.memory_pool import MemoryPool
 from broker.network.connection import Connection
 
 
@@ -30,17 +28,9 @@ class StreamConnection(Connection):
                 raise ConnectionError("closed by client")
             self._buf += data
 
-    async def read_frame(self, max_size: int, pool: MemoryPool, min_size: int = 8) -> bytes | memoryview:
-        await self._fill(4)
-        (size,) = struct.unpack_from(">i", self._buf, 0)
-        if size < min_size or size > max_size:
-            raise ValueError(f"request size {size} outside [{min_size}, {max_size}] (socket.request.max.bytes)")
-        await pool.acquire(size)
-        try:
-            await self._fill(4 + size)
-        except BaseException:
-            pool.release(size)
-            raise
+    async def _read_body(self, size: int) -> bytes:
+        """The frame's body through the TLS stream (read_frame has checked its size and reserved the memory)."""
+        await self._fill(4 + size)
         frame = bytes(memoryview(self._buf)[4:4 + size])
         del self._buf[:4 + size]
         return frame
