@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import socket
+import ssl
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
@@ -18,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
+
+from exporter.web_config import UNAUTHORIZED, UNAUTHORIZED_HEADERS, WebConfig, authorized
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -38,15 +42,29 @@ def respond(method: str, path: str, render: Callable[[], tuple[bytes, str]]) -> 
     return 200, body, ctype
 
 
+def _header(head: bytes, name: str) -> str | None:
+    """One header's value from a raw request head (the first line is the request line)."""
+    prefix = name.lower().encode() + b":"
+    for line in head.split(b"\r\n")[1:]:
+        if line.lower().startswith(prefix):
+            return line[len(prefix):].strip().decode("latin-1")
+    return None
+
+
 class MetricsHTTPServer:
-    def __init__(self, render: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0) -> None:
+    """`web_config` (exporter.web_config, the exporter-toolkit's web.config.file): TLS and basic auth; None: neither."""
+
+    def __init__(self, render: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0,
+                 web_config: WebConfig | None = None) -> None:
         self._render = render
         self.host = host
         self.port = port
+        self.web_config = web_config
         self._server: asyncio.AbstractServer | None = None
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        ctx = self.web_config.ssl_context() if self.web_config is not None else None
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, ssl=ctx)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -63,15 +81,21 @@ class MetricsHTTPServer:
                 parts = line.split()
                 method, path = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
                 keep_alive = b"connection: close" not in head.lower()
-                code, body, ctype = respond(method, path.split("?", 1)[0], lambda: (self._render(), CONTENT_TYPE))
+                extra = ""
+                if not authorized(self.web_config, _header(head, "Authorization")):
+                    code, body, ctype = UNAUTHORIZED
+                    extra = "".join(f"{k}: {v}\r\n" for k, v in UNAUTHORIZED_HEADERS)
+                else:
+                    code, body, ctype = respond(method, path.split("?", 1)[0],
+                                                lambda: (self._render(), CONTENT_TYPE))
                 status = f"{code} {HTTPStatus(code).phrase}"
-                hdr = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                hdr = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n{extra}"
                        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n").encode()
                 writer.write(hdr if method == "HEAD" else hdr + body)
                 await writer.drain()
                 if not keep_alive:
                     break
-        except (asyncio.IncompleteReadError, TimeoutError, ConnectionError, asyncio.LimitOverrunError):
+        except (asyncio.IncompleteReadError, TimeoutError, ConnectionError, asyncio.LimitOverrunError, ssl.SSLError):
             pass
         finally:
             writer.close()
@@ -91,25 +115,37 @@ def text_exposition(render: Callable[[], str]) -> Callable[[str], tuple[bytes, s
 
 
 def serve_threaded(exposition: Callable[[str], tuple[bytes, str]], host: str, port: int, *,
-                   other: Callable[[str, str], Response] | None = None, name: str = "metrics-http"
-                   ) -> ThreadingHTTPServer:
+                   other: Callable[[str, str], Response] | None = None, name: str = "metrics-http",
+                   web_config: WebConfig | None = None) -> ThreadingHTTPServer:
     """Serve /metrics on host:port (0: any free port) from a daemon thread; `shutdown()` the result to stop.
 
     `exposition(accept_header)` gives (body, content type). Requests for other paths go to `other(method, url)`
-    when given (and then "/" is theirs too), else get /metrics' 404/405.
+    when given (and then "/" is theirs too), else get /metrics' 404/405. `web_config`: TLS and basic auth for
+    every route (exporter.web_config).
     """
     class Handler(BaseHTTPRequestHandler):
+        timeout = 30   # a client that stalls (in the TLS handshake too) holds only its own thread, and not forever
+
         def _route(self) -> None:
             path = self.path.split("?", 1)[0]
+            if not authorized(web_config, self.headers.get("Authorization")):
+                self._send(*UNAUTHORIZED, extra=UNAUTHORIZED_HEADERS)
+                return
             if other is not None and path != "/metrics":
                 code, body, ctype = other(self.command, self.path)
             else:
                 code, body, ctype = respond(self.command, path, lambda: exposition(self.headers.get("Accept", "")))
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
+            extra: tuple[tuple[str, str], ...] = ()
             if code == 200 and path == "/metrics" and "gzip" in self.headers.get("Accept-Encoding", ""):
                 body = gzip.compress(body)   # as prometheus-client's server: scrapes of big pages stay small
-                self.send_header("Content-Encoding", "gzip")
+                extra = (("Content-Encoding", "gzip"),)
+            self._send(code, body, ctype, extra=extra)
+
+        def _send(self, code: int, body: bytes, ctype: str, extra: tuple[tuple[str, str], ...] = ()) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            for k, v in extra:
+                self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if self.command != "HEAD":
@@ -120,7 +156,17 @@ def serve_threaded(exposition: Callable[[str], tuple[bytes, str]], host: str, po
         def log_message(self, fmt: str, *args: object) -> None:
             pass   # scrapes every few seconds would flood the service's log
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    server = _Server((host, port), Handler)
+    ctx = web_config.ssl_context() if web_config is not None else None
+    if ctx is not None:
+        # The handshake happens on the handler's thread at its first read, not in the accept loop.
+        server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True, name=name).start()
     return server
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
+        # A failed TLS handshake or a dropped client closes that connection only; no traceback on stderr.
+        log.debug("http connection from %s failed", client_address, exc_info=True)
