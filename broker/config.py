@@ -108,6 +108,16 @@ def _naming(v: str) -> str:
     return s
 
 
+def _web_config(v: str) -> str:
+    """prometheus.web.config.file: the exporter-toolkit web config (TLS, basic auth), read now so a bad file stops us."""
+    from exporter.web_config import load  # here: the exporter is only needed when the key is given
+
+    s = v.strip()
+    if s:
+        load(s)   # WebConfigError is a ValueError naming the file and the key
+    return s
+
+
 def _cleanup_policy(v: str) -> str:
     parts = sorted({p.strip() for p in v.split(",") if p.strip()})
     if not parts or any(p not in ("compact", "delete") for p in parts):
@@ -257,6 +267,7 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "cluster.id": ("cluster_id", _str),
     "prometheus.listener": ("prometheus_listener", _str),
     "prometheus.naming": ("prometheus_naming", _naming),
+    "prometheus.web.config.file": ("prometheus_web_config_file", _web_config),
     "hdr.log.dir": ("hdr_log_dir", _str),
     "authorizer.class.name": ("authorizer_class_name", _str),
     "super.users": ("super_users", _str),
@@ -358,6 +369,7 @@ class BrokerConfig:
     cluster_id: str = ""
     prometheus_listener: str = ""   # host:port of the /metrics endpoint; off when empty
     prometheus_naming: str = "strimzi"
+    prometheus_web_config_file: str = ""   # TLS / basic auth for /metrics (exporter-toolkit web.config.file)
     hdr_log_dir: str = ""           # HdrHistogram interval logs per request type; off when empty
     authorizer_class_name: str = ""  # AclAuthorizer / StandardAuthorizer: ACLs decide (broker/protocol/authz.py)
     super_users: str = ""            # `User:admin;User:bob`

@@ -297,13 +297,16 @@ class BrokerMetrics:
         if cfg.prometheus_listener:
             from exporter.collector import build_prometheus_registry, render
             from exporter.http import MetricsHTTPServer
+            from exporter.web_config import load as load_web_config
 
             host, _, port = cfg.prometheus_listener.rpartition(":")
             prom = build_prometheus_registry(self.registry, cfg.prometheus_naming)
-            self._http = MetricsHTTPServer(lambda: render(prom), host or "127.0.0.1", int(port))
+            web = load_web_config(cfg.prometheus_web_config_file) if cfg.prometheus_web_config_file else None
+            self._http = MetricsHTTPServer(lambda: render(prom), host or "127.0.0.1", int(port), web_config=web)
             bound = await self._http.start()
-            log.info("prometheus metrics on http://%s:%d/metrics (%s naming)", host or "127.0.0.1", bound,
-                     cfg.prometheus_naming)
+            scheme = "https" if web is not None and web.tls is not None else "http"
+            log.info("prometheus metrics on %s://%s:%d/metrics (%s naming%s)", scheme, host or "127.0.0.1", bound,
+                     cfg.prometheus_naming, ", basic auth" if web is not None and web.users else "")
         if cfg.hdr_log_dir:
             self.registry.on_interval(self._write_hdr_logs)
         self._tick_task = asyncio.create_task(self._tick_loop(), name="metrics-tick")
