@@ -10,6 +10,7 @@ import enum
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription as SubscriptionV0
 from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription as SubscriptionV1
@@ -346,6 +347,7 @@ def decode_subscription_topics(metadata: bytes) -> set[str] | None:
         return None
     # Newer versions only append fields, so the highest known schema reads their prefix (Kafka's ConsumerProtocol).
     schema = (SubscriptionV0, SubscriptionV1, SubscriptionV2, SubscriptionV3)[min(version, 3)]
+    sub: Any  # one of the four Subscription versions
     try:
         sub, _ = entity_reader(schema)(metadata, 2)
     except Exception:  # arbitrary client bytes; any decode failure means "unknown"

@@ -26,7 +26,7 @@ def is_deprecated(api_key: int, version: int) -> bool:
 def client_information(name: str | None, version: str | None) -> tuple[str, str] | None:
     """The ClientInformation an ApiVersions v3+ request registers, or None when the request is not valid (a field
     empty or off Kafka's pattern): then nothing is registered and the connection stays as it was."""
-    if not (_SOFTWARE.fullmatch(name or "") and _SOFTWARE.fullmatch(version or "")):
+    if name is None or version is None or not (_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(version)):
         return None
     return name, version
 

@@ -21,6 +21,15 @@ class TopicStats:
 
     __slots__ = TOPIC_METERS_SLOTS = ("messages_in", "bytes_in", "bytes_out", "bytes_rejected", "total_produce",
                                       "failed_produce", "total_fetch", "failed_fetch")
+    # set in __init__ by name (one meter per slot), declared for the type checker
+    messages_in: Meter
+    bytes_in: Meter
+    bytes_out: Meter
+    bytes_rejected: Meter
+    total_produce: Meter
+    failed_produce: Meter
+    total_fetch: Meter
+    failed_fetch: Meter
 
     def __init__(self, reg: Registry, topic: str | None) -> None:
         for slot, name in zip(self.TOPIC_METERS_SLOTS, TOPIC_METERS, strict=True):

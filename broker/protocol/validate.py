@@ -47,7 +47,7 @@ class _Gen:
         self.src: list[str] = []
         self.names: dict[tuple[type, bool], str] = {}
 
-    def entity(self, cls: type, is_header: bool = False) -> str:
+    def entity(self, cls: Any, is_header: bool = False) -> str:  # a kio entity class
         key = (cls, is_header)
         if key in self.names:
             return self.names[key]
@@ -154,7 +154,7 @@ def _fail(name: str, pos: int) -> None:
 
 
 @cache
-def walker(request_cls: type) -> Any:
+def walker(request_cls: Any) -> Any:
     """A function (frame, start) → end position, raising InvalidFrame, for header + body of this request."""
     gen = _Gen()
     header = gen.entity(request_cls.__header_schema__, is_header=True)

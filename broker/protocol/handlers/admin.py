@@ -2,6 +2,7 @@
 DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44)."""
 
 from collections.abc import Mapping
+from typing import Any
 
 from broker.config import TOPIC_CONFIGS, ConfigError, validate_topic_configs
 from broker.errors import ErrorCode, KafkaError
@@ -206,7 +207,7 @@ def _describe_topic_configs(ctx: RequestContext, topic: str, keys, synonyms: boo
         if keys is not None and name not in keys:
             continue
         value, source = ctx.broker.config.topic_config_source(name, info.configs)
-        entry = {"name": name, "value": value, "read_only": False, "config_source": _SOURCES[source],
+        entry: dict[str, Any] = {"name": name, "value": value, "read_only": False, "config_source": _SOURCES[source],
                  "is_sensitive": False, "synonyms": [], "config_type": _CONFIG_TYPES.get(name, _TYPE_LONG),
                  "documentation": None}
         if synonyms:
