@@ -9,6 +9,7 @@ from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 
 from exporter.http import Response, serve_threaded, text_exposition
+from exporter.web_config import WebConfig
 from lagmonitor import topics as topic_series
 from lagmonitor.monitor import LagMonitor
 from lagmonitor.rules import ConsumerOffset, GroupStatus, PartitionStatus, Status
@@ -203,12 +204,14 @@ class LagAPI:
         return 404, {"error": True, "message": "invalid request type", "result": {}}
 
 
-def serve(api: LagAPI, port: int) -> ThreadingHTTPServer:
-    """Start the HTTP server on 127.0.0.1:port (0 = any free port) in a daemon thread: /metrics and the Burrow API."""
+def serve(api: LagAPI, port: int, web_config: WebConfig | None = None) -> ThreadingHTTPServer:
+    """Start the HTTP server on 127.0.0.1:port (0 = any free port) in a daemon thread: /metrics and the Burrow API
+    (`web_config`: TLS and basic auth for both, exporter.web_config)."""
     def burrow(method: str, url: str) -> Response:
         if method == "GET" and url.split("?")[0] == "/burrow/admin":
             return 200, b"GOOD", "text/plain"
         code, body = api.handle(method, url)
         return code, json.dumps(body).encode(), "application/json"
 
-    return serve_threaded(text_exposition(api.metrics), "127.0.0.1", port, other=burrow, name="lag-http")
+    return serve_threaded(text_exposition(api.metrics), "127.0.0.1", port, other=burrow, name="lag-http",
+                          web_config=web_config)

@@ -31,6 +31,7 @@ class LagConfig:
     evaluator: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     collector: CollectorConfig = field(default_factory=CollectorConfig)
     http_port: int = 8000
+    web_config_file: str | None = None    # exporter-toolkit web config (TLS, basic auth) for the HTTP API
     state_dir: str | None = None          # snapshot directory; None = no persistence
     snapshot_interval_s: float = 30.0
     history_dir: str | None = None        # Parquet offset history; None = off
@@ -49,7 +50,7 @@ _SECTIONS = {
                                     "offsets-topic": "offsets_topic", "group-allowlist": "group_allowlist",
                                     "group-denylist": "group_denylist"}),
 }
-_TOP = {"cluster": "cluster", "http-port": "http_port", "state-dir": "state_dir",
+_TOP = {"cluster": "cluster", "http-port": "http_port", "web-config-file": "web_config_file", "state-dir": "state_dir",
         "snapshot-interval": "snapshot_interval_s", "history-dir": "history_dir", "history-flush": "history_flush_s"}
 
 

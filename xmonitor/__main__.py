@@ -19,6 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster-name", dest="cluster_name", help="cluster label (cluster.name)")
     p.add_argument("--prometheus-listener", dest="prometheus_listener", metavar="HOST:PORT",
                    help="serve /metrics here, e.g. 127.0.0.1:9412 (prometheus.listener)")
+    p.add_argument("--web.config.file", "--web-config-file", dest="web_config_file", metavar="FILE",
+                   help="TLS and basic auth for /metrics, in the Prometheus exporter-toolkit web-config format "
+                        "(web.config.file)")
     p.add_argument("--sli-dir", dest="sli_dir", metavar="DIR", help="write SLI interval files here (sli.dir)")
     p.add_argument("--log-level", default="INFO")
 
@@ -28,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = configmod.load(args.config, bootstrap_servers=args.bootstrap_servers, topic=args.topic,
                              cluster_name=args.cluster_name, prometheus_listener=args.prometheus_listener,
-                             sli_dir=args.sli_dir)
+                             sli_dir=args.sli_dir, web_config_file=args.web_config_file)
     except configmod.ConfigError as e:
         print(f"xmonitor: error: {e}", file=sys.stderr)
         return 2

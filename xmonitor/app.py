@@ -55,9 +55,12 @@ class XMonitor:
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
         if self.cfg.listener is not None:
             host, port = self.cfg.listener
-            self._http = serve_threaded(registry_exposition(self.rec.registry), host, port, name="xmonitor-http")
+            web = self.cfg.web_config()
+            self._http = serve_threaded(registry_exposition(self.rec.registry), host, port, name="xmonitor-http",
+                                        web_config=web)
             self.port = self._http.server_port
-            log.info("xmonitor: /metrics on http://%s:%d/metrics", host, self.port)
+            log.info("xmonitor: /metrics on %s://%s:%d/metrics", "https" if web and web.tls else "http", host,
+                     self.port)
         if self.topic_management is not None:
             deadline = self.clock.monotonic() + topic_timeout_s
             while not self.topic_management.run_pass_safely():

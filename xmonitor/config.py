@@ -16,6 +16,9 @@ from typing import Any
 
 import yaml
 
+from exporter.web_config import WebConfig, WebConfigError
+from exporter.web_config import load as load_web_config
+
 
 class ConfigError(ValueError):
     """A config file or value that does not make sense (exit status 2 on the command line)."""
@@ -67,6 +70,7 @@ class MonitorConfig:
     sli_dir: str | None = None                  # SLI interval Parquet files; None: no files
     sli_interval_ms: int = 10000
     prometheus_listener: str | None = None      # host:port for /metrics; None: no HTTP server
+    web_config_file: str | None = None          # exporter-toolkit web config (TLS, basic auth) for /metrics
     client_props: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------------------------
@@ -84,7 +88,18 @@ class MonitorConfig:
             raise ConfigError("topic-management.partitionsToBrokersRatio must be > 0")
         if self.prometheus_listener is not None:
             parse_listener(self.prometheus_listener)
+        if self.web_config_file:
+            self.web_config()
         return self
+
+    def web_config(self) -> WebConfig | None:
+        """The parsed web.config.file, or None without one; a bad file is a ConfigError naming its key."""
+        if not self.web_config_file:
+            return None
+        try:
+            return load_web_config(self.web_config_file)
+        except WebConfigError as e:
+            raise ConfigError(f"web.config.file: {e}") from None
 
     @property
     def group_id(self) -> str:
@@ -135,6 +150,7 @@ KEY_OF: dict[str, str] = {
     "sli_dir": "sli.dir",
     "sli_interval_ms": "sli.interval.ms",
     "prometheus_listener": "prometheus.listener",
+    "web_config_file": "web.config.file",
     "client_props": "client.props",
 }
 FIELD_OF = {v: k for k, v in KEY_OF.items()}

@@ -33,6 +33,8 @@ def lag_config(args: argparse.Namespace) -> LagConfig:
     config = read_config(args.config)
     if getattr(args, "http_port", None) is not None:
         config = dataclasses.replace(config, http_port=args.http_port)
+    if getattr(args, "web_config_file", None) is not None:
+        config = dataclasses.replace(config, web_config_file=args.web_config_file)
     if args.drop_on_offset_tombstone:
         config = dataclasses.replace(config, storage=dataclasses.replace(config.storage,
                                                                         drop_on_offset_tombstone=True))
@@ -40,6 +42,8 @@ def lag_config(args: argparse.Namespace) -> LagConfig:
 
 
 def _monitor(args: argparse.Namespace) -> int:
+    from exporter.web_config import WebConfigError
+    from exporter.web_config import load as load_web_config
     from lagmonitor.api import LagAPI, serve
     from lagmonitor.collector import Collector, wall_ms
     from lagmonitor.monitor import LagMonitor
@@ -50,13 +54,15 @@ def _monitor(args: argparse.Namespace) -> int:
     try:
         config = lag_config(args)
         client_props = read_properties(args.command_config)
-    except (OSError, ConfigError, CliError) as e:
+        web = load_web_config(config.web_config_file) if config.web_config_file else None
+    except (OSError, ConfigError, CliError, WebConfigError) as e:
         print(f"kafkascope lag: error: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
     monitor = LagMonitor(config)
-    server = serve(LagAPI(monitor, wall_ms), config.http_port)
-    print(f"burrow-compatible API on http://127.0.0.1:{server.server_address[1]}/v3/kafka", flush=True)
+    server = serve(LagAPI(monitor, wall_ms), config.http_port, web_config=web)
+    scheme = "https" if web is not None and web.tls is not None else "http"
+    print(f"burrow-compatible API on {scheme}://127.0.0.1:{server.server_address[1]}/v3/kafka", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -82,6 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="client properties file, as Kafka's tools (security.protocol, sasl.*, ssl.*)")
     lag.add_argument("--config", metavar="lag.yaml", help="Burrow-style settings (see lagmonitor/config.py)")
     lag.add_argument("--http-port", type=int, help="API port on 127.0.0.1 (overrides http-port; 0 = any)")
+    lag.add_argument("--web.config.file", "--web-config-file", dest="web_config_file", metavar="FILE",
+                     help="TLS and basic auth for /metrics and the API, in the Prometheus exporter-toolkit "
+                          "web-config format (overrides web-config-file)")
     add_tombstone_flag(lag)
     lag.set_defaults(run=_monitor)
     lag_sub = lag.add_subparsers(dest="lag_command", metavar="SUBCOMMAND")
