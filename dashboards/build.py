@@ -49,6 +49,10 @@ DISK_FREE_MIN_BYTES = 5 * 1024 ** 3
 PURGATORY_MIN_SIZE = 500        # and growing (deriv over 10m > 0.5/s) for 10m
 ISR_SHRINKS_PER_10M = 3         # ISR shrinks per broker over 10 minutes
 FS_FREE_MIN_RATIO = 0.15        # Strimzi's KafkaRunningOutOfSpace: under 15% available
+AUTH_FAILURES_PER_S = 0.1      # failed authentications per broker and listener (5m rate; 30 in 5m) for 5m
+AUTHZ_DENIALS_PER_S = 0.1      # *_AUTHORIZATION_FAILED response errors per broker and request (5m rate) for 10m
+CERT_TICKET_DAYS = 21          # a listener's TLS certificate expires within this many days: ticket
+CERT_PAGE_DAYS = 3             # ... within this many days (or has expired): page
 DISK_QUEUE_MAX = 10             # node-mixin's NodeDiskIOSaturation: average queue (aqu-sz) over 10 for 30m
 
 # Burn-rate windows (Google SRE Workbook's table, with Sloth's 3x ticket) for a 14-day period.
@@ -114,6 +118,7 @@ class Alert:
     description: str
     for_: str = "0s"
     labels: tuple = ()
+    group: str = "kafkascope-alerts"
 
 
 def _broker_alerts() -> list[Alert]:
@@ -218,6 +223,42 @@ def _host_and_monitor_alerts() -> list[Alert]:
     ]
 
 
+def _security_alerts() -> list[Alert]:
+    """Authentication failures, authorization denials (Kafka's series too) and TLS certificate expiry (ours only)."""
+    g = "kafkascope-security"
+    failed = f"sum by (job, instance, listener) (rate({M.auth_failed}[5m]))"
+    denied = (f'sum by (job, instance, request, error) (rate({M.errors}{{error=~".+_AUTHORIZATION_FAILED"}}[5m]))'
+              f" > {AUTHZ_DENIALS_PER_S}")
+    left = f"{M.cert_not_after} - time()"
+    cert = ("The certificate (first of the chain in ssl.keystore.location) that listener {{ $labels.listener }} on "
+            "{{ $labels.instance }} presents expires in {{ $value | humanizeDuration }} (negative: it has expired). Clients "
+            "then fail the TLS handshake, and with an inter-broker listener on TLS replication stops. Only "
+            f"kafkascope brokers export {M.cert_not_after}: on Apache Kafka this alert never fires (probe the "
+            "listener with blackbox_exporter's probe_ssl_earliest_cert_expiry instead).")
+    return [
+        Alert("KafkaAuthenticationFailuresHigh", f"{failed} > {AUTH_FAILURES_PER_S}", "ticket",
+              "{{ $value | humanize }} failed authentications/s on listener {{ $labels.listener }} of "
+              "{{ $labels.instance }}",
+              "Clients keep failing SASL authentication (wrong password, unknown user or mechanism, expired "
+              "SCRAM credential) or the TLS handshake (SSL listeners count those, as Kafka does) on this listener: "
+              "a misconfigured or rotated-out client retrying, or someone guessing credentials. "
+              f"{M.auth_failed} (socket-server-metrics failed-authentication-total; Kafka exports it too).", "5m",
+              group=g),
+        Alert("KafkaAuthorizationFailuresHigh", denied, "ticket",
+              "{{ $value | humanize }} {{ $labels.error }} errors/s in {{ $labels.request }} responses of "
+              "{{ $labels.instance }}",
+              "Authenticated principals keep being denied by the ACLs: a client lacks an ACL it needs (a new "
+              "topic, group or transactional id, a renamed principal, a removed ACL) or is probing what it may "
+              f"not touch. From {M.errors} (RequestMetrics ErrorsPerSec, by request and error).", "10m", group=g),
+        Alert("KafkaTLSCertificateExpiringSoon", f"{left} < {CERT_TICKET_DAYS} * 86400", "ticket",
+              f"TLS certificate of {{{{ $labels.listener }}}} on {{{{ $labels.instance }}}} expires within "
+              f"{CERT_TICKET_DAYS} days", cert, "10m", group=g),
+        Alert("KafkaTLSCertificateExpiringSoon", f"{left} < {CERT_PAGE_DAYS} * 86400", "page",
+              f"TLS certificate of {{{{ $labels.listener }}}} on {{{{ $labels.instance }}}} expires within "
+              f"{CERT_PAGE_DAYS} days", cert, "10m", group=g),
+    ]
+
+
 def _burn_alerts() -> list[Alert]:
     a = []
     for s in slos():
@@ -237,7 +278,7 @@ def _burn_alerts() -> list[Alert]:
 
 
 def _alerts() -> list[Alert]:
-    return [*_broker_alerts(), *_host_and_monitor_alerts(), *_burn_alerts()]
+    return [*_broker_alerts(), *_host_and_monitor_alerts(), *_security_alerts(), *_burn_alerts()]
 
 
 def alert_names() -> list[str]:
@@ -247,8 +288,8 @@ def alert_names() -> list[str]:
 def alerting_rules() -> dict:
     groups: dict[str, list] = {}
     for a in _alerts():
-        group = "kafkascope-slo-burn" if a.name.startswith("KafkaSLO") else "kafkascope-alerts"
-        rule = {"alert": a.name, "expr": a.expr}
+        group = "kafkascope-slo-burn" if a.name.startswith("KafkaSLO") else a.group
+        rule: dict[str, object] = {"alert": a.name, "expr": a.expr}
         if a.for_ != "0s":
             rule["for"] = a.for_
         rule["labels"] = {"severity": a.severity, **dict(a.labels)}

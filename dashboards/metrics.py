@@ -51,6 +51,10 @@ class M:
     replication_bytes_in = "kafka_server_brokertopicmetrics_replicationbytesin_total"
     replication_bytes_out = "kafka_server_brokertopicmetrics_replicationbytesout_total"
     connections = "kafka_server_socket_server_metrics_connection_count"
+    # security: per listener (and, on Kafka, per network processor); the first two only on SASL/SSL listeners
+    auth_failed = "kafka_server_socket_server_metrics_failed_authentication_total"
+    auth_succeeded = "kafka_server_socket_server_metrics_successful_authentication_total"
+    cert_not_after = "kafkascope_network_tlscertificate_notafterseconds"  # kafkascope only: Kafka has no such MBean
     log_size = "kafka_log_log_size"
     log_end_offset = "kafka_log_log_logendoffset"
     log_segments = "kafka_log_log_numlogsegments"
