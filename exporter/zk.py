@@ -39,6 +39,8 @@ from collections.abc import Iterator, Sequence
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 
+from exporter.web_config import WebConfig
+
 log = logging.getLogger(__name__)
 
 SERVER_STATES = ("leader", "follower", "observer", "standalone")
@@ -164,8 +166,11 @@ def build_registry(hosts: Sequence[tuple[str, int]], timeout_s: float = 2.0) -> 
 
 
 async def serve(hosts: Sequence[tuple[str, int]], listen_host: str, listen_port: int,
-                ready: asyncio.Event | None = None) -> None:
-    """Serve ``/metrics`` until cancelled. The mntr round trips run in worker threads, not on the loop."""
+                ready: asyncio.Event | None = None, web_config: WebConfig | None = None,
+                bound: list[int] | None = None) -> None:
+    """Serve ``/metrics`` until cancelled. The mntr round trips run in worker threads, not on the loop.
+
+    `web_config`: TLS and basic auth (exporter.web_config); `bound` gets the port once listening."""
     from exporter.http import MetricsHTTPServer
 
     reg, collector = build_registry(hosts)
@@ -178,12 +183,15 @@ async def serve(hosts: Sequence[tuple[str, int]], listen_host: str, listen_port:
             cache["body"] = await loop.run_in_executor(None, generate_latest, reg)
             await super()._handle(reader, writer)
 
-    server = _Server(lambda: cache.get("body") or generate_latest(reg), listen_host, listen_port)
+    server = _Server(lambda: cache.get("body") or generate_latest(reg), listen_host, listen_port,
+                     web_config=web_config)
     port = await server.start()
-    log.info("zk-exporter: ZooKeeper %s on http://%s:%d/metrics", ",".join(f"{h}:{p}" for h, p in hosts),
-             listen_host, port)
-    print(f"zk-exporter: http://{listen_host}:{port}/metrics (ZooKeeper {','.join(f'{h}:{p}' for h, p in hosts)})",
-          flush=True)
+    if bound is not None:
+        bound.append(port)
+    scheme = "https" if web_config is not None and web_config.tls is not None else "http"
+    zks = ",".join(f"{h}:{p}" for h, p in hosts)
+    log.info("zk-exporter: ZooKeeper %s on %s://%s:%d/metrics", zks, scheme, listen_host, port)
+    print(f"zk-exporter: {scheme}://{listen_host}:{port}/metrics (ZooKeeper {zks})", flush=True)
     if ready is not None:
         ready.set()
     try:

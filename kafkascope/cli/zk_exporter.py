@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
+from exporter.web_config import WebConfigError
+from exporter.web_config import load as load_web_config
 from exporter.zk import parse_hosts, serve
 
 
@@ -16,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--zookeeper", required=True, metavar="H:P,...", help="ZooKeeper servers (a chroot is ignored)")
     p.add_argument("--listen", default="127.0.0.1:9141", metavar="HOST:PORT",
                    help="where to serve /metrics (default 127.0.0.1:9141; port 0 picks a free one)")
+    p.add_argument("--web.config.file", "--web-config-file", dest="web_config_file", metavar="FILE",
+                   help="TLS and basic auth for /metrics, in the Prometheus exporter-toolkit web-config format")
     p.set_defaults(run=_run)
 
 
@@ -23,7 +28,12 @@ def _run(args: argparse.Namespace) -> int:
     hosts = parse_hosts(args.zookeeper)
     host, _, port = args.listen.rpartition(":")
     try:
-        asyncio.run(serve(hosts, host or "127.0.0.1", int(port)))
+        web = load_web_config(args.web_config_file) if args.web_config_file else None
+    except WebConfigError as e:
+        print(f"kafkascope zk-exporter: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve(hosts, host or "127.0.0.1", int(port), web_config=web))
     except KeyboardInterrupt:
         pass
     return 0

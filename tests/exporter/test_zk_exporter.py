@@ -116,3 +116,56 @@ def test_mntr_refused_by_the_whitelist_reads_as_down():
         assert zk.mntr("127.0.0.1", srv.port) is None
     finally:
         srv.close()
+
+
+def test_serve_behind_a_web_config(ensemble, tmp_path):
+    """`kafkascope zk-exporter --web.config.file`: /metrics answers 401 without credentials, 200 with them."""
+    import asyncio
+    import base64
+    import urllib.error
+    import urllib.request
+
+    import bcrypt
+
+    from exporter.web_config import load
+
+    w = tmp_path / "web.yml"
+    w.write_text(f"basic_auth_users:\n  prom: '{bcrypt.hashpw(b'pw', bcrypt.gensalt(4)).decode()}'\n")
+    hosts = [("127.0.0.1", s.port) for s in ensemble]
+
+    def get(port: int, auth: str | None) -> tuple[int, bytes]:
+        headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()} if auth else {}
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, b""
+
+    async def main() -> list:
+        ready, bound = asyncio.Event(), []
+        task = asyncio.create_task(zk.serve(hosts, "127.0.0.1", 0, ready, web_config=load(w), bound=bound))
+        await ready.wait()
+        try:
+            return [await asyncio.to_thread(get, bound[0], a) for a in (None, "prom:wrong", "prom:pw")]
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    (none, _), (wrong, _), (right, body) = asyncio.run(main())
+    assert (none, wrong, right) == (401, 401, 200)
+    assert b'zk_server_state{state="leader"' in body
+
+
+def test_cli_refuses_a_bad_web_config(tmp_path, capsys):
+    import argparse
+
+    from kafkascope.cli import zk_exporter
+
+    bad = tmp_path / "web.yml"
+    bad.write_text("tls_server_config:\n  key_file: k\n")
+    p = argparse.ArgumentParser()
+    zk_exporter.register(p.add_subparsers())
+    args = p.parse_args(["zk-exporter", "--zookeeper", "127.0.0.1:1", "--web.config.file", str(bad)])
+    assert args.run(args) == 2
+    assert "tls_server_config.cert_file" in capsys.readouterr().err
