@@ -123,8 +123,11 @@ def serve_threaded(exposition: Callable[[str], tuple[bytes, str]], host: str, po
     when given (and then "/" is theirs too), else get /metrics' 404/405. `web_config`: TLS and basic auth for
     every route (exporter.web_config).
     """
+    ctx = web_config.ssl_context() if web_config is not None else None
+
     class Handler(BaseHTTPRequestHandler):
-        timeout = 30   # a client that stalls (in the TLS handshake too) holds only its own thread, and not forever
+        # With TLS, a client that stalls in the handshake holds only its own thread, and not forever.
+        timeout = 30 if ctx is not None else None
 
         def _route(self) -> None:
             path = self.path.split("?", 1)[0]
@@ -157,7 +160,6 @@ def serve_threaded(exposition: Callable[[str], tuple[bytes, str]], host: str, po
             pass   # scrapes every few seconds would flood the service's log
 
     server = _Server((host, port), Handler)
-    ctx = web_config.ssl_context() if web_config is not None else None
     if ctx is not None:
         # The handshake happens on the handler's thread at its first read, not in the accept loop.
         server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
