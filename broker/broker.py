@@ -94,6 +94,8 @@ class OffsetsTopicLog:
             for pos, header in iter_batches(chunk):
                 for rec in decode_records(memoryview(chunk)[pos:pos + header.size]):
                     if rec.offset >= offset:
+                        if rec.key is None:  # the coordinator writes keyed records only; decode_key(None) raised this
+                            raise TypeError(f"{OFFSETS_TOPIC}-{partition} offset {rec.offset}: record without a key")
                         yield rec.key, rec.value
                 offset = max(offset, header.next_offset)
 

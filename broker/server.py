@@ -133,7 +133,9 @@ class KafkaServer:
     async def _accept_loop(self, listener: socket.socket | None = None, spec: ListenerSpec | None = None) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            sock, addr = await loop.sock_accept(listener or self._listener)
+            listening = listener or self._listener
+            assert listening is not None  # both callers pass the socket they opened
+            sock, addr = await loop.sock_accept(listening)
             host = addr[0]
             if len(self._connections) >= self.config.max_connections:
                 await self._wait_for_connection_slot()
@@ -235,7 +237,7 @@ class KafkaServer:
         if timing is not None and self._observer is not None:
             self._observer.request_failed(api_key, code)
 
-    async def dispatch(self, frame: bytes, client_host: str, timing: RequestTiming | None = None,
+    async def dispatch(self, frame: bytes | memoryview, client_host: str, timing: RequestTiming | None = None,
                        session: ConnectionSession | None = None) -> bytes | list | None:
         """Serve one request frame; with `timing` (observed), stamp the handler's start and end into it.
         `session` is the connection's authentication state (None: PLAINTEXT, User:ANONYMOUS)."""

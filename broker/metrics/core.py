@@ -12,9 +12,9 @@ import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from broker.event_loop import idle_timer
+from broker.event_loop import IdleTimingSelector, idle_timer
 from broker.metrics.clients import UNKNOWN_CLIENT, ConnectionsByClient, client_information, is_deprecated
 from broker.metrics.cluster import ClusterMetrics
 from broker.metrics.jvm import jvm_families
@@ -23,10 +23,11 @@ from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, count_errors
 from broker.metrics.runtime import GcStats, free_bytes, proc_io
 from broker.metrics.topics import TopicMetrics, TopicStats
 from broker.observer import RequestTiming
-from exporter.registry import MetricName, Registry, SampledRate
+from exporter.registry import MetricName, Registry, SampledRate, Tags
 
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from exporter.http import MetricsHTTPServer
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,18 @@ DELAYED_OPERATIONS = ("Produce", "Fetch")
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 BROKER_STATE_RUNNING = 3
 API_VERSIONS = 18
+
+
+class _SocketServerTags(TypedDict):
+    listener: str
+    networkProcessor: str
+
+
+class _ClientTags(TypedDict):
+    clientSoftwareName: str
+    clientSoftwareVersion: str
+    listener: str
+    networkProcessor: str
 
 
 class ClientConnection:
@@ -84,11 +97,11 @@ class BrokerMetrics:
         self._auth: dict[tuple[str, str], SampledRate] = {}  # (listener, successful|failed)
         self._gc = GcStats()
         self._define_gauges()
-        self._http = None
+        self._http: MetricsHTTPServer | None = None
         self._tick_task: asyncio.Task | None = None
         self._hdr_writers: dict[str, Any] = {}
         self._wall_offset = time.time() - reg.clock.monotonic()
-        self._idle_timer = None
+        self._idle_timer: IdleTimingSelector | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ------------------------------------------------------------ definitions
@@ -113,25 +126,32 @@ class BrokerMetrics:
         reg, b = self.registry, self.broker
         for name, attr in (("Size", "size_bytes"), ("LogEndOffset", "log_end_offset"),
                            ("LogStartOffset", "log_start_offset"), ("NumLogSegments", "segment_count")):
-            reg.gauge_family("kafka.log", "Log", name,
-                             lambda attr=attr: (((("topic", pl.topic), ("partition", str(pl.partition))),
-                                                 getattr(pl, attr)) for pl in b.logs.logs()))
+            def log_rows(attr: str = attr) -> Iterable[tuple[Tags, float]]:
+                return (((("topic", pl.topic), ("partition", str(pl.partition))), getattr(pl, attr))
+                        for pl in b.logs.logs())
+            reg.gauge_family("kafka.log", "Log", name, log_rows)
         for op in DELAYED_OPERATIONS:
-            reg.gauge("kafka.server", "DelayedOperationPurgatory", "PurgatorySize",
-                      lambda op=op: b.purgatory.watched(op), delayedOperation=op)
-            reg.gauge("kafka.server", "DelayedOperationPurgatory", "NumDelayedOperations",
-                      lambda op=op: b.purgatory.delayed(op), delayedOperation=op)
+            def watched(op: str = op) -> float:
+                return b.purgatory.watched(op)
+
+            def delayed(op: str = op) -> float:
+                return b.purgatory.delayed(op)
+            reg.gauge("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", watched, delayedOperation=op)
+            reg.gauge("kafka.server", "DelayedOperationPurgatory", "NumDelayedOperations", delayed,
+                      delayedOperation=op)
         cg = ("kafka.coordinator.group", "GroupMetadataManager")
         coordinator = b.group_coordinator
         reg.gauge(*cg, "NumOffsets", coordinator.num_offsets)
         reg.gauge(*cg, "NumGroups", lambda: sum(coordinator.group_state_counts().values()))
         for st in GROUP_STATES:
-            reg.gauge(*cg, f"NumGroups{st}", lambda st=st: coordinator.group_state_counts().get(st, 0))
+            def groups_in(st: str = st) -> float:
+                return coordinator.group_state_counts().get(st, 0)
+            reg.gauge(*cg, f"NumGroups{st}", groups_in)
         reg.gauge("kafka.network", "RequestChannel", "RequestQueueSize", lambda: b.server.request_queue_size)
         reg.gauge("kafka.network", "RequestChannel", "ResponseQueueSize", lambda: b.server.response_queue_size)
         reg.gauge("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent",
                   lambda: min(1.0, self._loop_idle.one_minute_rate))
-        ssm = dict(listener=self._listener, networkProcessor="0")
+        ssm: _SocketServerTags = dict(listener=self._listener, networkProcessor="0")
         reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-count",
                          lambda: b.server.connection_count, **ssm)
         reg.kafka_metric("kafka.server", "socket-server-metrics", "connection-creation-rate",
@@ -181,22 +201,31 @@ class BrokerMetrics:
     def watch_authentication(self, listeners: list[str]) -> None:
         """socket-server-metrics' {successful,failed}-authentication-{total,rate} for each secured listener."""
         for listener in dict.fromkeys([self._listener, *listeners]):   # each listener its own connection-count
-            self.registry.kafka_metric("kafka.server", "socket-server-metrics", "connection-count",
-                                       lambda lst=listener: self.broker.server.listener_connection_count(lst),
+            def connections(lst: str = listener) -> float:
+                return self.broker.server.listener_connection_count(lst)
+            self.registry.kafka_metric("kafka.server", "socket-server-metrics", "connection-count", connections,
                                        listener=listener, networkProcessor="0")
         for listener in listeners:
-            ssm = dict(listener=listener, networkProcessor="0")
+            ssm: _SocketServerTags = dict(listener=listener, networkProcessor="0")
             for outcome in ("successful", "failed"):
                 rate = self._auth.setdefault((listener, outcome), SampledRate(self.registry.clock))
+
+                def rate_of(r: SampledRate = rate) -> float:
+                    return r.rate
+
+                def total_of(r: SampledRate = rate) -> float:
+                    return r.total
                 self.registry.kafka_metric("kafka.server", "socket-server-metrics", f"{outcome}-authentication-rate",
-                                           lambda r=rate: r.rate, **ssm)
+                                           rate_of, **ssm)
                 self.registry.kafka_metric("kafka.server", "socket-server-metrics", f"{outcome}-authentication-total",
-                                           lambda r=rate: r.total, counter=True, **ssm)
+                                           total_of, counter=True, **ssm)
 
     def watch_certificates(self, not_after: dict[str, float]) -> None:
         """kafkascope.network:type=TlsCertificate,name=NotAfterSeconds,listener=<l> (Kafka has no such MBean)."""
         for listener, when in not_after.items():
-            self.registry.gauge("kafkascope.network", "TlsCertificate", "NotAfterSeconds", lambda w=when: w,
+            def not_after_of(w: float = when) -> float:
+                return w
+            self.registry.gauge("kafkascope.network", "TlsCertificate", "NotAfterSeconds", not_after_of,
                                 listener=listener)
 
     def authentication(self, listener: str, success: bool) -> None:
@@ -225,7 +254,7 @@ class BrokerMetrics:
         self.registry.remove(MetricName.of("kafka.server", "socket-server-metrics", "connections",
                                            **self._client_tags(key)))
 
-    def _client_tags(self, key: tuple[str, str]) -> dict[str, str]:
+    def _client_tags(self, key: tuple[str, str]) -> _ClientTags:
         return dict(clientSoftwareName=key[0], clientSoftwareVersion=key[1], listener=self._listener,
                     networkProcessor="0")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from exporter.registry import Meter, MetricName, Registry
 
@@ -162,7 +162,17 @@ class ReplicaGauges:
         reg.gauge("kafka.server", "ReplicaFetcherManager", "MaxLag", lambda: self.view.max_lag(),
                   clientId="Replica")
         for name, fn in PARTITION_GAUGES:
-            reg.gauge_family("kafka.cluster", "Partition", name, lambda fn=fn: partition_rows(self.states(), fn))
+            def rows(fn: Callable[[PartitionStats], int] = fn) -> Iterable[tuple]:  # fn bound per gauge
+                return partition_rows(self.states(), fn)
+            reg.gauge_family("kafka.cluster", "Partition", name, rows)
+
+
+class _FetcherTags(TypedDict):
+    """A fetcher's RequestsPerSec tags (MetricName.of drops an empty brokerHost)."""
+
+    clientId: str
+    brokerHost: str
+    brokerPort: int
 
 
 class FetcherMetrics:
@@ -180,14 +190,15 @@ class FetcherMetrics:
 
     def on_fetch_request(self, fetcher: ReplicaFetcher) -> None:
         host, port = fetcher.endpoint or ("", 0)
-        name = MetricName.of("kafka.server", "FetcherStats", "RequestsPerSec",
-                             clientId=f"ReplicaFetcherThread-0-{fetcher.leader_id}", brokerHost=host, brokerPort=port)
+        tags: _FetcherTags = dict(clientId=f"ReplicaFetcherThread-0-{fetcher.leader_id}", brokerHost=host,
+                                  brokerPort=port)
+        name = MetricName.of("kafka.server", "FetcherStats", "RequestsPerSec", **tags)
         known = self._rates.get(fetcher.leader_id)
         if known is None or known[0] != name:  # first request, or the leader moved to another endpoint
             if known is not None:
                 self._reg.remove(known[0])
             known = self._rates[fetcher.leader_id] = (name, self._reg.meter(name.domain, name.type, name.name,
-                                                                            **dict(name.tags)))
+                                                                            **tags))
         known[1].mark()
 
     def min_fetch_rate(self) -> float:

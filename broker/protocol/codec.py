@@ -13,13 +13,15 @@ import struct
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields
 from functools import cache, partial
-from typing import Any
+from typing import Any, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial._implicit_defaults import get_implicit_default
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+from kio.static.primitive import i32
+from kio.static.protocol import RequestPayload, ResponsePayload
 
 from broker.protocol import fetch_encoder, produce_encoder
 from broker.protocol.validate import walker
@@ -58,7 +60,7 @@ def parse_request(frame: bytes | memoryview) -> tuple[Any, Any]:
     """Decode (header, body) of one request frame (without its length prefix)."""
     api_key, api_version = struct.unpack_from(">hh", frame, 0)
     try:
-        cls = request_class(api_key, api_version)
+        cls: type[RequestPayload] = request_class(api_key, api_version)
         walker(cls)(frame)  # before kio: its native reader trusts the counts in the frame (validate.py)
         header, n = entity_reader(cls.__header_schema__)(frame, 0)
         body, _m = entity_reader(cls)(frame, n)
@@ -106,6 +108,7 @@ def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any] | None, bool, Any]
     for f in fields(cls):
         kind = classify_field(f)
         optional = "None" in str(f.type)
+        conv: Callable[[Any], Any] | None
         if isinstance(kind, EntityTupleField):
             conv = _each(partial(build, kind.type_))
         elif isinstance(kind, EntityField):
@@ -122,8 +125,11 @@ def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any] | None, bool, Any]
             elif isinstance(kind, EntityField):
                 implicit = None
             else:
+                # f.type may be a postponed (str) annotation or a generic alias, not a class: whatever
+                # get_implicit_default cannot take raises, and the field gets None below.
+                field_type: Any = f.type
                 try:
-                    implicit = get_implicit_default(f.type)
+                    implicit = get_implicit_default(field_type)
                 except Exception:
                     implicit = None
         plan.append((f.name, conv, has_default, implicit))
@@ -157,12 +163,14 @@ def encode_response(api_key: int, api_version: int, correlation_id: int,
 
 def encode_with_kio(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any) -> bytes:
     """The generic path: build the kio dataclass for this version and serialise it."""
-    cls = response_class(api_key, api_version)
+    cls: type[ResponsePayload] = response_class(api_key, api_version)
     value = build(cls, body)
     out = io.BytesIO()
     out.write(b"\0\0\0\0")
     header_cls = cls.__header_schema__
-    entity_writer(header_cls)(out, header_cls(correlation_id=correlation_id))
+    # cast, not i32(...): the id is echoed from the request's int32 header field, and the phantom type's
+    # constructor would add a range check the encoder never had.
+    entity_writer(header_cls)(out, header_cls(correlation_id=cast(i32, correlation_id)))
     entity_writer(cls)(out, value)
     buf = out.getbuffer()
     struct.pack_into(">i", buf, 0, len(buf) - 4)
