@@ -27,7 +27,7 @@ demo: install
 # What CI promises before any test runs: lint (unused noqa included) and the type check.
 check: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy broker exporter
+	$(VENV)/bin/mypy broker exporter common
 
 test: check
 	$(PY) -m pytest -q
