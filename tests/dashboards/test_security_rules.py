@@ -74,27 +74,45 @@ def test_security_alert_fires_and_stays_quiet(tmp_path, alert):
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl CLI makes the test certificates")
 def test_a_secured_broker_exports_the_series_the_rules_use(tmp_path):
-    """SASL_SSL and SSL listeners: the authentication counters and the certificate gauge, under these names."""
+    """SASL_SSL and SSL listeners and an authorizer: a wrong password and a denied Metadata show up under the
+    names the rules use, and each TLS listener has its certificate gauge."""
+    from confluent_kafka import KafkaException, Producer
+
     from common.polling import wait_for_port
     from kafkascope.local.broker_process import BrokerProcess
     from kafkascope.local.process import free_port
-    from tests.security_wire.conftest import broker_props, make_certs
+    from tests.security_wire.conftest import ADMIN, ALICE, broker_props, make_certs
 
     certs = make_certs(tmp_path / "certs")
     ports = {"PLAINTEXT": free_port(), "SASL_SSL": free_port(), "SSL": free_port()}
     metrics_port = free_port()
     proc = BrokerProcess(tmp_path, port=ports["PLAINTEXT"], prometheus_listener=f"127.0.0.1:{metrics_port}")
     proc.props.update(broker_props(ports, certs))
+    proc.props.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                       "super.users": f"User:{ADMIN}", "allow.everyone.if.no.acl.found": "false"})
     with proc:
         for p in ports.values():
             wait_for_port("127.0.0.1", p, lambda: proc.proc is not None and proc.proc.poll() is None, 10)
+        bad = Producer({"bootstrap.servers": f"127.0.0.1:{ports['SASL_SSL']}", "security.protocol": "SASL_SSL",
+                        "ssl.ca.location": str(certs["ca"]), "sasl.mechanism": "PLAIN", "sasl.username": ALICE,
+                        "sasl.password": "wrong"})
+        with pytest.raises(KafkaException):
+            bad.list_topics(timeout=5)
+        anonymous = Producer({"bootstrap.servers": f"127.0.0.1:{ports['PLAINTEXT']}"})
+        md = anonymous.list_topics(topic="secret", timeout=10)
+        assert md.topics["secret"].error is not None  # TOPIC_AUTHORIZATION_FAILED: User:ANONYMOUS has no ACL
         text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
     samples = [line for line in text.splitlines() if line and not line.startswith("#")]
 
-    def listeners(name: str) -> set[str]:
-        return {s.split('listener="', 1)[1].split('"', 1)[0] for s in samples
-                if s.split("{", 1)[0] == name and 'listener="' in s}
+    def values(name: str, label: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for s in samples:
+            if s.split("{", 1)[0] == name and f'{label}="' in s:
+                key = s.split(f'{label}="', 1)[1].split('"', 1)[0]
+                out[key] = out.get(key, 0.0) + float(s.rsplit(" ", 1)[1])
+        return out
 
-    assert listeners(M.auth_failed) >= {"SASL_SSL", "SSL"}
-    assert listeners(M.auth_succeeded) >= {"SASL_SSL", "SSL"}
-    assert listeners(M.cert_not_after) == {"SASL_SSL", "SSL"}
+    assert values(M.auth_failed, "listener").get("SASL_SSL", 0) >= 1
+    assert set(values(M.auth_succeeded, "listener")) >= {"SASL_SSL", "SSL"}
+    assert set(values(M.cert_not_after, "listener")) == {"SASL_SSL", "SSL"}
+    assert values(M.errors, "error").get("TOPIC_AUTHORIZATION_FAILED", 0) >= 1
