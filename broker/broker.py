@@ -147,6 +147,7 @@ class Broker:
         security = ServerSecurity(config, self.metadata.scram_credentials())
         handlers = handler_table(sasl=any(spec.sasl for spec in security.listeners))
         self.metrics = None
+        self.authorizer_metrics: AuthorizerMetrics | None = None
         if config.prometheus_listener or config.hdr_log_dir:
             from broker.metrics import BrokerMetrics
 

@@ -139,8 +139,7 @@ class KafkaServer:
             host = addr[0]
             if len(self._connections) >= self.config.max_connections:
                 await self._wait_for_connection_slot()
-            if self._per_ip[host] >= self.config.max_connections_per_ip:
-                log.warning("connection from %s refused: max.connections.per.ip reached", host)
+            if not self.admits(host):
                 sock.close()
                 continue
             sock.setblocking(False)
@@ -206,30 +205,26 @@ class KafkaServer:
 
     async def _serve_one(self, conn: Connection, frame: bytes | memoryview, host: str,
                          watcher: ConnectionObserver | None) -> None:
-        timing = conn.timing
+        timing = conn.timing if watcher is not None else None  # stamped only while someone watches
         session = conn.session
         if session is not None and session.raw_tokens:   # after a SaslHandshake v0: a bare SASL token, no request
             from broker.protocol.handlers.sasl_auth import raw_token
 
             await conn.write(raw_token(session, bytes(frame), host))
             return
-        if watcher is None or timing is None:
-            response = await self.dispatch(frame, host, None, session)
-            if response is not None:
-                await conn.write(response)
-            if session is not None and session.close_after_response:
-                raise ConnectionError("closed after a failed SASL exchange")
-            return
-        timing.t0 = perf_counter()
+        if timing is not None:
+            timing.t0 = perf_counter()
         response = await self.dispatch(frame, host, timing, session)
-        timing.t3 = perf_counter()
-        timing.phase = 2
+        if timing is not None:
+            timing.t3 = perf_counter()
+            timing.phase = 2
         if response is not None:
             await conn.write(response)
-        timing.t4 = perf_counter()
-        timing.phase = 0
-        watcher.request_done(timing)
-        timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
+        if timing is not None and watcher is not None:
+            timing.t4 = perf_counter()
+            timing.phase = 0
+            watcher.request_done(timing)
+            timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
         if session is not None and session.close_after_response:
             raise ConnectionError("closed after a failed SASL exchange")
 

@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from broker.metadata import MetadataStore
     from broker.protocol.api import RequestContext
 
-ANONYMOUS = KafkaPrincipal.user("ANONYMOUS")
 NO_AUTHORIZED_OPERATIONS = -2147483648   # "not requested" in Metadata/DescribeCluster/DescribeGroups
 TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
                                            ResourceType.TRANSACTIONAL_ID)
@@ -58,12 +57,11 @@ AUTHORIZER_CLASSES = frozenset({"kafka.security.authorizer.AclAuthorizer",
 
 def principal(ctx: RequestContext) -> KafkaPrincipal:
     """The connection's principal; User:ANONYMOUS when the listener authenticates nobody."""
-    p = getattr(ctx, "principal", None)
-    return p if isinstance(p, KafkaPrincipal) else ANONYMOUS
+    return ctx.principal
 
 
 def authorizer(ctx: RequestContext) -> AclAuthorizer | None:
-    return getattr(ctx.broker, "authorizer", None)
+    return ctx.broker.authorizer
 
 
 def enabled(ctx: RequestContext) -> bool:
@@ -79,7 +77,7 @@ def _last(check: Check) -> Check:
 def _passes(ctx: RequestContext, authz: AclAuthorizer, check: Check, name: str | None) -> bool:
     host = host_address(ctx.client_host)
     ok = operations.allowed(authz, principal(ctx), host, check, name)
-    observer = getattr(ctx.broker, "authorizer_metrics", None)
+    observer = ctx.broker.authorizer_metrics
     if observer is not None:
         observer.decided(ok)
     if not ok and audit_log.isEnabledFor(logging.INFO):
