@@ -149,6 +149,7 @@ class LocalMetadata:
         self._topics: dict[str, TopicInfo] = {}
         self._listener: ClusterListener | None = None
         self._acls: LocalAclStorage | None = None
+        self._scram: LocalScramCredentials | None = None
         state = json.loads(self._path.read_text()) if self._path.exists() else {}
         self.cluster_id = state.get("cluster_id") or cluster_id or new_cluster_id()
         for t in state.get("topics", []):
@@ -216,7 +217,9 @@ class LocalMetadata:
         return self._acls
 
     def scram_credentials(self) -> ScramCredentialStore:
-        return LocalScramCredentials(self._path.parent)
+        if self._scram is None:  # one store: it caches the file, and AlterUserScramCredentials writes through it
+            self._scram = LocalScramCredentials(self._path.parent)
+        return self._scram
 
     def claim_producer_id_block(self, size: int) -> int:
         """The file holds the end of the last block claimed, so ids never repeat across restarts."""
