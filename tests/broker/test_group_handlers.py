@@ -35,7 +35,7 @@ def stub_broker():
     return SimpleNamespace(node_id=1, advertised_host="h", advertised_port=9092, metadata=metadata,
                            replicas=replicas, config=config,
                            ensure_offsets_topic=lambda: True,
-                           group_coordinator=coordinator, offsets_log=offsets_log)
+                           group_coordinator=coordinator, offsets_log=offsets_log, authorizer=None)
 
 
 def call(broker, fn, api_key, version, body, client_host="127.0.0.1"):

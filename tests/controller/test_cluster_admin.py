@@ -16,7 +16,7 @@ from tests.controller.test_zk_cluster import online, three
 
 
 def ctx(node, key, version):
-    return RequestContext(broker=NS(metadata=node, node_id=node.me.node_id), api_key=key, api_version=version,
+    return RequestContext(broker=NS(metadata=node, node_id=node.me.node_id, authorizer=None), api_key=key, api_version=version,
                           correlation_id=1, client_id="t", client_host="127.0.0.1")
 
 

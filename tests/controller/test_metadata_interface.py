@@ -59,7 +59,7 @@ async def test_cluster_admin_handlers_over_standalone_metadata(tmp_path):
     handlers = handler_table()
 
     def ctx(key, version):
-        return RequestContext(broker=NS(metadata=md, node_id=0), api_key=key, api_version=version,
+        return RequestContext(broker=NS(metadata=md, node_id=0, authorizer=None), api_key=key, api_version=version,
                               correlation_id=1, client_id="t", client_host="127.0.0.1")
 
     req = ElectLeadersRequest(election_type=0, topic_partitions=(TopicPartitions(topic="h", partitions=(0,)),))
