@@ -1,9 +1,9 @@
-"""A broker with PLAINTEXT, SASL_PLAINTEXT, SASL_SSL and SSL listeners, and a test CA (openssl CLI)."""
+"""A broker with PLAINTEXT, SASL_PLAINTEXT, SASL_SSL and SSL listeners; its test CA comes from the security kit
+(kafkascope.local.security.make_certs)."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -14,30 +14,11 @@ from broker.security import scram
 from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess
 from kafkascope.local.process import free_port
+from kafkascope.local.security import make_certs
 
 ADMIN, ADMIN_PW = "admin", "admin-secret"
 ALICE, ALICE_PW = "alice", "alice-secret"
 SCRAM_USER, SCRAM_PW = "carol", "carol-secret"
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_certs(d: Path) -> dict[str, Path]:
-    """A CA, a server certificate for 127.0.0.1/localhost (key + chain in one PEM) and a client certificate."""
-    d.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=kafkascope-test-ca",
-             "-keyout", "ca.key", "-out", "ca.pem", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name, subj in (("server", "/CN=localhost"), ("client", "/CN=client1/OU=test")):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subj, "-keyout", f"{name}.key",
-                 "-out", f"{name}.csr", cwd=d)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-days", "2", "-extfile", "san.ext", "-out", f"{name}.crt", cwd=d)
-    (d / "server.pem").write_text((d / "server.key").read_text() + (d / "server.crt").read_text())
-    return {"ca": d / "ca.pem", "server": d / "server.pem", "client_cert": d / "client.crt",
-            "client_key": d / "client.key"}
 
 
 class SecuredBroker:
