@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 
+from common import client_properties
 from xmonitor import config as configmod
 
 
@@ -22,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--web.config.file", "--web-config-file", dest="web_config_file", metavar="FILE",
                    help="TLS and basic auth for /metrics, in the Prometheus exporter-toolkit web-config format "
                         "(web.config.file)")
+    p.add_argument("--command-config", dest="command_config", metavar="FILE",
+                   help="client properties file as for Kafka's tools (security.protocol, sasl.*, ssl.*; Java or "
+                        "librdkafka names), applied over client.props")
     p.add_argument("--sli-dir", dest="sli_dir", metavar="DIR", help="write SLI interval files here (sli.dir)")
     p.add_argument("--log-level", default="INFO")
 
@@ -32,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = configmod.load(args.config, bootstrap_servers=args.bootstrap_servers, topic=args.topic,
                              cluster_name=args.cluster_name, prometheus_listener=args.prometheus_listener,
                              sli_dir=args.sli_dir, web_config_file=args.web_config_file)
-    except configmod.ConfigError as e:
+        cfg.client_props.update(client_properties.load(args.command_config))
+    except (configmod.ConfigError, client_properties.ClientPropertiesError) as e:
         print(f"xmonitor: error: {e}", file=sys.stderr)
         return 2
     from xmonitor.app import XMonitor

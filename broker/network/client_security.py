@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from broker.config import BrokerConfig, ConfigError
 from broker.network.listeners import ListenerSpec, _prop, listener_specs
-from broker.security import jaas, plain, sasl, scram
+from broker.security import plain, sasl, scram
 from broker.security.scram_sasl import ScramSaslClient
+from common import jaas
 
 if TYPE_CHECKING:
     from broker.replication.client import BrokerConnection

@@ -15,9 +15,10 @@ from broker.config import BrokerConfig, ConfigError, parse_listeners
 from broker.metadata import BrokerInfo
 from broker.observer import AuthenticationObserver
 from broker.scram_storage import LocalScramCredentials, ScramCredentialStore
-from broker.security import jaas, sasl
-from broker.security.jaas import JaasEntry
+from broker.security import sasl
 from broker.security.principal import SslPrincipalMapper
+from common import jaas
+from common.jaas import JaasEntry
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_PROTOCOL_MAP = {p: p for p in PROTOCOLS}

@@ -7,11 +7,12 @@ import concurrent.futures
 import datetime
 import logging
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
+
+from common import client_properties
 
 # Upper bound for any single round trip to the cluster, so a dead broker fails fast and clearly.
 TIMEOUT_S = 10.0
@@ -43,25 +44,15 @@ def add_connection_args(p: argparse.ArgumentParser, *config_aliases: str) -> Non
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
                    help="the Kafka cluster to connect to")
     p.add_argument("--command-config", *config_aliases, dest="command_config", metavar="FILE",
-                   help="client properties file (librdkafka property names)")
+                   help="client properties file, as for Kafka's tools (Java or librdkafka property names)")
 
 
 def read_properties(path: str | None) -> dict[str, str]:
-    """A Java-style .properties file: `k=v`, `k: v` or `k v`; `#` and `!` start comments."""
-    if not path:
-        return {}
+    """librdkafka settings from a Kafka client properties file (Java or librdkafka names; common/client_properties)."""
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror}") from None
-    props = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":"), line.find(" ")) if i >= 0), default=len(line))
-        props[line[:cut].strip()] = line[cut + 1:].strip()
-    return props
+        return client_properties.load(path)
+    except client_properties.ClientPropertiesError as e:
+        raise CliError(str(e)) from None
 
 
 def parse_assignments(items: Iterable[str] | None, what: str = "property") -> dict[str, str]:
@@ -75,39 +66,58 @@ def parse_assignments(items: Iterable[str] | None, what: str = "property") -> di
     return out
 
 
+class _AuthErrors:
+    """librdkafka's error_cb: a failed SASL/TLS handshake reaches the application only there (the request itself
+    just times out as a transport failure), so the tools keep it to name the real cause."""
+
+    def __init__(self) -> None:
+        self.last: KafkaError | None = None
+
+    def __call__(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+            self.last = err
+
+
 def client_config(args: argparse.Namespace, props: dict[str, str] | None = None,
                   defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """Precedence, lowest first: tool defaults, --command-config file, command-line properties."""
-    return {**(defaults or {}), **read_properties(args.command_config), **(props or {}),
+    return {"error_cb": _AuthErrors(), **(defaults or {}), **read_properties(args.command_config), **(props or {}),
             "bootstrap.servers": args.bootstrap_server, "logger": _QUIET}
 
 
-def probe(client: AdminClient | Producer | Consumer, bootstrap: str) -> None:
-    """Fail within TIMEOUT_S with a clear message when the cluster cannot be reached."""
+def probe(client: AdminClient | Producer | Consumer, bootstrap: str, conf: dict[str, Any] | None = None) -> None:
+    """Fail within TIMEOUT_S with a clear message when the cluster cannot be reached (naming a failed
+    authentication or TLS handshake when that is why)."""
     try:
         client.list_topics(timeout=TIMEOUT_S)
     except KafkaException as e:
-        raise CliError(f"cannot reach Kafka at {bootstrap}: {error_text(e)}") from None
+        client.poll(0)   # callbacks run only from poll: serve the pending error_cb calls
+        errors = (conf or {}).get("error_cb")
+        cause = errors.last if isinstance(errors, _AuthErrors) and errors.last is not None else e
+        raise CliError(f"cannot reach Kafka at {bootstrap}: {error_text(cause)}") from None
 
 
 def admin(args: argparse.Namespace) -> AdminClient:
-    client = AdminClient(client_config(args))
-    probe(client, args.bootstrap_server)
+    conf = client_config(args)
+    client = AdminClient(conf)
+    probe(client, args.bootstrap_server, conf)
     return client
 
 
 def producer(args: argparse.Namespace, props: dict[str, str] | None = None,
              defaults: dict[str, Any] | None = None) -> Producer:
-    client = Producer(client_config(args, props, defaults))
-    probe(client, args.bootstrap_server)
+    conf = client_config(args, props, defaults)
+    client = Producer(conf)
+    probe(client, args.bootstrap_server, conf)
     return client
 
 
 def consumer(args: argparse.Namespace, props: dict[str, str] | None = None,
              defaults: dict[str, Any] | None = None) -> Consumer:
-    client = Consumer(client_config(args, props, defaults))
+    conf = client_config(args, props, defaults)
+    client = Consumer(conf)
     try:
-        probe(client, args.bootstrap_server)
+        probe(client, args.bootstrap_server, conf)
     except CliError:
         client.close()
         raise

@@ -85,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                 description="Consumer-lag monitor with Burrow's rules.")
     lag.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="the cluster to monitor")
     lag.add_argument("--command-config", metavar="FILE",
-                     help="client properties file, as Kafka's tools (security.protocol, sasl.*, ssl.*)")
+                     help="client properties file, as for Kafka's tools (security.protocol, sasl.*, ssl.*)")
     lag.add_argument("--config", metavar="lag.yaml", help="Burrow-style settings (see lagmonitor/config.py)")
     lag.add_argument("--http-port", type=int, help="API port on 127.0.0.1 (overrides http-port; 0 = any)")
     lag.add_argument("--web.config.file", "--web-config-file", dest="web_config_file", metavar="FILE",

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 USER, PASSWORD = "watcher", "w-s3cret"
 JAAS = (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{USER}" '
         f'password="{PASSWORD}" user_{USER}="{PASSWORD}";')
+JAAS_CLIENT = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{USER}" password="{PASSWORD}";'
 
 
 class KafkaWithSasl(ClusterLauncher):
@@ -79,8 +80,8 @@ def test_up_through_sasl_with_command_config(kafka, tmp_path):
     r = run_up(["--bootstrap-servers", sasl, "--dry-run", "--create-probe-topic"])
     assert r.returncode == 1 and f"cannot reach {sasl}" in r.stderr, r.stderr   # the listener needs the props
     props = tmp_path / "client.properties"
-    props.write_text(f"# as for kafka-topics.sh --command-config\nsecurity.protocol=SASL_PLAINTEXT\n"
-                     f"sasl.mechanism=PLAIN\nsasl.username={USER}\nsasl.password={PASSWORD}\n")
+    props.write_text(f"# as for kafka-topics.sh --command-config (Java names)\nsecurity.protocol=SASL_PLAINTEXT\n"
+                     f"sasl.mechanism=PLAIN\nsasl.jaas.config={JAAS_CLIENT}\n")
     topic = "sasl-probe"
     ready_s, out = up_watching(sasl, tmp_path / "state", kafka.metrics_url(kafka.broker_ids[0]),
                                _jmx_and_lag_connected(), props,

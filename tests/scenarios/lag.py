@@ -29,9 +29,10 @@ CONFIG = LagConfig(storage=StorageConfig(intervals=3), evaluator=EvaluatorConfig
 class Running:
     """A monitor with its collector thread (and optionally the HTTP API) against a broker."""
 
-    def __init__(self, bootstrap: str, config: LagConfig) -> None:
+    def __init__(self, bootstrap: str, config: LagConfig, client_props: dict[str, str] | None = None) -> None:
         self.monitor = LagMonitor(config)
-        self.collector = Collector(bootstrap, self.monitor)
+        self.client_props = dict(client_props or {})   # security settings for every client (--command-config)
+        self.collector = Collector(bootstrap, self.monitor, client_props=self.client_props)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.collector.run, args=(self.stop,), daemon=True)
         self.thread.start()
@@ -53,7 +54,7 @@ class Scenario:
         self.topic = f"lag-{uuid.uuid4().hex[:8]}"
         self.group = f"g-{self.topic}"
         self.end = 0
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": self.group,
+        self.consumer = Consumer({**running.client_props, "bootstrap.servers": bootstrap, "group.id": self.group,
                                   "enable.auto.commit": False})
         self.produce(messages)
         # the topic must be known to the log-end poller before commits are stored (Burrow drops earlier ones)
@@ -63,12 +64,12 @@ class Scenario:
         with self.running.monitor.lock:
             known = self.running.monitor.storage.topic_offsets(self.topic) == [self.end]
         if not known:
-            self.commit(0, group_consumer=Consumer({"bootstrap.servers": self.bootstrap,
+            self.commit(0, group_consumer=Consumer({**self.running.client_props, "bootstrap.servers": self.bootstrap,
                                                     "group.id": f"prime-{self.topic}"}))
         return known
 
     def produce(self, n: int) -> None:
-        p = Producer({"bootstrap.servers": self.bootstrap})
+        p = Producer({**self.running.client_props, "bootstrap.servers": self.bootstrap})
         for i in range(n):
             p.produce(self.topic, value=b"m%d" % i)
         p.flush(10)

@@ -2,10 +2,11 @@
 
 import pytest
 
-from broker.security import jaas, sasl
-from broker.security.jaas import JaasConfigError, parse_jaas_config, parse_single_module, server_jaas_config
+from broker.security import sasl
 from broker.security.plain import PlainSaslServer, jaas_password_lookup, plain_client_response
 from broker.security.sasl import IllegalSaslStateException, SaslAuthenticationException
+from common import jaas
+from common.jaas import JaasConfigError, parse_jaas_config, parse_single_module, server_jaas_config
 
 # The broker config, verbatim.
 BROKER_PROPS = {

@@ -1,0 +1,65 @@
+"""A Kafka client.properties file (Java names: sasl.jaas.config, PEM trust store) is all the CLI tools, xmonitor
+and the lag monitor need to work over SASL_SSL (SCRAM-SHA-512) — the same file kafka-*.sh take."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from common.client_properties import load
+from kafkascope.local.cluster import wait_for
+from lagmonitor.rules import Status
+from tests.scenarios.lag import CONFIG, Running, Scenario
+from tests.security_wire.conftest import SCRAM_PW, SCRAM_USER
+from tests.xmonitor.helpers import fast_config, gauge
+from xmonitor.app import XMonitor
+
+
+def _java_properties(secured, tmp_path, password: str = SCRAM_PW):
+    path = tmp_path / "client.properties"
+    path.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        f'    username="{SCRAM_USER}" password="{password}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.certs['ca']}\n")
+    return path
+
+
+def _kafkascope(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafkascope", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_cli_tools_take_a_java_client_properties_file(secured, tmp_path):
+    bootstrap = secured.bootstrap("SASL_SSL")
+    props = _java_properties(secured, tmp_path)
+    r = _kafkascope("topics", "--bootstrap-server", bootstrap, "--command-config", str(props),
+                    "--create", "--topic", "cmd-config", "--partitions", "2")
+    assert r.returncode == 0, r.stderr
+    r = _kafkascope("topics", "--bootstrap-server", bootstrap, "--command-config", str(props), "--list")
+    assert r.returncode == 0 and "cmd-config" in r.stdout.split(), r.stderr
+    wrong = _java_properties(secured, tmp_path, password="wrong")
+    r = _kafkascope("topics", "--bootstrap-server", bootstrap, "--command-config", str(wrong), "--list")
+    assert r.returncode == 1 and "Authentication failed" in r.stderr and "SCRAM-SHA-512" in r.stderr, r.stderr
+
+
+def test_xmonitor_probes_over_sasl_ssl(secured, tmp_path):
+    cfg = fast_config(secured.bootstrap("SASL_SSL"), tmp_path,
+                      client_props=load(_java_properties(secured, tmp_path)))
+    with XMonitor(cfg) as m:
+        wait_for(lambda: gauge(m, "consume-service", "records-consumed-total") >= 20, timeout=30)
+        wait_for(lambda: gauge(m, "produce-service", "produce-availability-avg") == 1.0, timeout=20)
+        assert gauge(m, "consume-service", "consume-error-total") == 0
+
+
+def test_lag_monitor_over_sasl_ssl(secured, tmp_path):
+    running = Running(secured.bootstrap("SASL_SSL"), CONFIG, client_props=load(_java_properties(secured, tmp_path)))
+    try:
+        s = Scenario(secured.bootstrap("SASL_SSL"), running, 50)
+        try:
+            s.commit_stored(50)
+            g = s.wait_status(Status.OK, Status.OK)
+            assert g.partitions[0].current_lag == 0
+        finally:
+            s.close()
+    finally:
+        running.close()
