@@ -118,6 +118,24 @@ def _web_config(v: str) -> str:
     return s
 
 
+def _assignors(v: str) -> str:
+    """group.consumer.assignors: short names (uniform, range) or Kafka's class names; stored as short names."""
+    from broker.coordinator.consumer.assignors import assignor_names  # pure, imports nothing of the broker
+
+    return ",".join(assignor_names(v.split(",")))
+
+
+def _rebalance_protocols(v: str) -> str:
+    """group.coordinator.rebalance.protocols: classic is required, as in Kafka 4 (KIP-848)."""
+    names = [p.strip() for p in v.split(",") if p.strip()]
+    unknown = [p for p in names if p not in ("classic", "consumer")]
+    if unknown:
+        raise ValueError(f"unknown protocol {unknown[0]!r} (known: classic, consumer)")
+    if "classic" not in names:
+        raise ValueError("classic must be enabled")
+    return ",".join(dict.fromkeys(names))
+
+
 def _cleanup_policy(v: str) -> str:
     parts = sorted({p.strip() for p in v.split(",") if p.strip()})
     if not parts or any(p not in ("compact", "delete") for p in parts):
@@ -247,6 +265,14 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0)),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0)),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0)),
+    "group.consumer.session.timeout.ms": ("group_consumer_session_timeout_ms", _int(1)),
+    "group.consumer.min.session.timeout.ms": ("group_consumer_min_session_timeout_ms", _int(1)),
+    "group.consumer.max.session.timeout.ms": ("group_consumer_max_session_timeout_ms", _int(1)),
+    "group.consumer.heartbeat.interval.ms": ("group_consumer_heartbeat_interval_ms", _int(1)),
+    "group.consumer.min.heartbeat.interval.ms": ("group_consumer_min_heartbeat_interval_ms", _int(1)),
+    "group.consumer.max.heartbeat.interval.ms": ("group_consumer_max_heartbeat_interval_ms", _int(1)),
+    "group.consumer.assignors": ("group_consumer_assignors", _assignors),
+    "group.coordinator.rebalance.protocols": ("group_coordinator_rebalance_protocols", _rebalance_protocols),
     "log.cleaner.enable": ("log_cleaner_enable", _bool),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int(0)),
     "zookeeper.connect": ("zookeeper_connect", _str),
@@ -349,6 +375,15 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
+    # KIP-848 consumer groups (Kafka 4's defaults).
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_assignors: str = "uniform,range"
+    group_coordinator_rebalance_protocols: str = "classic,consumer"
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15_000
     zookeeper_connect: str = ""
@@ -463,6 +498,7 @@ class BrokerConfig:
             raise ConfigError("queued.max.request.bytes must be -1 or at least socket.request.max.bytes")
         if cfg.group_min_session_timeout_ms > cfg.group_max_session_timeout_ms:
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        _check_consumer_group_timeouts(cfg)
         return cfg
 
     @classmethod
@@ -481,3 +517,19 @@ class BrokerConfig:
 
     def replace(self, **changes: Any) -> BrokerConfig:
         return dataclasses.replace(self, **changes)
+
+
+def _check_consumer_group_timeouts(cfg: BrokerConfig) -> None:
+    """Kafka's GroupCoordinatorConfig checks: each value within its min and max, the heartbeat below the session."""
+    for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+        attr = name.replace(".", "_")
+        value = getattr(cfg, f"group_consumer_{attr}")
+        lo = getattr(cfg, f"group_consumer_min_{attr}")
+        hi = getattr(cfg, f"group_consumer_max_{attr}")
+        if lo > hi:
+            raise ConfigError(f"group.consumer.min.{name} must not exceed group.consumer.max.{name}")
+        if not lo <= value <= hi:
+            raise ConfigError(f"group.consumer.{name} must be between group.consumer.min.{name} ({lo}) and "
+                              f"group.consumer.max.{name} ({hi}), got {value}")
+    if cfg.group_consumer_heartbeat_interval_ms >= cfg.group_consumer_session_timeout_ms:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
