@@ -89,7 +89,8 @@ def _kafka_exporter_lag(add: Callable[..., None], g: GroupStatus) -> None:
 
 def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, list[int]],
                    members: dict[str, int] | None = None, meta: ClusterMeta | None = None,
-                   log_end: list[tuple[str, int, int]] | None = None) -> str:
+                   log_end: list[tuple[str, int, int]] | None = None,
+                   skipped: dict[str, int] | None = None) -> str:
     """Prometheus text for evaluated groups (ShowAll), the latest broker offset per topic partition, the
     member count of every group with one known (`members`) or evaluated (0), and kafka_exporter's cluster and
     topic series from the metadata snapshot `meta` and the (topic, partition, log-end offset) list `log_end`."""
@@ -123,6 +124,10 @@ def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, li
     out = []
     for name, lines in series.items():
         out += [f"# HELP {name} {_HELP[name]}", f"# TYPE {name} gauge", *lines]
+    # Records the decoder skipped (share/streams groups, other protocols, unknown record types of a newer Kafka).
+    out += ["# HELP kafkascope_lag_records_skipped_total __consumer_offsets records skipped, by reason",
+            "# TYPE kafkascope_lag_records_skipped_total counter",
+            *(f"kafkascope_lag_records_skipped_total{_labels(reason=r)} {n}" for r, n in sorted((skipped or {}).items()))]
     return "\n".join(out) + "\n"
 
 
@@ -150,7 +155,8 @@ class LagAPI:
             log_end = [(t, p, d[-1][0]) for t in sorted(m.storage.broker)
                        for p, d in enumerate(m.storage.broker[t]) if d]
             meta = m.cluster_meta
-        return render_metrics(self.cluster, groups, topics, members, meta, log_end)
+            skipped = dict(m.skipped)
+        return render_metrics(self.cluster, groups, topics, members, meta, log_end, skipped)
 
     def handle(self, method: str, url: str) -> tuple[int, dict]:
         path = url.split("?", 1)[0].rstrip("/")

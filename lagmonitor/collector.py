@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from common.clock import SYSTEM
-from lagmonitor import topics
+from lagmonitor import owners, topics
 from lagmonitor.monitor import LagMonitor
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,19 @@ class Collector:
         with self.monitor.lock:
             self.monitor.broker_offsets(offsets, self.partitions, self.clock())
 
+    def refresh_owners(self) -> None:
+        """Owners of the consumer-protocol groups seen in __consumer_offsets, from ConsumerGroupDescribe
+        (lagmonitor/owners.py); a group the coordinator no longer knows keeps what it had until its tombstone."""
+        with self.monitor.lock:
+            groups = list(self.monitor.consumer_groups)
+        found, failed = owners.describe(self.admin, groups)
+        for group, error in failed.items():
+            log.debug("describing consumer group %s: %s", group, error)
+        with self.monitor.lock:
+            for group, members in found.items():
+                if group in self.monitor.consumer_groups:   # not deleted meanwhile
+                    self.monitor.storage.set_owners(group, members)
+
     def _assign(self) -> None:
         topic = self.cfg.offsets_topic
         md = self.consumer.list_topics(topic, timeout=10).topics[topic]
@@ -118,6 +131,7 @@ class Collector:
                         self._try_assign()
                     try:
                         self.poll_broker_offsets(now)
+                        self.refresh_owners()
                     except KafkaException as e:
                         log.warning("log-end offset poll failed: %s", e)
                         self._next_topics = 0

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import threading
+from collections import Counter
 from pathlib import Path
 
 from lagmonitor import decode, history
@@ -30,6 +31,10 @@ class LagMonitor:
         self.accept = GroupFilter(config.collector.group_allowlist, config.collector.group_denylist)
         self.positions: dict[int, int] = {}   # __consumer_offsets partition → next offset to read
         self.seen_topics: set[str] = set()    # topics named in commits and assignments
+        # Consumer-protocol groups (KIP-848) → member id → client id; their owners come from ConsumerGroupDescribe
+        # (the collector), since their assignment records name topics by id only.
+        self.consumer_groups: dict[str, dict[str, str]] = {}
+        self.skipped: Counter[str] = Counter()   # records skipped, by reason (kafkascope_lag_records_skipped_total)
         self.sink = history.HistorySink(config.history_dir) if config.history_dir else None
         # The last topic metadata (kafka_exporter's series); never snapshotted: a restart asks the cluster again.
         self.cluster_meta: ClusterMeta | None = None
@@ -46,9 +51,14 @@ class LagMonitor:
             log.warning("__consumer_offsets %d@%d: cannot decode (%s); skipped", partition, offset, e)
             return
         if isinstance(rec, decode.Skipped):
-            log.warning("__consumer_offsets %d@%d: skipped (%s)", partition, offset, rec.reason)
+            self.skipped[rec.reason] += 1
+            if rec.unknown and self.skipped[rec.reason] == 1:   # once per kind: a newer Kafka writes it often
+                log.warning("__consumer_offsets %d@%d: skipped (%s)", partition, offset, rec.reason)
             return
         if not self.accept(rec.group):
+            return
+        if isinstance(rec, decode.ConsumerGroupRecord):
+            self._consumer_group_record(rec, now_ms)
             return
         if isinstance(rec, decode.OffsetCommit):
             self.commit(rec.group, rec.topic, rec.partition, rec.offset, rec.timestamp, offset, now_ms)
@@ -62,6 +72,23 @@ class LagMonitor:
         else:
             self.seen_topics.update(t for m in rec.members for t, _ in m.assignment)
             self.storage.set_owners(rec.group, [(m.client_id, m.client_host, m.assignment) for m in rec.members])
+
+    def _consumer_group_record(self, rec: decode.ConsumerGroupRecord, now_ms: int) -> None:
+        """KIP-848 records: the group's existence and its members (kafka_consumergroup_members); the rest (target
+        and current assignments by topic id, epochs) is decoded but not needed for Burrow's evaluation."""
+        members = self.consumer_groups.setdefault(rec.group, {})
+        if isinstance(rec, decode.ConsumerGroupMember):
+            members[rec.member_id] = rec.client_id
+        elif isinstance(rec, decode.ConsumerGroupTombstone):
+            if rec.record == "ConsumerGroupMetadata":   # Kafka deletes the group's own record last
+                del self.consumer_groups[rec.group]
+                self.delete_group(rec.group, now_ms)
+                return
+            if rec.record == "ConsumerGroupMemberMetadata":
+                members.pop(rec.member_id or "", None)
+        else:
+            return
+        self.storage.members[rec.group] = len(members)
 
     def commit(self, group: str, topic: str, partition: int, offset: int, timestamp: int, order: int,
                now_ms: int) -> None:
@@ -107,6 +134,7 @@ class LagMonitor:
             return
         state = {"version": 1, "storage": self.storage.to_state(),
                  "positions": {str(p): o for p, o in self.positions.items()},
+                 "consumer_groups": self.consumer_groups,
                  "seq": self.sink.seq if self.sink else 0}
         path = Path(self.config.state_dir) / SNAPSHOT
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,6 +155,7 @@ class LagMonitor:
             return False
         self.storage.load_state(state["storage"])
         self.positions = {int(p): o for p, o in state["positions"].items()}
+        self.consumer_groups = state.get("consumer_groups", {})   # absent from snapshots before Kafka 4 support
         self.seen_topics = set(self.storage.broker) | {t for g in self.storage.groups.values() for t in g.topics}
         if self.sink:
             self.sink.seq = state["seq"]

@@ -161,15 +161,15 @@ class LagStorage:
         return True
 
     def set_owners(self, group: str, members: list[tuple[str, str, tuple[tuple[str, int], ...]]]) -> None:
-        """Group metadata: (client_id, client_host, assignment) per member; no members clears every owner."""
+        """Group metadata or a ConsumerGroupDescribe answer: (client_id, client_host, assignment) per member;
+        no members clears every owner."""
         if not self.accept(group):
             return
         self.members[group] = len(members)
-        if not members:
-            for slots in self.groups.get(group, Group()).topics.values():
-                for slot in slots:
-                    slot.owner = slot.client_id = ""
-            return
+        # Each call is the group's whole assignment: a partition nobody holds any more loses its old owner.
+        for slots in self.groups.get(group, Group()).topics.values():
+            for slot in slots:
+                slot.owner = slot.client_id = ""
         for client_id, host, assignment in members:
             for topic, partition in assignment:
                 count = self._partition_count(topic, partition)

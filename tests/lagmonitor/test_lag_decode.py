@@ -98,7 +98,7 @@ def test_group_metadata_without_members_and_other_protocols():
     key = struct.pack(">h", 2) + s("g1")
     assert decode_record(key, group_value(3, members=0)) == GroupMetadata("g1", [])
     assert isinstance(decode_record(key, group_value(3, protocol_type="connect")), Skipped)
-    assert isinstance(decode_record(key, struct.pack(">h", 4) + group_value(3)[2:]), Skipped)
+    assert isinstance(decode_record(key, struct.pack(">h", 5) + group_value(3)[2:]), Skipped)
 
 
 def test_tombstones():
@@ -107,9 +107,11 @@ def test_tombstones():
     assert decode_record(struct.pack(">h", 2) + s("g1"), None) == GroupTombstone("g1")
 
 
-@pytest.mark.parametrize("version", [3, 4, 5, 12, -1])
+@pytest.mark.parametrize("version", [24, 99, -1])
 def test_unknown_key_versions_are_skipped(version):
-    assert decode_record(struct.pack(">h", version) + s("whatever"), b"\x00\x00") == Skipped(f"key version {version}")
+    # 24 and up: record types later than Kafka 4.1's CoordinatorRecordType; the monitor counts them.
+    rec = decode_record(struct.pack(">h", version) + s("whatever"), b"\x00\x00")
+    assert rec == Skipped(f"key version {version}", unknown=True)
 
 
 @pytest.mark.parametrize("key,value", [
