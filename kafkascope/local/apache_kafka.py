@@ -435,7 +435,8 @@ class ApacheKafka:
     if given it is kept on exit and reused on the next start (formatting is skipped when it is
     already formatted), otherwise a temp dir is used and removed.  ``extra_props`` override or
     extend the generated server.properties.  The server's own log (stdout+stderr of the JVM) is
-    ``server_log``, inside ``work_dir``, which is removed on exit.
+    ``server_log``, inside ``work_dir``, which is removed on exit.  ``metrics_port``: run the JMX exporter
+    agent there (Strimzi rules unless ``jmx_rules`` names another file).
     """
 
     def __init__(
@@ -449,8 +450,14 @@ class ApacheKafka:
         startup_timeout: float = 60.0,
         stop_timeout: float = 20.0,
         log_level: str = "INFO",
+        metrics_port: int | None = None,
+        jmx_rules: Path | None = None,
     ) -> None:
         self.version = version
+        # The JMX exporter agent (fetched with ZK_VERSION; it runs on any Kafka) on 127.0.0.1:metrics_port, with
+        # jmx_rules or, by default, the Strimzi rules of write_jmx_rules().
+        self.metrics_port = metrics_port
+        self.jmx_rules = jmx_rules
         self.requested_port = port
         self.requested_log_dir = Path(log_dir) if log_dir is not None else None
         self.extra_props = dict(extra_props or {})
@@ -499,7 +506,7 @@ class ApacheKafka:
             self._format(java, common)
             with open(self.server_log, "ab") as out:
                 self.process = subprocess.Popen(
-                    [java, *self.heap_opts.split(), *_JVM_PERF_OPTS, *common,
+                    [java, *self.heap_opts.split(), *_JVM_PERF_OPTS, *self._agent_opts(), *common,
                      "kafka.Kafka", str(self.work_dir / "server.properties")],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                     cwd=self.work_dir, start_new_session=True,
@@ -513,6 +520,15 @@ class ApacheKafka:
                 raise ApacheKafkaError(f"{e}\n{report}") from None
             raise
         return self
+
+    def _agent_opts(self) -> list[str]:
+        if self.metrics_port is None:
+            return []
+        ensure_kafka(ZK_VERSION)
+        agent = jmx_agent_jar(ZK_VERSION)
+        assert agent is not None and self.work_dir is not None
+        rules = self.jmx_rules or write_jmx_rules(self.work_dir / "jmx_exporter.yml")
+        return [f"-javaagent:{agent}={LOOPBACK}:{self.metrics_port}:{rules}"]
 
     def stop(self) -> None:
         """Stop the broker (SIGTERM to its process group, SIGKILL after stop_timeout), clean up."""
