@@ -1,6 +1,7 @@
 """`kafkascope cluster up|status|kill|stop|start|pause|resume|down`: a local ZooKeeper + N brokers for fault drills.
 
     kafkascope cluster up --brokers 3 --data-dir DIR [--racks a,b,c] [--override k=v ...] [--impl apache-kafka]
+                          [--security sasl_ssl]
     kafkascope cluster kill|stop|start|pause|resume ID --data-dir DIR     (ID: a broker id, or zk)
     kafkascope cluster status --data-dir DIR [--json]
     kafkascope cluster down --data-dir DIR
@@ -18,6 +19,7 @@ import time
 
 from kafkascope.local import process as proc
 from kafkascope.local.launcher import IMPLS, ClusterError, ClusterLauncher
+from kafkascope.local.security import MODES as SECURITY_MODES
 from kafkascope.local.zookeeper import ZooKeeperUnavailable
 
 PROG = "kafkascope cluster"
@@ -48,7 +50,7 @@ def _up(args: argparse.Namespace) -> int:
     racks = [r.strip() for r in args.racks.split(",")] if args.racks else None
     launcher = ClusterLauncher(args.data_dir, brokers=args.brokers, racks=racks,
                                broker_props=_parse_overrides(args.override), standalone=args.standalone,
-                               zookeeper=not args.no_zookeeper, impl=args.impl)
+                               zookeeper=not args.no_zookeeper, impl=args.impl, security=args.security)
     if launcher.state_path.exists() and ClusterLauncher.attach(args.data_dir).launcher_alive():
         raise ClusterError(f"a launcher is already running on {launcher.data_dir}")
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -63,6 +65,8 @@ def _up(args: argparse.Namespace) -> int:
         for b in launcher.broker_ids:
             if launcher.metrics_url(b):
                 print(f"broker {b} metrics: {launcher.metrics_url(b)}", file=out)
+        if launcher.security:
+            print(launcher.kit().usage(launcher.bootstrap), file=out)
         table = launcher.format_status()
         print(table, file=out, flush=True)
         while True:
@@ -91,6 +95,8 @@ def _status(args: argparse.Namespace) -> int:
         json.dump({"impl": launcher.impl, "bootstrap_servers": launcher.bootstrap,
                    "zookeeper": launcher.zookeeper_host_port,
                    "zookeeper_connect": launcher.zookeeper_connect, "launcher_running": launcher.launcher_alive(),
+                   "security": launcher.security,
+                   "client_properties": str(launcher.kit().client_properties_path) if launcher.security else None,
                    "processes": [dataclasses.asdict(s) for s in launcher.status()]}, sys.stdout, indent=2)
         print()
         return 0
@@ -98,6 +104,8 @@ def _status(args: argparse.Namespace) -> int:
     if launcher.zookeeper_connect:
         print(f"zookeeper: {launcher.zookeeper_connect}")
     print(f"launcher: {'running' if launcher.launcher_alive() else 'not running'}")
+    if launcher.security:
+        print(f"security: {launcher.security} (client properties: {launcher.kit().client_properties_path})")
     print(launcher.format_status())
     return 0
 
@@ -155,6 +163,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     up.add_argument("--impl", choices=IMPLS, default="kafkascope",
                     help="whose brokers: ours (default) or Apache Kafka 3.9 in ZooKeeper mode with the JMX exporter "
                          "agent (the reference peer; jars fetched from Maven Central on first use)")
+    up.add_argument("--security", choices=SECURITY_MODES,
+                    help="sasl_ssl: SASL_SSL listeners only (PLAIN, SCRAM-SHA-512), AclAuthorizer, super user admin; "
+                         "writes certificates and client.properties under DATA_DIR/security")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each process to be ready")
     up.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     up.set_defaults(run=_run(_up))

@@ -113,14 +113,15 @@ class ZooKeeperHandle(_Handle):
 
 class Cluster:
     """ZooKeeper + N brokers under data_dir; extra keyword props go into every server.properties
-    (underscores in names become dots: min_insync_replicas=2). impl="apache-kafka": Apache Kafka 3.9 brokers."""
+    (underscores in names become dots: min_insync_replicas=2). impl="apache-kafka": Apache Kafka 3.9 brokers.
+    security="sasl_ssl": SASL_SSL only, with ACLs (kafkascope.local.security; `c.launcher.kit()` has the files)."""
 
     def __init__(self, data_dir: Path | str, brokers: int = 3, racks: list[str] | None = None,
                  standalone: bool = False, zookeeper: bool = True, impl: str = "kafkascope",
-                 **props: object) -> None:
+                 security: str | None = None, **props: object) -> None:
         broker_props = {k.replace("_", "."): v for k, v in props.items()}
         self.launcher = ClusterLauncher(data_dir, brokers=brokers, racks=racks, broker_props=broker_props,
-                                        standalone=standalone, zookeeper=zookeeper, impl=impl)
+                                        standalone=standalone, zookeeper=zookeeper, impl=impl, security=security)
         self._kazoo: list[Any] = []
         self._raw_kazoo: Any = None
 

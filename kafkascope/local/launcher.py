@@ -36,10 +36,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from broker.network.client_security import ClientSecurity
 from broker.replication.client import BrokerConnection
 from common.polling import wait_for_port, wait_until
 from kafkascope.local import apache_kafka
 from kafkascope.local import process as proc
+from kafkascope.local import security as seckit
 from kafkascope.local.zookeeper import ZooKeeperServer
 
 CHROOT = "/kafkascope"
@@ -94,6 +96,7 @@ class _State:
     chroot: str = CHROOT
     standalone: bool = False
     impl: str = "kafkascope"
+    security: str | None = None  # "sasl_ssl": configs and checks from the kit in data_dir/security
     launcher_pid: int | None = None
     launcher_started: int | None = None
     members: dict[str, Member] = field(default_factory=dict)
@@ -111,7 +114,7 @@ class _State:
     def from_json(cls, d: dict) -> _State:
         members = {k: Member(**v) for k, v in d.get("members", {}).items()}
         return cls(data_dir=d["data_dir"], chroot=d.get("chroot", CHROOT), standalone=d.get("standalone", False),
-                   impl=d.get("impl", "kafkascope"), launcher_pid=d.get("launcher_pid"), launcher_started=d.get("launcher_started"), members=members)
+                   impl=d.get("impl", "kafkascope"), security=d.get("security"), launcher_pid=d.get("launcher_pid"), launcher_started=d.get("launcher_started"), members=members)
 
 
 def port_free(port: int) -> bool:
@@ -133,19 +136,27 @@ class ClusterLauncher:
     zookeeper.connect out of the brokers' configs (independent single-node brokers, for when the cluster
     code is not there); zookeeper=False does not start ZooKeeper at all (implies standalone).
     impl="apache-kafka" starts Apache Kafka 3.9 brokers in ZooKeeper mode instead of ours (needs ZooKeeper).
+    security="sasl_ssl": every broker gets only a SASL_SSL listener, ACLs and a super user from the security kit
+    (kafkascope/local/security.py, under data_dir/security), and the admin's SCRAM credential once they run.
     """
 
     def __init__(self, data_dir: Path | str, brokers: int = 3, racks: list[str] | None = None,
                  broker_props: dict[str, object] | None = None, *, standalone: bool = False,
                  zookeeper: bool = True, zk_tick_time_ms: int = 500, first_broker_id: int = 0,
-                 impl: str = "kafkascope") -> None:
+                 impl: str = "kafkascope", security: str | None = None) -> None:
         if brokers < 1:
             raise ClusterError("need at least one broker")
         if impl not in IMPLS:
             raise ClusterError(f"unknown impl {impl!r} (known: {', '.join(IMPLS)})")
         if impl == "apache-kafka" and (standalone or not zookeeper):
             raise ClusterError("--impl apache-kafka runs Kafka in ZooKeeper mode: it needs ZooKeeper, not --standalone")
+        if security is not None and security not in seckit.MODES:
+            raise ClusterError(f"unknown security {security!r} (known: {', '.join(seckit.MODES)})")
+        if security is not None and (standalone or not zookeeper):
+            raise ClusterError("--security keeps SCRAM credentials and ACLs in ZooKeeper: not with --standalone")
         self.impl = impl
+        self.security = security
+        self._kit: seckit.SecurityKit | None = None
         self.data_dir = Path(data_dir).resolve()
         self.num_brokers = brokers
         self.racks = [r for r in (racks or []) if r]
@@ -170,7 +181,7 @@ class ClusterLauncher:
         state = _State.from_json(json.loads(path.read_text()))
         brokers = [m for m in state.members.values() if m.kind == "broker"]
         self = cls(data_dir, brokers=max(1, len(brokers)), standalone=state.standalone,
-                   zookeeper=ZK_ID in state.members, impl=state.impl)
+                   zookeeper=ZK_ID in state.members, impl=state.impl, security=state.security)
         self._state = state
         return self
 
@@ -254,6 +265,19 @@ class ClusterLauncher:
 
     # ---- configuration --------------------------------------------------------------------------------
 
+    def kit(self) -> seckit.SecurityKit:
+        """The security kit of a secured cluster (made by prepare(), read as it is by an attached launcher)."""
+        if self._kit is None:
+            try:
+                self._kit = seckit.SecurityKit.load(self.data_dir / "security")
+            except seckit.SecurityKitError as e:
+                raise ClusterError(str(e)) from None
+        return self._kit
+
+    def client_security(self) -> ClientSecurity | None:
+        """How the launcher's own Metadata checks connect (None: PLAINTEXT)."""
+        return self.kit().client_security() if self.security else None
+
     def _broker_config(self, broker_id: int, port: int, rack: str | None, zk_connect: str | None) -> dict:
         rf = min(3, self.num_brokers) if not self.standalone else 1
         props: dict[str, object] = {
@@ -267,6 +291,8 @@ class ClusterLauncher:
             "group.initial.rebalance.delay.ms": 0,
             "group.min.session.timeout.ms": 1000,
         }
+        if self.security:
+            props.update(self.kit().server_properties(port))
         if zk_connect and not self.standalone:
             props["zookeeper.connect"] = zk_connect
         if rack:
@@ -300,6 +326,13 @@ class ClusterLauncher:
             state.members = {}
             state.standalone = self.standalone
             state.impl = self.impl
+            state.security = self.security
+            if self.security:
+                try:
+                    self._kit = seckit.SecurityKit.load_or_create(self.data_dir / "security")
+                except seckit.SecurityKitError as e:
+                    raise ClusterError(str(e)) from None
+                self._kit.write_client_properties()
             zk_connect = None
             if self.with_zookeeper:
                 zk = ZooKeeperServer(self.data_dir / "zookeeper", port=port_for(ZK_ID),
@@ -387,6 +420,11 @@ class ClusterLauncher:
                 self._wait_ready(m, timeout_s)
             if not self.standalone:
                 self._wait_formed(brokers, timeout_s)
+            if self.security:
+                try:
+                    self.kit().create_admin_scram([m.port for m in brokers], timeout_s)
+                except seckit.SecurityKitError as e:
+                    raise ClusterError(str(e)) from None
         except BaseException:
             self.shutdown()
             raise
@@ -406,7 +444,7 @@ class ClusterLauncher:
                     raise ClusterError(f"broker {m.id} sees brokers {sorted(seen)}{problem}, not {sorted(want)}, "
                                        f"after {timeout_s:.0f} s\n--- {m.log} ---\n{proc.log_tail(Path(m.log))}")
                 try:
-                    seen, problem = asyncio.run(brokers_seen_by(m.port)), ""
+                    seen, problem = asyncio.run(brokers_seen_by(m.port, security=self.client_security())), ""
                 except (OSError, EOFError, TimeoutError) as e:
                     problem = f" (last Metadata request: {e!r})"
                 if seen != want:
@@ -417,16 +455,18 @@ class ClusterLauncher:
     # data_dir/zk-exporter.pid (so that a `cluster down` from another process stops it too).
     zk_exporter_port: int | None = None
     zk_exporter_url: str | None = None
+    zk_exporter_web_config: Path | None = None   # TLS and basic auth for its /metrics (exporter-toolkit format)
 
     def start_zk_exporter(self, zk_port: int, timeout_s: float = 30.0) -> str:
         port = self.zk_exporter_port or proc.free_port()
+        web = self.zk_exporter_web_config
         p = proc.spawn([sys.executable, "-m", "kafkascope", "zk-exporter", "--zookeeper", f"127.0.0.1:{zk_port}",
-                        "--listen", f"127.0.0.1:{port}"], self.data_dir / "zk-exporter.log", cwd=self.data_dir,
-                       env=proc.child_env())
+                        "--listen", f"127.0.0.1:{port}", *(["--web.config.file", str(web)] if web else [])],
+                       self.data_dir / "zk-exporter.log", cwd=self.data_dir, env=proc.child_env())
         self._children[p.pid] = p
         (self.data_dir / "zk-exporter.pid").write_text(f"{p.pid} {proc.start_time(p.pid)}\n")
         wait_for_port("127.0.0.1", port, lambda: p.poll() is None, timeout_s)
-        self.zk_exporter_url = f"http://127.0.0.1:{port}/metrics"
+        self.zk_exporter_url = f"{'https' if web else 'http'}://127.0.0.1:{port}/metrics"
         return self.zk_exporter_url
 
     def _stop_zk_exporter(self) -> None:
@@ -534,9 +574,9 @@ class ClusterLauncher:
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
-async def brokers_seen_by(port: int, timeout_s: float = 5.0) -> set[int]:
+async def brokers_seen_by(port: int, timeout_s: float = 5.0, security: ClientSecurity | None = None) -> set[int]:
     """The broker ids in one broker's Metadata response (no topics asked for)."""
-    conn = BrokerConnection("127.0.0.1", port, "kafkascope-cluster")
+    conn = BrokerConnection("127.0.0.1", port, "kafkascope-cluster", security)
     await conn.connect(timeout_s)
     try:
         response = await conn.request(3, 1, {"topics": []}, timeout_s)

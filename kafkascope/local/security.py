@@ -20,8 +20,11 @@ import os
 import secrets
 import ssl
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from broker.network.client_security import ClientSecurity
 from broker.replication.client import BrokerConnection
@@ -36,6 +39,8 @@ PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"  # the ZooKeeper-mode authorizer of Kafka 3.9
 SCRAM_ITERATIONS = 8192
+METADATA, ALTER_USER_SCRAM_CREDENTIALS = 3, 51
+NOT_CONTROLLER = 41
 KIT_FILE = "kit.json"
 CLIENT_PROPERTIES = "client.properties"
 
@@ -132,6 +137,19 @@ class SecurityKit:
     plain_users: dict[str, str] = field(default_factory=dict)
 
     @classmethod
+    def load(cls, directory: Path) -> SecurityKit:
+        """The kit an earlier load_or_create() left in `directory`, as it is (nothing is renewed or written)."""
+        directory = Path(directory).resolve()
+        kit_path = directory / KIT_FILE
+        try:
+            saved = json.loads(kit_path.read_text())
+            return cls(directory, saved["admin_password"], dict(saved.get("plain_users", {})))
+        except OSError as e:
+            raise SecurityKitError(f"cannot read {kit_path}: {e.strerror}") from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise SecurityKitError(f"{kit_path} is not a security kit: {e}") from None
+
+    @classmethod
     def load_or_create(cls, directory: Path, days: int = 365,
                        plain_users: dict[str, str] | None = None) -> SecurityKit:
         """The kit in `directory`: kept from an earlier run (same passwords, certificates valid for another day),
@@ -139,14 +157,7 @@ class SecurityKit:
         directory = Path(directory).resolve()
         directory.mkdir(parents=True, exist_ok=True)
         kit_path = directory / KIT_FILE
-        if kit_path.is_file():
-            try:
-                saved = json.loads(kit_path.read_text())
-                kit = cls(directory, saved["admin_password"], dict(saved.get("plain_users", {})))
-            except (ValueError, KeyError, TypeError) as e:
-                raise SecurityKitError(f"{kit_path} is not a security kit: {e}") from None
-        else:
-            kit = cls(directory, secrets.token_urlsafe(16))
+        kit = cls.load(directory) if kit_path.is_file() else cls(directory, secrets.token_urlsafe(16))
         if plain_users:
             kit.plain_users.update(plain_users)
         kit_path.write_text(json.dumps({"admin_password": kit.admin_password, "plain_users": kit.plain_users}))
@@ -209,35 +220,42 @@ class SecurityKit:
                               self.admin_password if password is None else password)
 
     def create_admin_scram(self, ports: list[int], timeout_s: float = 60.0) -> None:
-        """Give the admin its SCRAM-SHA-512 credential (the PLAIN password) with AlterUserScramCredentials (KIP-554)
-        through the first broker, then wait until the admin's SCRAM login works on every broker (each reads
-        /config/users/admin from ZooKeeper after the change notification)."""
-        asyncio.run(self._create_admin_scram(ports, timeout_s))
+        """Give the admin its SCRAM-SHA-512 credential (the PLAIN password) with AlterUserScramCredentials (KIP-554),
+        then wait until the admin's SCRAM login works on every broker (each reads /config/users/admin from
+        ZooKeeper after the change notification)."""
+        try:
+            asyncio.run(asyncio.wait_for(self._create_admin_scram(ports), timeout_s))
+        except TimeoutError:
+            raise SecurityKitError(f"the admin's {CLIENT_MECHANISM} credential was not usable on every broker "
+                                   f"(ports {ports}) after {timeout_s:.0f} s") from None
 
-    async def _create_admin_scram(self, ports: list[int], timeout_s: float) -> None:
+    async def _create_admin_scram(self, ports: list[int]) -> None:
         mech = scram.SCRAM_MECHANISMS[CLIENT_MECHANISM]
         salt = secrets.token_bytes(32)
         upsertion = {"name": ADMIN, "mechanism": mech.type, "iterations": SCRAM_ITERATIONS, "salt": salt,
                      "salted_password": scram.salted_password(mech, self.admin_password, salt, SCRAM_ITERATIONS)}
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        response = await _request(ports[0], self.client_security(), 51, 0,
-                                  {"deletions": [], "upsertions": [upsertion]}, timeout_s)
-        for result in response.results:
-            if result.error_code != 0:
-                raise SecurityKitError(f"AlterUserScramCredentials for {ADMIN}: error {int(result.error_code)} "
-                                       f"{result.error_message or ''}".rstrip())
+        plain_login = self.client_security()
+        while True:
+            # Kafka in ZooKeeper mode takes the request only on the active controller (NOT_CONTROLLER elsewhere,
+            # as its AdminClient knows); our brokers take it anywhere, so asking the controller suits both.
+            metadata = await _retrying(partial(_request, ports[0], plain_login, METADATA, 1, {"topics": []}))
+            port = next((b.port for b in metadata.brokers if b.node_id == metadata.controller_id), None)
+            if port is None:
+                await asyncio.sleep(0.1)
+                continue
+            response = await _retrying(partial(_request, port, plain_login, ALTER_USER_SCRAM_CREDENTIALS, 0,
+                                               {"deletions": [], "upsertions": [upsertion]}))
+            errors = [(int(r.error_code), r.error_message or "") for r in response.results if r.error_code != 0]
+            if errors and errors[0][0] == NOT_CONTROLLER:
+                await asyncio.sleep(0.1)
+                continue
+            if errors:
+                raise SecurityKitError(f"AlterUserScramCredentials for {ADMIN}: error {errors[0][0]} {errors[0][1]}"
+                                       .rstrip())
+            break
         scram_login = self.client_security(CLIENT_MECHANISM)
         for port in ports:
-            while True:
-                try:
-                    await _request(port, scram_login, 3, 1, {"topics": []}, 5.0)
-                    break
-                except (OSError, EOFError, TimeoutError) as e:
-                    if loop.time() > deadline:
-                        raise SecurityKitError(f"the admin's {CLIENT_MECHANISM} login on port {port} still fails "
-                                               f"after {timeout_s:.0f} s: {e}") from None
-                    await asyncio.sleep(0.1)
+            await _retrying(partial(_request, port, scram_login, METADATA, 1, {"topics": []}))
 
     def usage(self, bootstrap: str) -> str:
         """What `kafkascope cluster up --security sasl_ssl` prints: where things are and how to connect."""
@@ -253,8 +271,18 @@ class SecurityKit:
         ])
 
 
+async def _retrying(call: Callable[[], Awaitable[Any]]) -> Any:
+    """`call()` until it does not fail on the connection (a broker still starting, a login not yet known); the
+    caller bounds the time."""
+    while True:
+        try:
+            return await call()
+        except (OSError, EOFError, TimeoutError):
+            await asyncio.sleep(0.1)
+
+
 async def _request(port: int, security: ClientSecurity, api_key: int, version: int, body: dict,
-                   timeout_s: float):
+                   timeout_s: float = 5.0) -> Any:
     conn = BrokerConnection("127.0.0.1", port, "kafkascope-security", security)
     await conn.connect(timeout_s)
     try:
