@@ -29,14 +29,14 @@ from typing import Any
 from broker.network.client_security import ClientSecurity
 from broker.replication.client import BrokerConnection
 from broker.security import scram
+from common import jaas
 
 MODES = ("sasl_ssl",)
 LISTENER = "SASL_SSL"
 ADMIN = "admin"
 CLIENT_MECHANISM = "SCRAM-SHA-512"     # what client.properties uses: the credential created the Kafka way
 INTER_BROKER_MECHANISM = "PLAIN"       # from the JAAS file, so brokers can talk before any SCRAM user exists
-PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_LOGIN, SCRAM_LOGIN = jaas.PLAIN_LOGIN_MODULE, jaas.SCRAM_LOGIN_MODULE
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"  # the ZooKeeper-mode authorizer of Kafka 3.9
 SCRAM_ITERATIONS = 8192
 METADATA, ALTER_USER_SCRAM_CREDENTIALS = 3, 51

@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+from common import client_properties
 from kafkascope.local import security
 from kafkascope.local.security import SecurityKit
 from tests.security_wire.test_issue_config import ISSUE_CONFIG
@@ -53,6 +54,10 @@ def test_client_properties_in_kafka_java_names(kit, tmp_path):
         "ssl.truststore.location": str(kit.certs["ca"]),
     }
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # what our tools make of it (common/client_properties): the same login for librdkafka
+    assert client_properties.load(path) == {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+                                            "sasl.username": "admin", "sasl.password": "admin-secret",
+                                            "ssl.ca.location": str(kit.certs["ca"])}
     plain = kit.client_properties("bob", "bob-pw", "PLAIN")
     assert plain["sasl.jaas.config"] == ('org.apache.kafka.common.security.plain.PlainLoginModule required '
                                          'username="bob" password="bob-pw";')
