@@ -13,10 +13,18 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
-from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog, java_string_hash
+from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
+from broker.coordinator.consumer.service import ConsumerGroupService
+from broker.coordinator.group_metadata_manager import (
+    GroupMetadataManager,
+    OffsetsLog,
+    java_string_hash,
+    offsets_view,
+)
 from broker.coordinator.group_state import (
     CONSUMER_PROTOCOL_TYPE,
     Group,
@@ -67,6 +75,7 @@ class GroupCoordinator:
         self._config = config
         self._clock = clock
         self.group_manager = GroupMetadataManager(config, clock, offsets_log)
+        self.consumer = ConsumerGroupService(config, clock, self.group_manager)   # KIP-848 groups beside these
         self._pending = PendingAnswers()
         self._next_expire = self._now() + config.offsets_retention_check_interval_ms
         self._wakeup = asyncio.Event()
@@ -119,6 +128,10 @@ class GroupCoordinator:
         if not (self._config.group_min_session_timeout_ms <= session_timeout_ms
                 <= self._config.group_max_session_timeout_ms):
             return JoinResult(ErrorCode.invalid_session_timeout, member_id)
+        if (consumer_group := self.consumer.group(group_id)) is not None:
+            if consumer_group.members:   # Kafka 4 without the online upgrade path
+                return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)
+            self.consumer.to_classic(group_id)
         group = self.group_manager.group(group_id)
         if group is None:
             if member_id:
@@ -442,10 +455,18 @@ class GroupCoordinator:
         self._wakeup.set()
         return errors
 
+    def consumer_group_heartbeat(self, req: HeartbeatRequest, topics: Mapping[str, int], api_version: int
+                                 ) -> HeartbeatResult:
+        """KIP-848 ConsumerGroupHeartbeat; wakes the timers, which now include this member's session."""
+        result = self.consumer.heartbeat(req, topics, api_version)
+        self._wakeup.set()
+        return result
+
     # ------------------------------------------------------------ offsets
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                       offsets: list[tuple[str, int, int, int, str | None]]) -> dict[tuple[str, int], ErrorCode]:
+                       offsets: list[tuple[str, int, int, int, str | None]], api_version: int = 9
+                       ) -> dict[tuple[str, int], ErrorCode]:
         """Commit (topic, partition, offset, leader_epoch, metadata) tuples. Consumers without group management
         (assign()) commit with generation -1 and an empty member id, accepted while the group has no members."""
         def all_(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
@@ -453,6 +474,10 @@ class GroupCoordinator:
 
         if not self.owns(group_id):
             return all_(ErrorCode.not_coordinator)
+        if (consumer_group := self.consumer.group(group_id)) is not None:
+            # OffsetCommit v9+: the generation is the member epoch (STALE_MEMBER_EPOCH when behind).
+            error = self.consumer.commit_error(consumer_group, member_id, generation_id, api_version)
+            return all_(error) if error is not None else self.group_manager.store_offsets(consumer_group, offsets)
         group = self.group_manager.group(group_id)
         if group is None:
             if generation_id >= 0:
@@ -479,6 +504,8 @@ class GroupCoordinator:
         Raises NOT_COORDINATOR for a group this broker does not coordinate."""
         if not self.owns(group_id):
             raise KafkaError(ErrorCode.not_coordinator)
+        if (consumer_group := self.consumer.group(group_id)) is not None:
+            return offsets_view(consumer_group.offsets, partitions)
         return self.group_manager.get_offsets(group_id, partitions)
 
     # ------------------------------------------------------------ admin
@@ -487,6 +514,11 @@ class GroupCoordinator:
         """Kafka's GroupSummary: metadata/assignments and the protocol only while Stable; unknown groups are Dead."""
         if not self.owns(group_id):
             return GroupDescription(group_id, ErrorCode.not_coordinator, GroupState.DEAD.value, "", "")
+        if (consumer_group := self.consumer.group(group_id)) is not None:
+            # Metadata and assignments are the classic protocol's bytes; ConsumerGroupDescribe has the partitions.
+            return GroupDescription(group_id, ErrorCode.none, consumer_group.state.value, CONSUMER_PROTOCOL_TYPE, "",
+                                    [MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                                       b"", b"") for m in consumer_group.members.values()])
         group = self.group_manager.group(group_id)
         if group is None:
             return GroupDescription(group_id, ErrorCode.none, GroupState.DEAD.value, "", "")
@@ -501,15 +533,26 @@ class GroupCoordinator:
                                 (group.protocol_name or "") if stable else "", members)
 
     def list_groups(self, states: list[str] | None = None) -> list[tuple[str, str, str]]:
-        """(group_id, protocol_type, state) for every group, optionally filtered by state name (case-insensitive)."""
+        """(group_id, protocol_type, state) for every classic group, optionally filtered by state name."""
+        return [g[:3] for g in self.list_typed_groups(states) if g[3] == "classic"]
+
+    def list_typed_groups(self, states: list[str] | None = None) -> list[tuple[str, str, str, str]]:
+        """(group_id, protocol_type, state, group type) for every group, classic and consumer (KIP-848),
+        optionally filtered by state name (case-insensitive)."""
         wanted = {s.lower() for s in states} if states else None
-        return [(g.group_id, g.protocol_type or "", g.state.value) for g in self.group_manager.groups()
-                if wanted is None or g.state.value.lower() in wanted]
+        listed = [(g.group_id, g.protocol_type or "", g.state.value, "classic") for g in self.group_manager.groups()]
+        listed += [(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, "consumer") for g in self.consumer.groups()]
+        return [g for g in listed if wanted is None or g[2].lower() in wanted]
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         """Delete empty groups with their offsets (tombstones); NON_EMPTY_GROUP while members remain."""
         results: dict[str, ErrorCode] = {}
         for group_id in group_ids:
+            if (consumer_group := self.consumer.group(group_id)) is not None:
+                if consumer_group.members:
+                    results[group_id] = ErrorCode.non_empty_group
+                    continue
+                self.consumer.to_classic(group_id)   # then deleted with its offsets as a classic group is
             group = self.group_manager.group(group_id)
             if not self.owns(group_id):
                 results[group_id] = ErrorCode.not_coordinator
@@ -562,11 +605,13 @@ class GroupCoordinator:
         """This broker became leader of `__consumer_offsets` partition `partition`: its groups and offsets are
         rebuilt from the log (GroupMetadataManager.load_partition); members waiting in a group it held before
         are told NOT_COORDINATOR."""
+        self.consumer.unload_partition(partition)   # they come back as empty groups with their offsets
         self._pending.not_coordinator(self.group_manager.load_partition(partition))
 
     def unload_partition(self, partition: int) -> None:
         """Leadership of the offsets partition moved away: forget its groups; waiting members are told
         NOT_COORDINATOR and find the new coordinator."""
+        self.consumer.unload_partition(partition)
         self._pending.not_coordinator(self.group_manager.unload_partition(partition))
 
     # ------------------------------------------------------------ timers
@@ -574,6 +619,7 @@ class GroupCoordinator:
     def tick(self) -> None:
         """Act on every deadline that has passed: sessions, pending members, rebalances, periodic expiry."""
         now = self._now()
+        self.consumer.tick()
         for group in self.group_manager.groups():
             for member_id in group.expired_pending_members(now):
                 self._remove_pending_member(group, member_id)
@@ -588,6 +634,8 @@ class GroupCoordinator:
 
     def _next_deadline(self) -> int:
         deadlines = [d for d in (g.next_deadline() for g in self.group_manager.groups()) if d is not None]
+        if (consumer_deadline := self.consumer.next_deadline()) is not None:
+            deadlines.append(consumer_deadline)
         return min(deadlines + [self._next_expire])
 
     async def run(self) -> None:

@@ -33,6 +33,13 @@ OFFSET_METADATA_MAX_BYTES = 4096
 TopicPartition = tuple[str, int]
 
 
+class OffsetsHolder(Protocol):
+    """A group whose offsets are stored: a classic Group, or a consumer-protocol group (KIP-848)."""
+
+    group_id: str
+    offsets: dict[tuple[str, int], OffsetAndMetadata]
+
+
 class OffsetsLog(Protocol):
     """The `__consumer_offsets` topic as the coordinator sees it; the broker implements it over the real log."""
 
@@ -51,6 +58,18 @@ def java_string_hash(s: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def offsets_view(stored: dict[TopicPartition, OffsetAndMetadata], partitions: list[TopicPartition] | None
+                 ) -> dict[TopicPartition, tuple[int, int, str | None]]:
+    """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "")."""
+    if partitions is None:
+        return {tp: (o.offset, o.leader_epoch, o.metadata) for tp, o in stored.items()}
+    out: dict[TopicPartition, tuple[int, int, str | None]] = {}
+    for tp in partitions:
+        o = stored.get(tp)
+        out[tp] = (o.offset, o.leader_epoch, o.metadata) if o is not None else (-1, -1, "")
+    return out
 
 
 class GroupMetadataManager:
@@ -84,6 +103,10 @@ class GroupMetadataManager:
         group = self._groups[group_id] = Group(group_id, state_timestamp=self._wall())
         return group
 
+    def forget(self, group_id: str) -> Group | None:
+        """Drop a group from the cache without writing anything (it becomes a consumer-protocol group)."""
+        return self._groups.pop(group_id, None)
+
     def groups(self) -> list[Group]:
         return list(self._groups.values())
 
@@ -97,7 +120,7 @@ class GroupMetadataManager:
 
     # ------------------------------------------------------------ offsets
 
-    def store_offsets(self, group: Group, offsets: list[tuple[str, int, int, int, str | None]]
+    def store_offsets(self, group: OffsetsHolder, offsets: list[tuple[str, int, int, int, str | None]]
                       ) -> dict[TopicPartition, ErrorCode]:
         """Kafka's storeOffsets: append one record per acceptable commit (topic, partition, offset, leader_epoch,
         metadata), then cache them; oversized metadata is refused per partition."""
@@ -123,14 +146,7 @@ class GroupMetadataManager:
                     ) -> dict[TopicPartition, tuple[int, int, str | None]]:
         """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "")."""
         group = self._groups.get(group_id)
-        stored = group.offsets if group is not None else {}
-        if partitions is None:
-            return {tp: (o.offset, o.leader_epoch, o.metadata) for tp, o in stored.items()}
-        out: dict[TopicPartition, tuple[int, int, str | None]] = {}
-        for tp in partitions:
-            o = stored.get(tp)
-            out[tp] = (o.offset, o.leader_epoch, o.metadata) if o is not None else (-1, -1, "")
-        return out
+        return offsets_view(group.offsets if group is not None else {}, partitions)
 
     def expire(self) -> None:
         """Remove offsets past offsets.retention.minutes (KIP-211 rules) and drop empty groups left without offsets."""

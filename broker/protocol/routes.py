@@ -7,6 +7,7 @@ from broker.protocol.handlers import (
     acls,
     admin,
     cluster_admin,
+    consumer_groups,
     fetch,
     groups,
     metadata,
@@ -16,7 +17,7 @@ from broker.protocol.handlers import (
 )
 from broker.protocol.handlers.api_versions import api_versions_spec
 
-HANDLER_MODULES = (produce, fetch, metadata, groups, admin, cluster_admin, acls)
+HANDLER_MODULES = (produce, fetch, metadata, groups, consumer_groups, admin, cluster_admin, acls)
 # Served (and advertised) only when a listener speaks SASL, as Kafka does.
 SASL_MODULES = (sasl_auth, scram_credentials)
 

@@ -160,6 +160,9 @@ _TABLE: tuple[ApiAuthorization, ...] = (
     ApiAuthorization(63, "BrokerHeartbeat", _CLUSTER_ACTION),
     ApiAuthorization(65, "DescribeTransactions", (_c(X, Op.DESCRIBE, XAF, PER),)),
     ApiAuthorization(66, "ListTransactions", (_c(X, Op.DESCRIBE, 0, FILT),)),
+    ApiAuthorization(68, "ConsumerGroupHeartbeat", _GROUP_READ),
+    ApiAuthorization(69, "ConsumerGroupDescribe", (_c(G, Op.DESCRIBE, GAF, PER),),
+                     "authorized_operations per group when asked"),
 )
 
 BY_NAME: dict[str, ApiAuthorization] = {a.name: a for a in _TABLE}

@@ -162,7 +162,7 @@ async def handle_offset_commit(ctx: RequestContext, req) -> dict:
     if offsets:
         coordinator = ctx.broker.group_coordinator
         committed = coordinator.commit_offsets(req.group_id, generation, req.member_id,
-                                               getattr(req, "group_instance_id", None), offsets)
+                                               getattr(req, "group_instance_id", None), offsets, ctx.api_version)
         results.update(committed)
         if any(e == ErrorCode.none for e in committed.values()):
             # As Kafka does, answer once the commit is replicated to the offsets partition's ISR.
@@ -284,15 +284,14 @@ async def handle_describe_groups(ctx: RequestContext, req) -> dict:
 
 async def handle_list_groups(ctx: RequestContext, req) -> dict:
     types = {t.lower() for t in getattr(req, "types_filter", ()) or ()}
-    if types and CLASSIC_GROUP_TYPE not in types:
-        return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": []}
-    listed = ctx.broker.group_coordinator.list_groups(list(getattr(req, "states_filter", ()) or ()) or None)
+    listed = ctx.broker.group_coordinator.list_typed_groups(list(getattr(req, "states_filter", ()) or ()) or None)
+    listed = [g for g in listed if not types or g[3] in types]   # KIP-848 GroupType: classic, consumer
     if authz.enabled(ctx):  # without DESCRIBE on the cluster, only the groups it may describe
-        shown = set(authz.visible(ctx, 16, authz.GROUP, (g for g, _, _ in listed)))
+        shown = set(authz.visible(ctx, 16, authz.GROUP, (g for g, *_ in listed)))
         listed = [g for g in listed if g[0] in shown]
     return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": [
-        {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": CLASSIC_GROUP_TYPE}
-        for g, ptype, state in listed]}
+        {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": kind}
+        for g, ptype, state, kind in listed]}
 
 
 async def handle_delete_groups(ctx: RequestContext, req) -> dict:

@@ -1,0 +1,152 @@
+"""Consumer-protocol groups beside the classic ones (Kafka 4's group coordinator, KIP-848): the pure
+ConsumerGroupCoordinator joined to the GroupMetadataManager that owns the offsets partitions, the committed
+offsets and the classic groups. One group id is one kind of group at a time; an empty classic group becomes a
+consumer group on its first ConsumerGroupHeartbeat (Kafka's offline upgrade), keeping its offsets."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from broker.config import BrokerConfig
+from broker.coordinator.consumer.coordinator import (
+    ConsumerGroupCoordinator,
+    HeartbeatRequest,
+    HeartbeatResult,
+    settings_from,
+)
+from broker.coordinator.consumer.group import ConsumerGroup
+from broker.coordinator.group_metadata_manager import GroupMetadataManager
+from broker.coordinator.group_state import GroupState
+from broker.errors import ErrorCode
+from common.clock import Clock
+
+log = logging.getLogger("broker.coordinator.consumer")
+
+
+@dataclass
+class MemberView:
+    """One member as ConsumerGroupDescribe shows it; assignments by topic name."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: dict[str, list[int]]
+    target_assignment: dict[str, list[int]]
+
+
+@dataclass
+class ConsumerGroupView:
+    group_id: str
+    error: ErrorCode
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = ""
+    members: list[MemberView] = field(default_factory=list)
+
+
+def _sorted(assignment: Mapping[str, frozenset[int]]) -> dict[str, list[int]]:
+    return {t: sorted(ps) for t, ps in sorted(assignment.items()) if ps}
+
+
+class ConsumerGroupService:
+    """What the handlers and the GroupCoordinator call for consumer-protocol groups."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock, group_manager: GroupMetadataManager) -> None:
+        self._clock = clock
+        self._manager = group_manager
+        self.coordinator = ConsumerGroupCoordinator(settings_from(
+            config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
+            config.group_consumer_assignors, config.group_coordinator_rebalance_protocols))
+
+    @property
+    def enabled(self) -> bool:
+        return self.coordinator.settings.enabled
+
+    def _now(self) -> int:
+        return int(self._clock.monotonic() * 1000)
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group of that id, if this broker coordinates it."""
+        return self.coordinator.group(group_id) if self._manager.owns(group_id) else None
+
+    def groups(self) -> list[ConsumerGroup]:
+        return list(self.coordinator.groups.values())
+
+    # ------------------------------------------------------------ ConsumerGroupHeartbeat
+
+    def heartbeat(self, req: HeartbeatRequest, topics: Mapping[str, int], api_version: int) -> HeartbeatResult:
+        if not self.enabled:
+            return HeartbeatResult(ErrorCode.unsupported_version, "The consumer group protocol is not enabled "
+                                   "(group.coordinator.rebalance.protocols).", None, -1)
+        if not self._manager.owns(req.group_id):
+            return HeartbeatResult(ErrorCode.not_coordinator, None, None, -1)
+        classic = self._manager.group(req.group_id)
+        if classic is not None and req.group_id not in self.coordinator.groups:
+            if not (classic.is_(GroupState.EMPTY) or classic.is_(GroupState.DEAD)) or classic.pending_members:
+                return HeartbeatResult(ErrorCode.group_id_not_found,
+                                       f"Group {req.group_id} is not a consumer group.", None, -1)
+            if req.member_epoch == 0 and self.coordinator.validate(req, api_version) is None:
+                self._convert(req.group_id)
+        return self.coordinator.heartbeat(req, topics, self._now(), api_version)
+
+    def _convert(self, group_id: str) -> None:
+        """Kafka's offline upgrade: an empty classic group becomes a consumer group with the same offsets."""
+        classic = self._manager.forget(group_id)
+        group = self.coordinator.create(group_id)
+        if classic is not None:
+            group.offsets = classic.offsets
+        log.info("converted empty classic group %s to a consumer group", group_id)
+
+    def to_classic(self, group_id: str) -> None:
+        """An empty consumer group handed back to the classic side (a JoinGroup, a DeleteGroups): only its
+        offsets remain, which the classic group then holds."""
+        group = self.coordinator.groups.pop(group_id)
+        classic = self._manager.add_group(group_id)
+        classic.offsets = group.offsets
+
+    # ------------------------------------------------------------ describe
+
+    def describe(self, group_id: str) -> ConsumerGroupView:
+        """ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for an unknown or classic group, as Kafka 4 answers."""
+        if not self._manager.owns(group_id):
+            return ConsumerGroupView(group_id, ErrorCode.not_coordinator)
+        group = self.coordinator.group(group_id)
+        if group is None:
+            kind = "is not a consumer group" if self._manager.group(group_id) is not None else "not found"
+            return ConsumerGroupView(group_id, ErrorCode.group_id_not_found, f"Group {group_id} {kind}.")
+        members = [MemberView(m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+                              list(m.subscribed_topic_names), m.subscribed_topic_regex, _sorted(m.assigned),
+                              _sorted(group.target.get(m.member_id, {})))
+                   for m in group.members.values()]
+        return ConsumerGroupView(group_id, ErrorCode.none, None, group.state.value, group.group_epoch,
+                                 group.assignment_epoch, group.assignor, members)
+
+    # ------------------------------------------------------------ offsets
+
+    def commit_error(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                     api_version: int) -> ErrorCode | None:
+        """OffsetCommit by a member: its current epoch, v9+ (Kafka's ConsumerGroup.validateOffsetCommit)."""
+        return self.coordinator.validate_offset_commit(group, member_id, member_epoch, api_version)
+
+    # ------------------------------------------------------------ timers and partitions
+
+    def tick(self) -> None:
+        for group_id, member_id in self.coordinator.expire(self._now()):
+            log.info("member %s of consumer group %s removed (session or rebalance timeout)", member_id, group_id)
+
+    def next_deadline(self) -> int | None:
+        return self.coordinator.next_deadline()
+
+    def unload_partition(self, partition: int) -> None:
+        """Offsets partition moved away: forget its consumer groups (members find the new coordinator)."""
+        for group_id in [g for g in self.coordinator.groups if self._manager.partition_for(g) == partition]:
+            del self.coordinator.groups[group_id]
