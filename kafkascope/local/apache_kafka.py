@@ -370,11 +370,16 @@ def tool_command(main_class: str, *args: str, version: str = ZK_VERSION, heap_op
 # The reference broker's jmx_exporter rules: the Strimzi file our brokers are named by by default
 # (prometheus.naming=strimzi, exporter/rules/), so both sides of a comparison go through the same rules.
 STRIMZI_RULES = Path(exporter.__file__).parent / "rules" / "strimzi-kafka-metrics.yaml"
+# Rules for Kafka 4 MBeans no Strimzi pattern matches (the group coordinator), appended for KRaft nodes.
+KRAFT_ADDITIONS = Path(exporter.__file__).parent / "rules" / "kafkascope-kraft-additions.yaml"
 
 
-def write_jmx_rules(path: Path) -> Path:
+def write_jmx_rules(path: Path, kraft: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(STRIMZI_RULES.read_text())
+    text = STRIMZI_RULES.read_text()
+    if kraft:   # Strimzi's file ends inside its top-level `rules:` list, so the additions extend that list
+        text = text.rstrip("\n") + "\n" + KRAFT_ADDITIONS.read_text()
+    path.write_text(text)
     return path
 
 
@@ -436,7 +441,7 @@ class ApacheKafka:
     already formatted), otherwise a temp dir is used and removed.  ``extra_props`` override or
     extend the generated server.properties.  The server's own log (stdout+stderr of the JVM) is
     ``server_log``, inside ``work_dir``, which is removed on exit.  ``metrics_port``: run the JMX exporter
-    agent there (Strimzi rules unless ``jmx_rules`` names another file).
+    agent there (Strimzi rules plus KRAFT_ADDITIONS unless ``jmx_rules`` names another file).
     """
 
     def __init__(
@@ -527,7 +532,7 @@ class ApacheKafka:
         ensure_kafka(ZK_VERSION)
         agent = jmx_agent_jar(ZK_VERSION)
         assert agent is not None and self.work_dir is not None
-        rules = self.jmx_rules or write_jmx_rules(self.work_dir / "jmx_exporter.yml")
+        rules = self.jmx_rules or write_jmx_rules(self.work_dir / "jmx_exporter.yml", kraft=True)
         return [f"-javaagent:{agent}={LOOPBACK}:{self.metrics_port}:{rules}"]
 
     def stop(self) -> None:
