@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -60,14 +61,49 @@ class LocalScramCredentials:
 class ZkScramCredentials:
     """SCRAM credentials of a cluster, in ZooKeeper as Kafka keeps them: `/config/users/<sanitized user>` holds
     {"version":1,"config":{"SCRAM-SHA-512":"salt=..."}}, and every change is announced by a sequential
-    `/config/changes/config_change_` node {"version":2,"entity_path":"users/<user>"} (Kafka's brokers refresh
-    their credential cache from it). We read the znode at each lookup, so every broker sees a change at once.
+    `/config/changes/config_change_` node {"version":2,"entity_path":"users/<user>"}.
+
+    As Kafka's CredentialCache: `start` loads every user and watches the change nodes; a login reads the cache,
+    never ZooKeeper, so it neither waits on a ZooKeeper round trip on the event loop nor fails (or hangs) while
+    ZooKeeper is away. Watch callbacks run on kazoo's thread; a dict swap per user is atomic for readers.
     `zk` is a connected KazooClient (the metadata store's)."""
 
     USERS = "/config/users"
+    CHANGES = "/config/changes"
 
     def __init__(self, zk: object) -> None:
         self._zk: Any = zk
+        self._cache: dict[str, dict[str, ScramCredential]] = {}
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Load all credentials and watch for changes (blocking; the client is connected)."""
+        self._zk.ensure_path(self.CHANGES)
+        self._seen = set(self._zk.get_children(self.CHANGES))
+        self._cache = self._read_all()
+        self._zk.ChildrenWatch(self.CHANGES, self._on_changes)
+
+    def _on_changes(self, children: list[str]) -> None:
+        with self._lock:
+            new = sorted(set(children) - self._seen)
+            self._seen = set(children)
+        for child in new:
+            try:
+                data, _ = self._zk.get(f"{self.CHANGES}/{child}")
+                entity = json.loads(data).get("entity_path", "")
+            except Exception:   # purged meanwhile, or not ours to read (topic changes share the path)
+                continue
+            if isinstance(entity, str) and entity.startswith("users/"):
+                self._refresh(scram.desanitize(entity[len("users/"):]))
+
+    def _refresh(self, user: str) -> None:
+        data = self._read(user)
+        creds = scram.credentials_from_user_config(data) if data else {}
+        if creds:
+            self._cache[user] = creds
+        else:
+            self._cache.pop(user, None)
 
     def _read(self, user: str) -> bytes | None:
         from kazoo.exceptions import NoNodeError
@@ -78,11 +114,7 @@ class ZkScramCredentials:
             return None
         return data
 
-    def lookup(self, username: str, mechanism: str) -> ScramCredential | None:
-        data = self._read(username)
-        return None if not data else scram.credentials_from_user_config(data).get(mechanism)
-
-    def all(self) -> dict[str, dict[str, ScramCredential]]:
+    def _read_all(self) -> dict[str, dict[str, ScramCredential]]:
         from kazoo.exceptions import NoNodeError
 
         try:
@@ -97,6 +129,12 @@ class ZkScramCredentials:
                 out[user] = scram.credentials_from_user_config(data)
         return out
 
+    def lookup(self, username: str, mechanism: str) -> ScramCredential | None:
+        return self._cache.get(username, {}).get(mechanism)
+
+    def all(self) -> dict[str, dict[str, ScramCredential]]:
+        return {user: dict(creds) for user, creds in self._cache.items()}
+
     def set(self, user: str, mechanism: ScramMechanism, credential: ScramCredential | None) -> None:
         path = scram.user_config_path(user)
         data = scram.with_credential(self._read(user), mechanism, credential)
@@ -104,5 +142,6 @@ class ZkScramCredentials:
             self._zk.set(path, data)
         else:
             self._zk.create(path, data, makepath=True)
+        self._refresh(user)   # this broker at once; the others on the notification
         note = json.dumps({"version": 2, "entity_path": f"users/{scram.sanitize(user)}"}).encode()
-        self._zk.create("/config/changes/config_change_", note, sequence=True, makepath=True)
+        self._zk.create(f"{self.CHANGES}/config_change_", note, sequence=True, makepath=True)

@@ -62,6 +62,7 @@ class ZkMetadata:
         self._zk = zk
         self._watcher = ZkWatcher(zk, cache, events)
         self._acls = ZkAclStorage(zk)
+        self._scram = ZkScramCredentials(zk)
         self._session_timeout_s = session_timeout_ms / 1000
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
         self._write_timeout_s = write_timeout_s
@@ -129,6 +130,7 @@ class ZkMetadata:
         register_broker(self.zk, self.me, deadline_s=self._session_timeout_s + 5)
         self._watcher.start()
         self._acls.start()
+        self._scram.start()
         self.controller.start()
 
     def acl_storage(self) -> ZkAclStorage:
@@ -136,8 +138,8 @@ class ZkMetadata:
         return self._acls
 
     def scram_credentials(self) -> ZkScramCredentials:
-        """SCRAM credentials under /config/users, read at each login (every broker sees a change at once)."""
-        return ZkScramCredentials(self.zk)
+        """SCRAM credentials under /config/users, loaded by `start` and kept current by change notifications."""
+        return self._scram
 
     def close(self) -> None:
         """Stop the controller and close the session (our ephemeral znodes disappear at once)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     NewTopic,
@@ -24,11 +24,20 @@ from tests.security_wire.conftest import ADMIN, ADMIN_PW, broker_props, make_cer
 
 
 @pytest.fixture(scope="module")
-def two_brokers(tmp_path_factory):
+def zookeeper(tmp_path_factory):
     if not zkrun.available():
         pytest.skip("ZooKeeper (Debian package) or Java not installed")
+    zk = zkrun.ZooKeeperServer(tmp_path_factory.mktemp("inter-broker-zk"), tick_time_ms=200).start()
+    try:
+        yield zk
+    finally:
+        zk.stop()
+
+
+@pytest.fixture(scope="module")
+def two_brokers(tmp_path_factory, zookeeper):
     d = tmp_path_factory.mktemp("inter-broker")
-    zk = zkrun.ZooKeeperServer(d / "zk", tick_time_ms=200).start()
+    zk = zookeeper
     certs = make_certs(d / "certs")
     brokers = []
     try:
@@ -44,7 +53,6 @@ def two_brokers(tmp_path_factory):
     finally:
         for b in brokers:
             b.stop()
-        zk.stop()
 
 
 def test_follower_replicates_over_the_sasl_ssl_listener(two_brokers):
@@ -79,3 +87,23 @@ def test_scram_user_created_on_one_broker_logs_in_on_the_other(two_brokers):
     conf = {"bootstrap.servers": f"127.0.0.1:{b1.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": "zk-pw"}
     assert AdminClient(conf).list_topics(timeout=10).brokers
+
+
+def test_scram_login_does_not_wait_for_zookeeper(two_brokers, zookeeper):
+    """Logins read the credential cache (as Kafka's CredentialCache): with ZooKeeper frozen, a known user still
+    logs in. Before the cache, each login read /config/users on the event loop and hung the broker. Last in this
+    module: ZooKeeper stays paused until the fixtures stop it."""
+    b0, b1 = two_brokers
+    user = f"zk{uuid.uuid4().hex[:6]}"
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    admin = AdminClient({"bootstrap.servers": b0.bootstrap})
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, b"zk-pw")])[user].result(10)
+    conf = {"bootstrap.servers": f"127.0.0.1:{b1.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": "zk-pw"}
+    assert AdminClient(conf).list_topics(timeout=10).brokers   # b1 learnt the user from the change notification
+    zookeeper.pause()
+    for _ in range(3):   # fresh connections, each a full SCRAM exchange
+        assert AdminClient(conf).list_topics(timeout=5).brokers
+    wrong = {**conf, "sasl.password": "nope"}
+    with pytest.raises(KafkaException):
+        AdminClient(wrong).list_topics(timeout=3)
