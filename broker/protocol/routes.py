@@ -17,14 +17,15 @@ from broker.protocol.handlers import (
 )
 from broker.protocol.handlers.api_versions import api_versions_spec
 
-HANDLER_MODULES = (produce, fetch, metadata, groups, consumer_groups, admin, cluster_admin, acls)
-# Served (and advertised) only when a listener speaks SASL, as Kafka does.
-SASL_MODULES = (sasl_auth, scram_credentials)
+HANDLER_MODULES = (produce, fetch, metadata, groups, consumer_groups, admin, cluster_admin, acls, scram_credentials)
+# Served (and advertised) only when a listener speaks SASL. The SCRAM credential APIs are not among them: Kafka
+# serves those on every listener, so users can be created before any listener asks for SCRAM.
+SASL_MODULES = (sasl_auth,)
 
 
 def handler_table(sasl: bool = False) -> dict[int, ApiSpec]:
-    """api_key -> ApiSpec for every served API, ApiVersions included (with `sasl`, the SASL and SCRAM credential
-    APIs too); an API key listed twice is a bug."""
+    """api_key -> ApiSpec for every served API, ApiVersions included (with `sasl`, SaslHandshake and
+    SaslAuthenticate too); an API key listed twice is a bug."""
     table: dict[int, ApiSpec] = {}
     modules = HANDLER_MODULES + (SASL_MODULES if sasl else ())
     for spec in (*(s for m in modules for s in m.APIS), api_versions_spec(table)):
