@@ -27,6 +27,8 @@ API_NAMES = {
     56: "AlterPartition", 57: "UpdateFeatures", 58: "Envelope", 59: "FetchSnapshot", 60: "DescribeCluster",
     61: "DescribeProducers", 62: "BrokerRegistration", 63: "BrokerHeartbeat", 64: "UnregisterBroker",
     65: "DescribeTransactions", 66: "ListTransactions", 67: "AllocateProducerIds", 68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe", 70: "ControllerRegistration", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
+    73: "AssignReplicasToDirs", 74: "ListClientMetricsResources", 75: "DescribeTopicPartitions",
 }
 FETCH = 1
 REQUEST_TIMERS = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
