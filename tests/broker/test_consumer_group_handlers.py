@@ -154,3 +154,14 @@ def fetch(h, group):
 def test_disabled_protocol(tmp_path):
     with Harness(tmp_path, **{"group.coordinator.rebalance.protocols": "classic"}) as h:
         assert beat(h, "A", 0).error_code == ErrorCode.unsupported_version
+
+
+def test_metadata_by_topic_id(h):
+    """librdkafka's KIP-848 consumer looks its assigned topic ids up with Metadata v12 (null name, KIP-516)."""
+    import uuid
+    resp = h.request(3, 12, {"topics": [{"name": None, "topic_id": topic_id(h)},
+                                        {"name": None, "topic_id": uuid.uuid4()}],
+                             "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+    found, unknown = resp.topics
+    assert (found.error_code, found.name, len(found.partitions)) == (ErrorCode.none, "t", 4)
+    assert (unknown.error_code, unknown.name) == (ErrorCode.unknown_topic_id, None)

@@ -53,6 +53,9 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
             name = t.name
             if name is None and ctx.api_version < 12:  # v10-11 carry ids in the schema but not in Kafka
                 raise InvalidRequest(f"topic name can not be null for version {ctx.api_version}")
+            if name is None:
+                entries.append(_by_topic_id(ctx, t.topic_id, live))
+                continue
             if name in denied:  # not describable: the same answer whether it exists or not
                 entries.append(_error_entry(name, denied[name]))
                 continue
@@ -66,9 +69,8 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
                 except KafkaError as e:
                     entries.append(_error_entry(name, e.code))
                     continue
-            if info is None:  # a null name asks by topic id, which this broker does not serve
-                code = ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
-                entries.append(_error_entry(name, code))
+            if info is None:
+                entries.append(_error_entry(name, ErrorCode.unknown_topic_or_partition))
             else:
                 entries.append(_topic_entry(ctx, info, live))
     return {
@@ -76,6 +78,17 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
         "controller_id": broker.metadata.controller_id, "topics": _with_operations(ctx, req, entries),
         "cluster_authorized_operations": _cluster_operations(ctx, req),
     }
+
+
+def _by_topic_id(ctx: RequestContext, topic_id, live: set[int]) -> dict:
+    """v12+ asks by topic id when the name is null (KIP-516), as librdkafka's KIP-848 consumer does for the
+    topic ids of its assignment; Kafka checks DESCRIBE on the topic the id names and hides the name if denied."""
+    info = next((i for i in ctx.broker.metadata.topics().values() if i.topic_id == topic_id), None)
+    if info is None:
+        return {**_error_entry(None, ErrorCode.unknown_topic_id), "topic_id": topic_id}
+    if code := authz.resource_errors(ctx, 3, authz.TOPIC, [info.name], {LISTED_TOPICS}).get(info.name):
+        return {**_error_entry(None, code), "topic_id": topic_id}
+    return _topic_entry(ctx, info, live)
 
 
 def _create_denied(ctx: RequestContext, name: str) -> ErrorCode:

@@ -1,0 +1,51 @@
+"""One confluent-kafka consumer with group.protocol=consumer (KIP-848), run as a subprocess so a test can close it
+(stdin "close") or kill -9 it.
+
+    python -m tests.e2e.consumer_protocol_member BOOTSTRAP TOPIC GROUP
+
+Commits every message it reads (synchronously). Prints one JSON line per assignment change,
+{"assignment": [partition, ...]}, one per commit, {"committed": [partition, next_offset]}, and "closed" after a
+clean close (which leaves the group with member epoch -1).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+
+stop = threading.Event()
+
+
+def _watch_stdin() -> None:
+    for line in sys.stdin:
+        if line.strip() == "close":
+            break
+    stop.set()
+
+
+def main() -> None:
+    from confluent_kafka import Consumer
+
+    bootstrap, topic, group = sys.argv[1:4]
+    threading.Thread(target=_watch_stdin, daemon=True).start()
+    # session.timeout.ms, heartbeat.interval.ms and the assignor are the broker's under this protocol.
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    last = None
+    while not stop.is_set():
+        msg = c.poll(0.2)
+        if msg is not None and msg.error() is None:
+            c.commit(message=msg, asynchronous=False)
+            print(json.dumps({"committed": [msg.partition(), msg.offset() + 1]}), flush=True)
+        cur = sorted(tp.partition for tp in c.assignment())
+        if cur != last:
+            print(json.dumps({"assignment": cur}), flush=True)
+            last = cur
+    c.close()
+    print("closed", flush=True)
+
+
+if __name__ == "__main__":
+    main()
