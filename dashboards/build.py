@@ -54,6 +54,8 @@ AUTHZ_DENIALS_PER_S = 0.1      # *_AUTHORIZATION_FAILED response errors per brok
 CERT_TICKET_DAYS = 21          # a listener's TLS certificate expires within this many days: ticket
 CERT_PAGE_DAYS = 3             # ... within this many days (or has expired): page
 DISK_QUEUE_MAX = 10             # node-mixin's NodeDiskIOSaturation: average queue (aqu-sz) over 10 for 30m
+QUORUM_ELECTIONS_PER_30M = 3    # KRaft quorum epoch changes seen by a node in 30 minutes
+METADATA_LAG_MAX_MS = 10_000    # a broker's last applied metadata record older than this for 5m (idle: ~0.5 s)
 
 # Burn-rate windows (Google SRE Workbook's table, with Sloth's 3x ticket) for a 14-day period.
 SLI_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
@@ -259,6 +261,40 @@ def _security_alerts() -> list[Alert]:
     ]
 
 
+def _kraft_alerts() -> list[Alert]:
+    """KRaft clusters (Kafka 4): the controller quorum and metadata propagation. Their series exist only on KRaft
+    nodes, so on a ZooKeeper-mode cluster these stay quiet (KafkaActiveControllerCountNotOne covers that mode)."""
+    g = "kafkascope-kraft"
+    kraft = f"count({M.raft_state}) > 0"
+    errors = (f"sum by (job, instance) ({M.metadata_load_errors}) + sum by (job, instance) ({M.metadata_apply_errors})"
+              f" > 0 or sum by (job, instance) ({M.controller_metadata_errors}) > 0")
+    return [
+        Alert("KafkaKRaftNoActiveController", f"(sum({M.active_controller}) or vector(0)) < 1 and on() {kraft}",
+              "page", "No active KRaft controller",
+              "No node reports ActiveControllerCount 1 while KRaft nodes are up: the controller quorum has no "
+              "leader (a majority of controllers down or partitioned). Topic, partition and ACL changes fail, ISR "
+              "and leader changes stop, and brokers cannot register or be unfenced.", "1m", group=g),
+        Alert("KafkaKRaftQuorumLeaderChangesFrequent",
+              f"max by (job) (changes({M.raft_epoch}[30m])) > {QUORUM_ELECTIONS_PER_30M}", "ticket",
+              "The KRaft quorum elected a new leader {{ $value }} times in 30 minutes",
+              "The quorum epoch (raft-metrics current-epoch) keeps rising: controllers keep losing and electing "
+              "the leader (controller restarts, GC or disk stalls on the metadata log, network between "
+              "controllers, controller.quorum.fetch.timeout.ms too tight). Each election pauses metadata changes.",
+              "0s", group=g),
+        Alert("KafkaKRaftMetadataErrors", errors, "page",
+              "{{ $labels.instance }} failed to load or apply {{ $value }} metadata records",
+              "A node's metadata loader or publisher hit an error (broker-metadata-metrics metadata-load-error-count "
+              "or metadata-apply-error-count, or the controller's MetadataErrorCount): its view of topics, "
+              "partitions, configs or ACLs may be incomplete or stale until it is restarted.", "0s", group=g),
+        Alert("KafkaKRaftMetadataLagHigh", f"max by (job, instance) ({M.metadata_lag_ms}) > {METADATA_LAG_MAX_MS}",
+              "ticket", "{{ $labels.instance }} applies metadata {{ $value | humanize }} ms late",
+              f"The newest metadata record the broker has applied is over {METADATA_LAG_MAX_MS / 1000:g} s old "
+              "(broker-metadata-metrics last-applied-record-lag-ms); the controller writes one at least every "
+              "metadata.max.idle.interval.ms (500 ms), so the broker is not fetching from the quorum or not "
+              "applying what it fetches. Its leadership and ISR view lags the cluster's.", "5m", group=g),
+    ]
+
+
 def _burn_alerts() -> list[Alert]:
     a = []
     for s in slos():
@@ -278,7 +314,7 @@ def _burn_alerts() -> list[Alert]:
 
 
 def _alerts() -> list[Alert]:
-    return [*_broker_alerts(), *_host_and_monitor_alerts(), *_security_alerts(), *_burn_alerts()]
+    return [*_broker_alerts(), *_host_and_monitor_alerts(), *_security_alerts(), *_kraft_alerts(), *_burn_alerts()]
 
 
 def alert_names() -> list[str]:

@@ -390,8 +390,57 @@ def host() -> Board:
     return d
 
 
+def kraft() -> Board:
+    """KRaft clusters (Kafka 4): what Strimzi's KRaft dashboard shows of the Raft quorum, plus metadata propagation,
+    fenced brokers and the new group coordinator. Every name is in metrics.KRAFT_ONLY."""
+    d = Board("kafkascope-kraft", "KRaft controllers, metadata and group coordinator",
+              "The Raft quorum of the controllers (kafka.server:type=raft-metrics), how fast brokers apply metadata "
+              "(broker-metadata-metrics), fenced brokers and Kafka 4's group coordinator (KIP-848). KRaft only.")
+    d.row("Quorum")
+    d.stat("Active controllers", f"sum({M.active_controller})", thresholds=[(None, "red"), (1, "green"), (2, "red")],
+           description="ActiveControllerCount summed over every node that reports it: exactly 1.")
+    d.stat("Quorum leader (node id)", f"max({M.raft_leader})", thresholds=[(None, "red"), (0, "green")],
+           description="-1 while the quorum has no leader.")
+    d.stat("Quorum epoch", f"max({M.raft_epoch})")
+    d.stat("Voters", f"max({M.raft_voters})")
+    d.stat("Fenced brokers", f"max({M.fenced_brokers})", thresholds=RED,
+           description="Registered brokers the controller fenced (missed heartbeats or shutting down).")
+    d.stat("Active brokers", f"max({M.active_brokers})")
+    d.panel("Raft state per node", [(f"max by (instance, current_state) ({M.raft_state}) == 1", "")], kind="table")
+    d.panel("Quorum leader and epoch per node", [(f"max by (instance) ({M.raft_leader})", "leader {{instance}}"),
+                                                 (f"max by (instance) ({M.raft_epoch})", "epoch {{instance}}")],
+            description="Every node should name the same leader and epoch; a rising epoch is a leader election.")
+    d.panel("Metadata log: high watermark and log end offset",
+            [(f"max by (instance) ({M.raft_high_watermark})", "HW {{instance}}"),
+             (f"max by (instance) ({M.raft_log_end_offset})", "LEO {{instance}}")])
+    d.panel("Commit latency (ms)", [(f"max by (instance) ({M.raft_commit_latency_avg})", "avg {{instance}}"),
+                                    (f"max by (instance) ({M.raft_commit_latency_max})", "max {{instance}}")],
+            unit="ms")
+    d.panel("Metadata records appended / fetched per second",
+            [(f"sum by (instance) ({M.raft_append_rate})", "append {{instance}}"),
+             (f"sum by (instance) ({M.raft_fetch_rate})", "fetch {{instance}}")])
+    d.row("Metadata propagation")
+    d.panel("Last applied metadata record lag (ms)", [(f"max by (instance) ({M.metadata_lag_ms})", "{{instance}}")],
+            unit="ms", description="Age of the newest metadata record a broker has applied; the controller writes "
+                                   "a record at least every metadata.max.idle.interval.ms, so it stays small.")
+    d.panel("Metadata load / apply errors",
+            [(f"sum by (instance) ({M.metadata_load_errors})", "load {{instance}}"),
+             (f"sum by (instance) ({M.metadata_apply_errors})", "apply {{instance}}"),
+             (f"sum by (instance) ({M.controller_metadata_errors})", "controller {{instance}}")])
+    d.panel("Fenced and active brokers", [(f"max({M.fenced_brokers})", "fenced"),
+                                          (f"max({M.active_brokers})", "active")])
+    d.row("Group coordinator")
+    d.panel("Groups by protocol", [(f"sum by (protocol) ({M.groups_by_protocol})", "{{protocol}}")])
+    d.panel("Consumer-protocol groups by state",
+            [(f"sum by (state) ({M.consumer_groups_by_state})", "{{state}}")])
+    d.panel("Rebalances per second", [(f"sum({M.consumer_rebalance_rate})", "consumer protocol"),
+                                      (f"sum({M.classic_rebalance_rate})", "classic (completed)")])
+    return d
+
+
 BOARDS = {"cluster-overview": cluster_overview, "request-latency": request_latency, "topics": topics,
-          "xmonitor": xmonitor, "consumer-lag": consumer_lag, "slo": slo_budget, "zookeeper": zookeeper, "host": host}
+          "xmonitor": xmonitor, "consumer-lag": consumer_lag, "slo": slo_budget, "zookeeper": zookeeper, "host": host,
+          "kraft": kraft}
 
 
 def dashboards() -> dict[str, dict]:

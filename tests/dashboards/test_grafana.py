@@ -18,7 +18,7 @@ from kafkascope.cli import main
 def test_dashboards_are_well_formed():
     boards = grafana.dashboards()
     assert set(boards) == {"cluster-overview", "request-latency", "topics", "xmonitor", "consumer-lag", "slo",
-                           "zookeeper", "host"}
+                           "zookeeper", "host", "kraft"}
     uids = [b["uid"] for b in boards.values()]
     assert len(set(uids)) == len(uids)
     overview_rows = [p["title"] for p in boards["cluster-overview"]["panels"] if p["type"] == "row"]
