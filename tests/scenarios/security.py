@@ -1,0 +1,133 @@
+"""A secured cluster as the scenarios see it, and the same login spelled for each client: confluent-kafka
+(librdkafka, from client.properties through common/client_properties), kafka-python, aiokafka and kcat (-F file).
+
+`SecuredCluster` wraps a local Cluster started with `security="sasl_ssl"` (ours or Apache Kafka's): the security
+kit's client.properties is the admin's; `add_user` makes another SCRAM-SHA-512 user the Kafka way (kafkascope
+configs --alter with that file, i.e. AlterUserScramCredentials) and waits until every broker knows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.replication.client import BrokerConnection
+from broker.security import plain
+from broker.security.scram import SCRAM_MECHANISMS
+from broker.security.scram_sasl import ScramSaslClient
+from common import client_properties
+from kafkascope.cli import main as kafkascope
+from kafkascope.local.cluster import Cluster, wait_for
+from kafkascope.local.launcher import brokers_seen_by
+from kafkascope.local.security import SecurityKit
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+
+
+@dataclass
+class SecuredCluster:
+    name: str            # "kafkascope" | "apache-kafka"
+    cluster: Cluster
+
+    @property
+    def kit(self) -> SecurityKit:
+        return self.cluster.launcher.kit()
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    @property
+    def ports(self) -> list[int]:
+        return [b.port for b in self.cluster.brokers]
+
+    @property
+    def admin_properties(self) -> Path:
+        """The client.properties `cluster up --security sasl_ssl` wrote (Java names)."""
+        return self.kit.client_properties_path
+
+    def properties(self, tmp: Path, user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> Path:
+        """A client.properties for another login, written like the admin's."""
+        return self.kit.write_client_properties(tmp / f"{user}-{mechanism}-{uuid.uuid4().hex[:6]}.properties",
+                                                user, password, mechanism)
+
+    def cli(self, *args: str, properties: Path | None = None) -> int:
+        """`kafkascope ARGS --bootstrap-server B --command-config client.properties` (the admin's by default)."""
+        return kafkascope([*args, "--bootstrap-server", self.bootstrap,
+                           "--command-config", str(properties or self.admin_properties)])
+
+    def add_user(self, password: str = "user-secret") -> str:
+        """A fresh SCRAM-SHA-512 user with no ACLs, its login working on every broker."""
+        user = f"u{uuid.uuid4().hex[:8]}"
+        assert self.cli("configs", "--alter", "--entity-type", "users", "--entity-name", user,
+                        "--add-config", f"SCRAM-SHA-512=[iterations=8192,password={password}]") == 0
+        login = self.kit.client_security("SCRAM-SHA-512", user, password)
+        for port in self.ports:   # Kafka's brokers learn of it through a ZooKeeper change notification
+            wait_for(lambda p=port: asyncio.run(brokers_seen_by(p, security=login)), 30,
+                     what=f"{user}'s login on port {port}")
+        return user
+
+
+def confluent_conf(properties: Path) -> dict[str, str]:
+    """librdkafka settings from a Java client.properties, as our tools read it."""
+    return client_properties.load(properties)
+
+
+def kafka_python_conf(properties: Path) -> dict:
+    rdk = confluent_conf(properties)
+    return {"security_protocol": rdk["security.protocol"], "sasl_mechanism": rdk["sasl.mechanisms"],
+            "sasl_plain_username": rdk["sasl.username"], "sasl_plain_password": rdk["sasl.password"],
+            "ssl_cafile": rdk["ssl.ca.location"]}
+
+
+def aiokafka_conf(properties: Path) -> dict:
+    conf = kafka_python_conf(properties)
+    conf["ssl_context"] = ssl.create_default_context(cafile=conf.pop("ssl_cafile"))
+    return conf
+
+
+def client_conf(client: str, properties: Path) -> dict:
+    """The settings `tests.scenarios.clients.produce/consume` pass on to `client` for this login."""
+    return {"confluent": confluent_conf, "kafka-python": kafka_python_conf,
+            "aiokafka": aiokafka_conf}[client](properties)
+
+
+def kcat_config(properties: Path, tmp: Path) -> Path:
+    """A librdkafka properties file for kcat -F (kcat reads librdkafka's names only)."""
+    path = tmp / f"kcat-{uuid.uuid4().hex[:6]}.conf"
+    path.write_text("".join(f"{k}={v}\n" for k, v in confluent_conf(properties).items()))
+    return path
+
+
+def sasl_failure(port: int, ca: Path, mechanism: str, user: str, password: str) -> tuple[int, str | None]:
+    """The (error_code, error_message) of the SaslAuthenticate that ends a login over TLS; (0, None) if it
+    succeeds. Spoken on the wire, so the Kafka error code is seen as sent (clients turn it into their own)."""
+    return asyncio.run(_sasl_failure(port, ca, mechanism, user, password))
+
+
+async def _sasl_failure(port: int, ca: Path, mechanism: str, user: str, password: str) -> tuple[int, str | None]:
+    from broker.network.client_security import ClientSecurity
+
+    tls_only = ClientSecurity("SASL_SSL", "SASL_SSL", ssl.create_default_context(cafile=str(ca)))
+    conn = BrokerConnection("127.0.0.1", port, "kafkascope-test", tls_only)
+    await conn.connect(10)
+    try:
+        hs = await conn.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism}, 10)
+        assert hs.error_code == 0, hs
+        if mechanism == "PLAIN":
+            steps = [lambda _: plain.plain_client_response(user, password)]
+        else:
+            client = ScramSaslClient(SCRAM_MECHANISMS[mechanism], user, password)
+            steps = [lambda _: client.first(), client.respond]   # client-first, then client-final with the proof
+        challenge = b""
+        for step in steps:
+            resp = await conn.request(SASL_AUTHENTICATE, 2, {"auth_bytes": step(challenge)}, 10)
+            if resp.error_code != 0:
+                return int(resp.error_code), resp.error_message
+            challenge = bytes(resp.auth_bytes)
+        return 0, None
+    finally:
+        conn.close()
