@@ -1,10 +1,10 @@
 """One confluent-kafka consumer with group.protocol=consumer (KIP-848), run as a subprocess so a test can close it
 (stdin "close") or kill -9 it.
 
-    python -m tests.e2e.consumer_protocol_member BOOTSTRAP TOPIC GROUP
+    python -m tests.e2e.consumer_protocol_member BOOTSTRAP TOPIC GROUP     (TOPIC "^regex": a KIP-848 regex)
 
 Commits every message it reads (synchronously). Prints one JSON line per assignment change,
-{"assignment": [partition, ...]}, one per commit, {"committed": [partition, next_offset]}, and "closed" after a
+{"assignment": [partition, ...], "topics": [topic, ...]}, one per commit, {"committed": [partition, next_offset]}, and "closed" after a
 clean close (which leaves the group with member epoch -1).
 """
 
@@ -39,10 +39,12 @@ def main() -> None:
         if msg is not None and msg.error() is None:
             c.commit(message=msg, asynchronous=False)
             print(json.dumps({"committed": [msg.partition(), msg.offset() + 1]}), flush=True)
-        cur = sorted(tp.partition for tp in c.assignment())
-        if cur != last:
-            print(json.dumps({"assignment": cur}), flush=True)
-            last = cur
+        held = c.assignment()
+        cur = sorted(tp.partition for tp in held)
+        topics = sorted({tp.topic for tp in held})
+        if (cur, topics) != last:
+            print(json.dumps({"assignment": cur, "topics": topics}), flush=True)
+            last = (cur, topics)
     c.close()
     print("closed", flush=True)
 

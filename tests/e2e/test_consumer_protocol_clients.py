@@ -31,6 +31,7 @@ class Member:
                                       group], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
         self.history: list[set[int]] = []
+        self.topics: set[str] = set()
         self.committed: dict[int, int] = {}
         self.closed = False
         threading.Thread(target=self._read, daemon=True).start()
@@ -45,6 +46,7 @@ class Member:
                 event = json.loads(line)
                 if "assignment" in event:
                     self.history.append(set(event["assignment"]))
+                    self.topics = set(event["topics"])
                 else:
                     partition, offset = event["committed"]
                     self.committed[partition] = offset
@@ -141,5 +143,18 @@ def test_commits_and_committed_offsets(broker):
         assert [sorted(tp.partition for tp in x.assignment.topic_partitions) for x in described.members] == [[0, 1]]
         listed = admin.list_consumer_groups().result(10).valid
         assert [(g.group_id, g.type.name) for g in listed] == [("cg", "CONSUMER")]
+    finally:
+        m.close()
+
+
+def test_regex_subscription_follows_new_topics(broker):
+    """librdkafka 2.16 sends "^r.*" as SubscribedTopicRegex; the broker resolves it, new topics included."""
+    create_topic(broker.port, "r1", 1)
+    create_topic(broker.port, "other", 1)
+    m = Member(broker.bootstrap, "^r.*", "rg")
+    try:
+        wait_until(lambda: m.topics == {"r1"}, 60, what="r1 assigned through the regex")
+        create_topic(broker.port, "r2", 1)
+        wait_until(lambda: m.topics == {"r1", "r2"}, 60, what="r2 picked up once created")
     finally:
         m.close()
