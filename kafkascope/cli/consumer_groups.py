@@ -6,7 +6,13 @@ import argparse
 import sys
 from datetime import datetime
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import OffsetSpec
 
 from kafkascope.cli import common as client
@@ -23,6 +29,9 @@ STATE_NAMES = {
     ConsumerGroupState.DEAD: "Dead",
     ConsumerGroupState.UNKNOWN: "Unknown",
 }
+# KIP-848 group types as kafka-consumer-groups.sh --type prints them.
+TYPE_NAMES = {ConsumerGroupType.CONSUMER: "Consumer", ConsumerGroupType.CLASSIC: "Classic",
+              ConsumerGroupType.UNKNOWN: "Unknown"}
 MISSING = "-"
 
 
@@ -33,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     for action in ACTIONS:
         actions.add_argument(f"--{action.replace('_', '-')}", action="store_true")
     p.add_argument("--group")
+    # Kafka's --state / --type: with --list, show (and, given values, filter by) the state / the group type
+    # (classic or consumer, KIP-848); with --describe, --state prints the group's state line.
+    p.add_argument("--state", nargs="*", metavar="STATE")
+    p.add_argument("--type", nargs="*", metavar="TYPE")
     topics = p.add_mutually_exclusive_group()
     topics.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]")
     topics.add_argument("--all-topics", action="store_true")
@@ -65,8 +78,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(admin, args: argparse.Namespace) -> None:
     listing = client.result(admin.list_consumer_groups(request_timeout=client.TIMEOUT_S))
-    for group in sorted(g.group_id for g in listing.valid):
-        print(group)
+    groups = sorted(listing.valid, key=lambda g: g.group_id)
+    if args.state is None and args.type is None:
+        for g in groups:
+            print(g.group_id)
+        return
+    states = {s.lower() for s in args.state or ()}
+    types = {t.lower() for t in args.type or ()}
+    unknown = types - {"classic", "consumer"}
+    if unknown:
+        raise UsageError(f"unknown group type {sorted(unknown)[0]!r}: the types are classic and consumer")
+    rows = []
+    for g in groups:
+        state, kind = STATE_NAMES.get(g.state, "Unknown"), TYPE_NAMES.get(g.type, "Unknown")
+        if (states and state.lower() not in states) or (types and kind.lower() not in types):
+            continue
+        rows.append([g.group_id] + ([kind] if args.type is not None else []) + ([state] if args.state is not None
+                                                                                else []))
+    _print_table(["GROUP"] + (["TYPE"] if args.type is not None else []) + (["STATE"] if args.state is not None
+                                                                            else []), rows)
 
 
 def _group(admin, group: str):
@@ -89,6 +119,14 @@ def _list_offsets(admin, specs: dict[TopicPartition, OffsetSpec]) -> dict[TopicP
 
 def _describe(admin, args: argparse.Namespace) -> None:
     desc = _group(admin, args.group)
+    if args.state is not None:
+        if desc.state in (ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN) and not desc.members:
+            raise CliError(f"Consumer group '{args.group}' does not exist.")
+        coordinator = f"{desc.coordinator.host}:{desc.coordinator.port} ({desc.coordinator.id})"
+        _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "TYPE", "#MEMBERS"],
+                     [[args.group, coordinator, desc.partition_assignor or "", STATE_NAMES.get(desc.state, "Unknown"),
+                       TYPE_NAMES.get(desc.type, "Unknown"), len(desc.members)]])
+        return
     committed = _committed(admin, args.group)
     if desc.state in (ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN) and not committed:
         raise CliError(f"Consumer group '{args.group}' does not exist.")
