@@ -23,6 +23,7 @@ from tests.interop.test_kafka_tools import CONSOLE_CONSUMER, CONSOLE_PRODUCER, T
 from tests.scenarios.clients import PY_CLIENTS, RECORDS, consume, new_group, produce
 from tests.scenarios.security import (
     SecuredCluster,
+    alter_scram_error,
     client_conf,
     confluent_conf,
     kcat_config,
@@ -143,6 +144,21 @@ def test_wrong_password_in_client_properties_reaches_librdkafka(secured, tmp_pat
     wait_for(lambda: admin.poll(0.2) is not None and any(e.code() == KafkaError._AUTHENTICATION for e in seen), 10,
              what="an _AUTHENTICATION error")
     assert any(SCRAM_FAILED.format("SCRAM-SHA-512") in e.str() for e in seen), [e.str() for e in seen]
+
+
+def test_alter_user_scram_credentials_away_from_the_controller(secured):
+    """A difference, on purpose kept visible: where a broker that is not the controller takes a SCRAM change."""
+    admin = _admin(secured)
+    controller = admin.describe_cluster().result(10).controller.id
+    other = next(b for b in secured.cluster.brokers if b.broker_id != controller)
+    code = alter_scram_error(other.port, secured.kit.client_security(), f"u{uuid.uuid4().hex[:8]}", PASSWORD)
+    if secured.name == "apache-kafka":
+        # Kafka 3.9 in ZooKeeper mode handles it only on the active controller (KafkaApis answers NOT_CONTROLLER);
+        # its AdminClient and librdkafka send it there, so `kafkascope configs` and the kit work on both.
+        assert code == 41
+    else:
+        # ours write /config/users/<user> in ZooKeeper from whichever broker gets the request (docs/listeners.md)
+        assert code == 0
 
 
 # ---- a user without ACLs, then with them -----------------------------------------------------------------

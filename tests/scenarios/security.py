@@ -16,7 +16,7 @@ from pathlib import Path
 
 from broker.replication.client import BrokerConnection
 from broker.security import plain
-from broker.security.scram import SCRAM_MECHANISMS
+from broker.security.scram import SCRAM_MECHANISMS, salted_password
 from broker.security.scram_sasl import ScramSaslClient
 from common import client_properties
 from kafkascope.cli import main as kafkascope
@@ -24,7 +24,7 @@ from kafkascope.local.cluster import Cluster, wait_for
 from kafkascope.local.launcher import brokers_seen_by
 from kafkascope.local.security import SecurityKit
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SASL_HANDSHAKE, SASL_AUTHENTICATE, ALTER_USER_SCRAM_CREDENTIALS = 17, 36, 51
 
 
 @dataclass
@@ -131,3 +131,22 @@ async def _sasl_failure(port: int, ca: Path, mechanism: str, user: str, password
         return 0, None
     finally:
         conn.close()
+
+
+def alter_scram_error(port: int, login, user: str, password: str) -> int:
+    """The error code one broker answers to an AlterUserScramCredentials upsertion (SCRAM-SHA-512) sent to it."""
+    mech = SCRAM_MECHANISMS["SCRAM-SHA-512"]
+    salt = b"kafkascope-test-salt"
+    upsertion = {"name": user, "mechanism": mech.type, "iterations": 8192, "salt": salt,
+                 "salted_password": salted_password(mech, password, salt, 8192)}
+
+    async def run() -> int:
+        conn = BrokerConnection("127.0.0.1", port, "kafkascope-test", login)
+        await conn.connect(10)
+        try:
+            resp = await conn.request(ALTER_USER_SCRAM_CREDENTIALS, 0, {"deletions": [], "upsertions": [upsertion]},
+                                      10)
+            return int(resp.results[0].error_code)
+        finally:
+            conn.close()
+    return asyncio.run(run())
