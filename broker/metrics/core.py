@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from broker.event_loop import IdleTimingSelector, idle_timer
 from broker.metrics.clients import UNKNOWN_CLIENT, ConnectionsByClient, client_information, is_deprecated
 from broker.metrics.cluster import ClusterMetrics
+from broker.metrics.groups import GroupCoordinatorMetrics
 from broker.metrics.jvm import jvm_families
 from broker.metrics.replicas import FetcherManagerView, FetcherMetrics, ReplicaGauges, ReplicaView
 from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, count_errors
@@ -92,6 +93,7 @@ class BrokerMetrics:
         self.replica_gauges = ReplicaGauges(reg, broker, reg.clock.monotonic)
         self._fetchers: FetcherManagerView | None = None
         self.fetcher_metrics = FetcherMetrics(reg, self._active_fetchers)
+        self.group_coordinator_metrics = GroupCoordinatorMetrics(reg, broker.group_coordinator)   # KIP-848
         self._conn_created = SampledRate(reg.clock)
         self._conn_closed = SampledRate(reg.clock)
         self._auth: dict[tuple[str, str], SampledRate] = {}  # (listener, successful|failed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from broker.coordinator.consumer.assignors import Assignment, assignor_names
@@ -79,6 +79,9 @@ class ConsumerGroupCoordinator:
     def __init__(self, settings: ConsumerGroupSettings) -> None:
         self.settings = settings
         self.groups: dict[str, ConsumerGroup] = {}
+        # Target assignments computed (Kafka's consumer-group-rebalance sensor); the metrics set the hook.
+        self.rebalances = 0
+        self.on_rebalance: Callable[[], None] | None = None
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -212,6 +215,9 @@ class ConsumerGroupCoordinator:
             group.bump_epoch()
         if group.group_epoch > group.assignment_epoch:
             group.compute_target(topics, self.settings.assignors[0])
+            self.rebalances += 1
+            if self.on_rebalance is not None:
+                self.on_rebalance()
         result = reconcile(updated, group.assignment_epoch, group.target.get(updated.member_id, {}),
                            group.owner_of, req.owned)
         if result.state is MemberState.UNREVOKED_PARTITIONS:
