@@ -477,14 +477,18 @@ class GroupCoordinator:
 
         return self.group_manager.store_offsets(group, offsets)
 
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                      ) -> dict[tuple[str, int], tuple[int, int, str | None]]:
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None, member_id: str | None = None,
+                      member_epoch: int = -1) -> dict[tuple[str, int], tuple[int, int, str | None]]:
         """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "").
 
-        Raises NOT_COORDINATOR for a group this broker does not coordinate."""
+        Raises NOT_COORDINATOR for a group this broker does not coordinate, and for a consumer group the member
+        check of OffsetFetch v9 (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH)."""
         if not self.owns(group_id):
             raise KafkaError(ErrorCode.not_coordinator)
         if (consumer_group := self.consumer.group(group_id)) is not None:
+            error = self.consumer.coordinator.validate_offset_fetch(consumer_group, member_id, member_epoch)
+            if error is not None:
+                raise KafkaError(error)
             return offsets_view(consumer_group.offsets, partitions)
         return self.group_manager.get_offsets(group_id, partitions)
 

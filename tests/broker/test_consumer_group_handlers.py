@@ -165,3 +165,21 @@ def test_metadata_by_topic_id(h):
     found, unknown = resp.topics
     assert (found.error_code, found.name, len(found.partitions)) == (ErrorCode.none, "t", 4)
     assert (unknown.error_code, unknown.name) == (ErrorCode.unknown_topic_id, None)
+
+
+def test_offset_fetch_v9_checks_the_member_epoch(h):
+    c = h.connect()
+    r = beat(c, "A", 0)
+    assert commit(h, "g", r.member_epoch, "A", 9, 7) == ErrorCode.none
+
+    def fetch_v9(member, epoch):
+        resp = h.request(OFFSET_FETCH, 9, {"groups": [{"group_id": "g", "member_id": member, "member_epoch": epoch,
+                                                       "topics": [{"name": "t", "partition_indexes": [0]}]}],
+                                           "require_stable": False})
+        g = resp.groups[0]
+        return g.error_code, (g.topics[0].partitions[0].committed_offset if g.topics else None)
+
+    assert fetch_v9("A", r.member_epoch) == (ErrorCode.none, 7)
+    assert fetch_v9(None, -1) == (ErrorCode.none, 7)                  # an admin read
+    assert fetch_v9("A", r.member_epoch - 1)[0] == ErrorCode.stale_member_epoch
+    assert fetch_v9("B", 1)[0] == ErrorCode.unknown_member_id

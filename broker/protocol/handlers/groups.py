@@ -205,8 +205,9 @@ def _wanted(topics) -> list[tuple[str, int]] | None:
     return [(t.name, p) for t in topics for p in _not_null(t.partition_indexes, "partition_indexes")]
 
 
-def _fetch_group(ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None) -> list[dict]:
-    fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, wanted)
+def _fetch_group(ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None,
+                 member: tuple[str | None, int] = (None, -1)) -> list[dict]:
+    fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, wanted, *member)
     by_topic: dict[str, list[dict]] = {}
     for (topic, partition), (offset, epoch, metadata) in fetched.items():
         by_topic.setdefault(topic, []).append(
@@ -217,12 +218,12 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: list[tuple[str, int
 
 async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
     # require_stable (v7+) needs no wait: this coordinator has no pending transactional offsets.
-    def group_entry(group_id: str, topics) -> dict:
+    def group_entry(group_id: str, topics, member: tuple[str | None, int] = (None, -1)) -> dict:
         wanted = _wanted(topics)   # outside the try: an invalid request is not a per-group error
         if denied := authz.resource_errors(ctx, 9, authz.GROUP, [group_id]).get(group_id):
             return {"group_id": group_id, "topics": [], "error_code": denied}
         try:
-            fetched = _fetch_group(ctx, group_id, wanted)
+            fetched = _fetch_group(ctx, group_id, wanted, member)
             return {"group_id": group_id, "topics": authz.offset_fetch_topics(ctx, fetched, wanted is None),
                     "error_code": ErrorCode.none}
         except KafkaError as e:
@@ -230,7 +231,10 @@ async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
 
     if ctx.api_version >= 8:
         groups = _not_null(req.groups, "groups")
-        return {"throttle_time": 0, "groups": [group_entry(g.group_id, g.topics) for g in groups]}
+        # v9: a consumer-protocol member names itself and its epoch (KIP-848).
+        return {"throttle_time": 0, "groups": [
+            group_entry(g.group_id, g.topics, (getattr(g, "member_id", None), getattr(g, "member_epoch", -1)))
+            for g in groups]}
     topics = req.topics if ctx.api_version >= 2 else _not_null(req.topics, "topics")  # nullable from v2
     return {"throttle_time": 0, **group_entry(req.group_id, topics)}
 
