@@ -31,15 +31,15 @@ from broker.log.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from broker.log.recovery import CLEANER_TMP_DIR, SWAP_SUFFIX, finish_interrupted_swap, segment_bases
 from broker.log.segment import LOG_SUFFIX, FileRegion, LogSegment, segment_name
+from broker.log.txn_index import AbortedTxn, CompletedTxn, control_type, marker_batch
 from common.clock import Clock
 
 log = logging.getLogger(__name__)
 
 LOG_START_OFFSET_FILE = "log-start-offset"
 CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
-CLEANER_TMP_DIR = "cleaner-tmp"
-SWAP_SUFFIX = ".swap"
 DELETE_DIR_SUFFIX = "-delete"
 # Offsets inside a segment are stored relative to its base as int32.
 _MAX_RELATIVE_OFFSET = 0x7FFFFFFF
@@ -92,9 +92,9 @@ class PartitionLog:
             directory.mkdir(parents=True, exist_ok=True)
             names = os.listdir(directory)
             if CLEANER_TMP_DIR in names or any(n.endswith(SWAP_SUFFIX) for n in names):
-                self._finish_interrupted_swap()
+                finish_interrupted_swap(directory)
                 names = os.listdir(directory)
-            bases = self._segment_bases(names)
+            bases = segment_bases(directory, names)
             # Only the active segment is checked now: the others were fsynced when they rolled, and are read (and
             # recovered if need be) on first use, as Kafka opens their indexes lazily.
             self.segments: list[LogSegment] = [
@@ -116,44 +116,16 @@ class PartitionLog:
             self.leader_epochs = LeaderEpochCache(directory)
             self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
             self.producer_state = ProducerStateManager(directory)
+            # Completed transactions whose marker is not below the high watermark yet: still unstable, as the
+            # marker may be lost to a leader change (Kafka's unreplicatedTxns).
+            self._unreplicated: list[CompletedTxn] = []
+            # A kill -9 may have cut the active segment short after its abort was indexed; replay re-adds it.
+            self.active_segment.txn_index.truncate_to(self.log_end_offset)
             self._snapshot_offset = self._load_producer_state()
             for seg in self.segments:
                 seg.release_file()  # a partition holds no descriptor until it is read or written
 
     # ---------------------------------------------------------------- recovery
-
-    def _segment_bases(self, names: list[str]) -> list[int]:
-        stems = {n[: -len(LOG_SUFFIX)] for n in names if n.endswith(LOG_SUFFIX)}
-        bases = []
-        for n in names:
-            stem, _, suffix = n.partition(".")
-            if not stem.isdigit():
-                continue
-            if suffix == "log":
-                bases.append(int(stem))
-            elif suffix in ("index", "timeindex") and stem not in stems:
-                (self.directory / n).unlink()  # an index whose segment is gone
-        return sorted(bases)
-
-    def _finish_interrupted_swap(self) -> None:
-        """Complete or discard a cleaner swap cut short by a crash (see cleaner.py for the protocol)."""
-        shutil.rmtree(self.directory / CLEANER_TMP_DIR, ignore_errors=True)
-        for swap in sorted(self.directory.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
-            base = int(swap.name.split(".")[0])
-            data = swap.read_bytes()
-            last = [h for _, h in iter_batches(data)]
-            end = last[-1].next_offset if last else base
-            # The swapped-in segment replaces every old segment whose base offset it covers.
-            for p in self.directory.glob("*" + LOG_SUFFIX):
-                if p.stem.isdigit() and base <= int(p.stem) < end:
-                    for suffix in (LOG_SUFFIX, ".index", ".timeindex"):
-                        p.with_suffix(suffix).unlink(missing_ok=True)
-            for suffix in (".index", ".timeindex", LOG_SUFFIX):
-                src = self.directory / (segment_name(base) + suffix + SWAP_SUFFIX)
-                if src.exists():
-                    os.replace(src, self.directory / (segment_name(base) + suffix))
-        for orphan in self.directory.glob("*" + SWAP_SUFFIX):
-            orphan.unlink()
 
     def _load_producer_state(self) -> int:
         """Newest snapshot, then replay the batch headers after it. Returns the snapshot's offset (-1: none)."""
@@ -165,11 +137,69 @@ class PartitionLog:
             found = seg.find(start)
             if found is None:
                 continue
-            for _, h in seg.batches(found[0], _REPLAY_CHUNK):
+            for pos, h in seg.batches(found[0], _REPLAY_CHUNK):
                 if h.producer_id >= 0 and h.last_offset >= start:
-                    self.producer_state.update(h)
+                    self._track(seg, seg.read_batch(pos, h) if h.is_control else b"", h)
         self.producer_state.evict_below(self.log_start_offset)
+        self._unreplicated = []
         return -1 if snapshot is None else snapshot
+
+    def _track(self, seg: LogSegment, batch: bytes | memoryview, h: BatchHeader) -> None:
+        """Producer state for a batch appended to `seg` (`batch`: its bytes, needed for a control batch); a
+        marker completes its producer's transaction, and an abort is indexed in `seg`'s `.txnindex`."""
+        kind = -1
+        if h.is_control and h.producer_id >= 0:
+            try:
+                kind = control_type(batch)
+            except ValueError as e:
+                log.warning("%s-%d: unreadable control batch at %d: %s", self.topic, self.partition,
+                            h.base_offset, e)
+        done = self.producer_state.update(h, kind)
+        if done is None:
+            return
+        if done.last_offset >= self.high_watermark:
+            self._unreplicated.append(done)
+        if done.aborted:
+            seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                            self.producer_state.last_stable_after(done)))
+
+    # ---------------------------------------------------------------- transactions
+
+    @property
+    def last_stable_offset(self) -> int:
+        """LSO: the first offset of the earliest open (or not yet replicated) transaction, else the high
+        watermark (Kafka's UnifiedLog.lastStableOffset)."""
+        with self.lock:
+            hw = self.high_watermark
+            self._unreplicated = [t for t in self._unreplicated if t.last_offset >= hw]
+            first = self.producer_state.first_unstable_offset()
+            for t in self._unreplicated:
+                first = t.first_offset if first is None else min(first, t.first_offset)
+            return hw if first is None else min(first, hw)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed Fetch (Kafka's
+        UnifiedLog.collectAbortedTransactions)."""
+        out: list[AbortedTxn] = []
+        with self.lock:
+            for seg in self.segments[max(0, bisect_right(self._bases, fetch_offset) - 1):]:
+                if seg.txn_index.collect(fetch_offset, upper_bound, out):
+                    break
+        return out
+
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                      leader_epoch: int) -> int:
+        """Write a COMMIT or ABORT marker as leader (WriteTxnMarkers; Kafka appends it with
+        AppendOrigin.COORDINATOR). Returns its offset. INVALID_PRODUCER_EPOCH if the producer has moved to a
+        newer epoch than the marker's."""
+        with self.lock:
+            entry = self.producer_state.producers.get(producer_id)
+            if entry is not None and producer_epoch < entry.epoch:
+                raise KafkaError(ErrorCode.invalid_producer_epoch,
+                                 f"marker epoch {producer_epoch} is older than the producer's {entry.epoch}")
+            buf = bytearray(marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
+                                         self.clock.now_ms()))
+            return self._append_assigned(buf, read_header(buf), leader_epoch)[0]
 
     # ---------------------------------------------------------------- properties
 
@@ -260,24 +290,30 @@ class PartitionLog:
             if dup is not None:
                 return AppendResult(dup.first_offset, dup.last_offset, -1, self.log_start_offset,
                                     h.record_count, duplicate=True, converted=converted)
-            now = self.clock.now_ms()
-            self._maybe_roll(h.size, h.last_offset_delta, now)
-            h.base_offset = self.log_end_offset
-            h.partition_leader_epoch = leader_epoch
-            set_base_offset(buf, 0, h.base_offset)
-            set_partition_leader_epoch(buf, 0, leader_epoch)
-            append_time = -1
-            if self.config.log_append_time:
-                set_log_append_time(buf, 0, h, now)
-                append_time = now
-            self.leader_epochs.assign(leader_epoch, h.base_offset)
-            self.active_segment.append(memoryview(buf)[: h.size], [(0, h)], now)
-            self.log_end_offset = h.last_offset + 1
-            if self.auto_high_watermark:
-                self.high_watermark = self.log_end_offset
-            self.producer_state.update(h)
-            return AppendResult(h.base_offset, h.last_offset, append_time, self.log_start_offset, h.record_count,
+            base, append_time = self._append_assigned(buf, h, leader_epoch)
+            return AppendResult(base, h.last_offset, append_time, self.log_start_offset, h.record_count,
                                 converted=converted)
+
+    def _append_assigned(self, buf: bytearray, h: BatchHeader, leader_epoch: int) -> tuple[int, int]:
+        """Give a validated batch its offsets and leader epoch and append it (lock held). Returns (base offset,
+        LogAppendTime or -1)."""
+        now = self.clock.now_ms()
+        self._maybe_roll(h.size, h.last_offset_delta, now)
+        h.base_offset = self.log_end_offset
+        h.partition_leader_epoch = leader_epoch
+        set_base_offset(buf, 0, h.base_offset)
+        set_partition_leader_epoch(buf, 0, leader_epoch)
+        append_time = -1
+        if self.config.log_append_time:
+            set_log_append_time(buf, 0, h, now)
+            append_time = now
+        self.leader_epochs.assign(leader_epoch, h.base_offset)
+        self.active_segment.append(memoryview(buf)[: h.size], [(0, h)], now)
+        self.log_end_offset = h.last_offset + 1
+        if self.auto_high_watermark:
+            self.high_watermark = self.log_end_offset
+        self._track(self.active_segment, memoryview(buf)[: h.size], h)
+        return h.base_offset, append_time
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> None:
         """Append batches that already carry offsets (replication). Batches below the log end offset are
@@ -299,7 +335,7 @@ class PartitionLog:
                 self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset)
                 self.active_segment.append(memoryview(data)[pos: pos + h.size], [(0, h)], now)
                 self.log_end_offset = h.next_offset
-                self.producer_state.update(h)
+                self._track(self.active_segment, memoryview(data)[pos: pos + h.size], h)
 
     def _maybe_roll(self, size: int, last_offset_delta: int, now: int) -> None:
         seg = self.active_segment

@@ -1,7 +1,9 @@
 """Idempotent producer state of one partition (Kafka's ProducerStateManager, KIP-98).
 
 Per producer id: the current epoch and the last 5 appended batches (first/last sequence, first/last offset),
-enough to answer any retry a producer with max.in.flight <= 5 can send. Snapshots are
+enough to answer any retry a producer with max.in.flight <= 5 can send, and the first offset of its ongoing
+transaction (currentTxnFirstOffset), from which the partition's first unstable offset and so its Last Stable
+Offset follow; a marker ends the transaction (`CompletedTxn`). Snapshots are
 `<20-digit offset>.snapshot` JSON files holding the state as of that offset; on recovery the log replays batch
 headers from the newest usable snapshot (headers carry producerId, producerEpoch and baseSequence).
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import BatchHeader
+from broker.log.txn_index import ABORT, COMMIT, CompletedTxn
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,7 @@ class ProducerEntry:
     epoch: int
     batches: list[BatchMetadata] = field(default_factory=list)
     last_timestamp: int = -1
+    current_txn_first_offset: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -60,6 +64,23 @@ class ProducerStateManager:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
 
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest ongoing transaction (None: none is open)."""
+        return min((e.current_txn_first_offset for e in self.producers.values()
+                    if e.current_txn_first_offset >= 0), default=None)
+
+    def ongoing(self) -> dict[int, int]:
+        """producerId -> first offset of its open transaction."""
+        return {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                if e.current_txn_first_offset >= 0}
+
+    def last_stable_after(self, txn: CompletedTxn) -> int:
+        """The LSO once `txn` is complete: the first offset of another still open transaction, else the offset
+        after its marker (Kafka's ProducerStateManager.lastStableOffset)."""
+        others = [e.current_txn_first_offset for e in self.producers.values()
+                  if e.producer_id != txn.producer_id and e.current_txn_first_offset >= 0]
+        return min(others) if others else txn.last_offset + 1
+
     def check(self, h: BatchHeader) -> BatchMetadata | None:
         """Validate a leader append. Returns the cached batch if `h` duplicates one (do not append it).
 
@@ -74,6 +95,11 @@ class ProducerStateManager:
         if h.producer_epoch < entry.epoch:
             raise KafkaError(ErrorCode.invalid_producer_epoch,
                              f"epoch {h.producer_epoch} is older than the current epoch {entry.epoch}")
+        if not h.is_transactional and entry.current_txn_first_offset >= 0 and h.producer_epoch == entry.epoch:
+            # ProducerAppendInfo: a plain batch while the producer's transaction is open.
+            raise KafkaError(ErrorCode.invalid_txn_state,
+                             f"non-transactional batch while transaction from {entry.current_txn_first_offset} "
+                             "is open")
         if h.producer_epoch > entry.epoch:
             if h.base_sequence != 0:
                 raise KafkaError(ErrorCode.out_of_order_sequence_number,
@@ -88,23 +114,38 @@ class ProducerStateManager:
                              f"expected sequence {entry.last_seq + 1}, got {h.base_sequence}")
         return None
 
-    def update(self, h: BatchHeader) -> None:
-        """Record an appended batch (leader, follower or recovery replay). `h` carries its assigned offsets."""
+    def update(self, h: BatchHeader, control_type: int = -1) -> CompletedTxn | None:
+        """Record an appended batch (leader, follower or recovery replay). `h` carries its assigned offsets;
+        `control_type` is a control batch's ControlRecordType. Returns the transaction a marker completed."""
         if h.producer_id < 0:
-            return
+            return None
         entry = self.producers.get(h.producer_id)
         if entry is None or h.producer_epoch != entry.epoch:
+            # A new epoch keeps an open transaction: the coordinator aborts it with a marker of the new epoch.
+            first = entry.current_txn_first_offset if entry is not None else -1
             entry = self.producers[h.producer_id] = ProducerEntry(h.producer_id, h.producer_epoch)
+            entry.current_txn_first_offset = first
         entry.last_timestamp = h.max_timestamp
-        # Control batches (transaction markers) carry no sequence; they only bump the epoch.
-        if h.is_control or h.base_sequence < 0:
-            return
+        if h.is_control:
+            # Markers carry no sequence; they end the producer's transaction, if one is open here.
+            if control_type not in (ABORT, COMMIT) or entry.current_txn_first_offset < 0:
+                return None
+            done = CompletedTxn(h.producer_id, entry.current_txn_first_offset, h.base_offset,
+                                control_type == ABORT)
+            entry.current_txn_first_offset = -1
+            return done
+        if h.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = h.base_offset
+        if h.base_sequence < 0:
+            return None
         entry.batches.append(BatchMetadata(h.base_sequence, h.last_sequence, h.base_offset, h.last_offset))
         del entry.batches[:-MAX_CACHED_BATCHES]
+        return None
 
     def evict_below(self, log_start_offset: int) -> None:
         """Forget producers whose last batch is gone (retention, DeleteRecords): they may restart anywhere."""
-        for pid in [p for p, e in self.producers.items() if e.last_offset < log_start_offset]:
+        for pid in [p for p, e in self.producers.items()
+                    if e.last_offset < log_start_offset and e.current_txn_first_offset < 0]:
             del self.producers[pid]
 
     # ---------------------------------------------------------------- snapshots
@@ -125,11 +166,12 @@ class ProducerStateManager:
     def take_snapshot(self, offset: int) -> None:
         """Write the state as of `offset` (the log end offset) atomically; keep the newest few."""
         doc = {
-            "version": 1,
+            "version": 2,
             "offset": offset,
             "producers": [
                 [e.producer_id, e.epoch, e.last_timestamp,
-                 [[b.first_seq, b.last_seq, b.first_offset, b.last_offset] for b in e.batches]]
+                 [[b.first_seq, b.last_seq, b.first_offset, b.last_offset] for b in e.batches],
+                 e.current_txn_first_offset]
                 for e in self.producers.values()
             ],
         }
@@ -156,8 +198,10 @@ class ProducerStateManager:
             try:
                 doc = json.loads(path.read_text())
                 producers = {}
-                for pid, epoch, ts, batches in doc["producers"]:
-                    producers[pid] = ProducerEntry(pid, epoch, [BatchMetadata(*b) for b in batches], ts)
+                for pid, epoch, ts, batches, *txn in doc["producers"]:
+                    # Version 1 (before transactions) has no currentTxnFirstOffset.
+                    producers[pid] = ProducerEntry(pid, epoch, [BatchMetadata(*b) for b in batches], ts,
+                                                   txn[0] if txn else -1)
             except (OSError, ValueError, KeyError, TypeError) as e:
                 log.warning("ignoring unreadable producer snapshot %s: %s", path, e)
                 path.unlink(missing_ok=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from broker.log.index import OffsetIndex, TimeIndex
 from broker.log.records import HEADER_SIZE, BatchHeader, crc_ok, decode_records, header_is_sane, read_header
+from broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,8 @@ class LogSegment:
         self._closed = False
         self._offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset)
         self._time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset)
+        # Aborted transactions whose markers are here; read on first use like the other indexes.
+        self.txn_index = TransactionIndex(stem.with_suffix(TXN_INDEX_SUFFIX))
         self.size = 0
         self._next_offset = base_offset
         self._max_timestamp = -1
@@ -242,6 +245,7 @@ class LogSegment:
         os.close(os.open(seg.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         seg._offset_index.reset()
         seg._time_index.reset()
+        seg.txn_index.reset()
         return seg
 
     @classmethod
@@ -286,6 +290,7 @@ class LogSegment:
         self._truncate_log(pos)
         self._offset_index.truncate_to_position(pos)
         self._time_index.truncate_to_offset(found[1].base_offset)
+        self.txn_index.truncate_to(found[1].base_offset)
         self._max_timestamp = self._offset_of_max_timestamp = -1
         self._recover()
 
@@ -452,6 +457,7 @@ class LogSegment:
             os.fsync(self._fd)
         self._offset_index.fsync()
         self._time_index.fsync()
+        self.txn_index.fsync()
 
     def close(self) -> None:
         with _open_lock:
@@ -464,5 +470,5 @@ class LogSegment:
     def delete_files(self) -> None:
         """Close and remove the segment's files."""
         self.close()
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             self.log_path.with_suffix(suffix).unlink(missing_ok=True)

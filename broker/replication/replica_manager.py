@@ -219,11 +219,25 @@ class ReplicaManager:
         hw_before = part.log.high_watermark
         result = part.log.append_as_leader(records, part.state.leader_epoch)
         if not result.duplicate:
-            self.purgatory.notify(leo_key(topic, partition))
-            if part.log.high_watermark != hw_before:  # unreplicated: the log moved its HW with the append
-                self.purgatory.notify(hw_key(topic, partition))
-            self._maybe_advance_hw(part)
+            self._appended(part, hw_before)
         return part, result
+
+    def append_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                      coordinator_epoch: int, commit: bool) -> tuple[Partition, int]:
+        """WriteTxnMarkers: a COMMIT or ABORT marker appended as leader (Kafka appends it with
+        AppendOrigin.COORDINATOR and acks=all). Returns the partition and the marker's offset."""
+        part = self.leader_partition(topic, partition)
+        hw_before = part.log.high_watermark
+        offset = part.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit,
+                                        part.state.leader_epoch)
+        self._appended(part, hw_before)
+        return part, offset
+
+    def _appended(self, part: Partition, hw_before: int) -> None:
+        self.purgatory.notify(leo_key(part.topic, part.index))
+        if part.log.high_watermark != hw_before:  # unreplicated: the log moved its HW with the append
+            self.purgatory.notify(hw_key(part.topic, part.index))
+        self._maybe_advance_hw(part)
 
     def replication_outcome(self, part: Partition, last_offset: int, leadership: int) -> ErrorCode | None:
         """acks=all: the produce's outcome once decided (Kafka's DelayedProduce.tryComplete), None while the high

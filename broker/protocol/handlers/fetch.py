@@ -26,12 +26,22 @@ def _new_context(ctx: RequestContext, req, follower: bool, now_ms: int) -> Fetch
                                                 now_ms)
 
 
+def _aborted(plog, fetch_offset: int, lso: int) -> list[dict]:
+    """A read_committed answer's aborted transactions from the fetch offset to the LSO. Kafka bounds them by the
+    offset after the last batch read; entries past what was read are ignored by consumers (they drop a
+    producer's batches only from an aborted transaction's first offset on, until its marker), so the region
+    need not be parsed for its last offset."""
+    return [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+            for a in plog.aborted_transactions(fetch_offset, lso)]
+
+
 def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int, max_bytes: int,
-                     denied: Mapping[str, ErrorCode]) -> tuple[list[dict], list, int]:
+                     denied: Mapping[str, ErrorCode], committed: bool) -> tuple[list[dict], list, int]:
     """One pass over the context's partitions: (response topics, the data each entry was read with, bytes).
 
-    Consumers read up to the high watermark; a follower (replica_id >= 0) reads up to the log end offset,
-    and its fetch offset tells the leader how far it has replicated."""
+    Consumers read up to the high watermark, or the Last Stable Offset with `committed` (isolation_level 1,
+    KIP-98), which also lists the aborted transactions read; a follower (replica_id >= 0) reads up to the log
+    end offset, and its fetch offset tells the leader how far it has replicated."""
     replicas = ctx.broker.replicas
     gathered = 0
     topics = []
@@ -49,17 +59,21 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
                 if follower_id >= 0:
                     replicas.on_follower_fetch(part, follower_id, p.fetch_offset)
                 hw = plog.high_watermark
-                entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
+                lso = plog.last_stable_offset
+                entry.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=plog.log_start_offset)
+                bound = lso if committed else hw
                 # A caught-up consumer has nothing to read (read_region would answer None, after taking the lock).
-                caught_up = follower_id < 0 and p.fetch_offset == hw and plog.log_start_offset <= hw
+                caught_up = follower_id < 0 and p.fetch_offset == bound and plog.log_start_offset <= bound
                 budget = min(p.partition_max_bytes, max_bytes - gathered)
                 if not caught_up and (budget > 0 or gathered == 0):
                     records = plog.read_region(p.fetch_offset, max(budget, 1),
-                                               max_offset=None if follower_id >= 0 else hw)
+                                               max_offset=None if follower_id >= 0 else bound)
                     # KIP-74: only the first non-empty partition may exceed the budget.
                     if records and (len(records) <= budget or gathered == 0):
                         entry["records"] = records
                         gathered += len(records)
+                        if committed and lso > p.fetch_offset:
+                            entry["aborted_transactions"] = _aborted(plog, p.fetch_offset, lso)
             except KafkaError as e:
                 entry["error_code"] = e.code
             parts.append(entry)
@@ -79,8 +93,9 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
                                    {FOLLOWER if follower else CONSUMER})
     wake_on = leo_key if follower else hw_key
     keys = [wake_on(topic, p.partition) for topic, parts in fetch.topics() for p in parts]
+    committed = not follower and getattr(req, "isolation_level", 0) == 1
     while True:
-        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied)
+        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed)
         remaining = deadline - ctx.broker.clock.monotonic()
         errors = any(p["error_code"] for t in topics for p in t["partitions"])
         if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
@@ -89,7 +104,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
         woken = await ctx.broker.purgatory.wait(keys, remaining)
         ctx.remote_s += perf_counter() - parked
         if not woken:
-            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied)
+            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed)
             break
     if ctx.broker.metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
@@ -119,6 +134,8 @@ def _per_partition(topics, topic_key: str, index_key: str, defaults: dict,
 
 
 async def handle_list_offsets(ctx: RequestContext, req) -> dict:
+    committed = getattr(req, "isolation_level", 0) == 1
+
     def fill(topic: str, p, entry: dict) -> None:
         part = ctx.broker.replicas.leader_partition(topic, p.partition_index, getattr(p, "current_leader_epoch", -1))
         plog = part.log
@@ -127,13 +144,16 @@ async def handle_list_offsets(ctx: RequestContext, req) -> dict:
         if ts == EARLIEST:
             entry["offset"] = plog.log_start_offset
         elif ts == LATEST:
-            # Replicas (replica_id >= 0) see the log end offset; clients see the high watermark.
-            entry["offset"] = plog.log_end_offset if req.replica_id >= 0 else plog.high_watermark
+            # Replicas (replica_id >= 0) see the log end offset; clients see the high watermark, or the Last
+            # Stable Offset when read_committed (isolation_level 1, KIP-98).
+            entry["offset"] = plog.log_end_offset if req.replica_id >= 0 else \
+                plog.last_stable_offset if committed else plog.high_watermark
         elif ts < 0 and ts != MAX_TIMESTAMP:
             raise KafkaError(ErrorCode.invalid_request, f"unsupported timestamp {ts}")
         else:
             found = plog.max_timestamp_offset() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
-            if found:
+            # read_committed finds nothing at or past the LSO (Kafka's fetchOffsetForTimestamp).
+            if found and not (committed and found[0] >= plog.last_stable_offset):
                 entry["offset"], entry["timestamp"] = found
 
     denied = authz.resource_errors(ctx, 2, authz.TOPIC, (t.name for t in req.topics))
