@@ -259,6 +259,16 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
+    # The transaction coordinator (KIP-98): Kafka's TransactionStateManagerConfig / TransactionLogConfig keys.
+    "transaction.state.log.num.partitions": ("transaction_state_log_num_partitions", _int(1)),
+    "transaction.state.log.replication.factor": ("transaction_state_log_replication_factor", _int(1)),
+    "transaction.state.log.min.isr": ("transaction_state_log_min_isr", _int(1)),
+    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int(1)),
+    "transactional.id.expiration.ms": ("transactional_id_expiration_ms", _int(1)),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+        ("transaction_abort_timed_out_transaction_cleanup_interval_ms", _int(1)),
+    "transaction.remove.expired.transaction.cleanup.interval.ms":
+        ("transaction_remove_expired_transaction_cleanup_interval_ms", _int(1)),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
     "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", _int(1)),
     "offsets.commit.timeout.ms": ("offsets_commit_timeout_ms", _int(1)),
@@ -312,8 +322,7 @@ _UNIT_KEYS = {
 # Keys Kafka has that we accept without acting on them (no warning).
 _ACCEPTED_IGNORED = {
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-    "num.recovery.threads.per.data.dir", "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr", "log.flush.interval.ms",
+    "num.recovery.threads.per.data.dir", "log.flush.interval.ms",
 }
 # Listener security keys, read from `static` by broker.network.listeners (and `listener.name.<l>.*` overrides).
 _SECURITY_KEYS = {
@@ -373,6 +382,13 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offsets_commit_timeout_ms: int = 5000
     group_initial_rebalance_delay_ms: int = 3000
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     # KIP-848 consumer groups (Kafka 4's defaults).
