@@ -14,7 +14,7 @@ import subprocess
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkascope.local.cluster import Cluster, wait_for
@@ -138,7 +138,7 @@ def test_wrong_password_in_client_properties_reaches_librdkafka(secured, tmp_pat
     seen: list[KafkaError] = []
     admin = AdminClient({**confluent_conf(props), "bootstrap.servers": secured.bootstrap,
                          "error_cb": seen.append, "log_level": 0})
-    with pytest.raises(Exception):  # noqa: B017 - librdkafka reports a transport failure; the cause is in error_cb
+    with pytest.raises(KafkaException):   # librdkafka reports a transport failure; the cause goes to error_cb
         admin.list_topics(timeout=5)
     # error_cb runs when the client is polled
     wait_for(lambda: admin.poll(0.2) is not None and any(e.code() == KafkaError._AUTHENTICATION for e in seen), 10,
