@@ -430,7 +430,8 @@ def kraft() -> Board:
     d.panel("Fenced and active brokers", [(f"max({M.fenced_brokers})", "fenced"),
                                           (f"max({M.active_brokers})", "active")])
     d.row("Group coordinator")
-    d.panel("Groups by protocol", [(f"sum by (protocol) ({M.groups_by_protocol})", "{{protocol}}")])
+    d.panel("Groups by protocol", [(f"sum by (protocol) ({M.groups_by_protocol})", "{{protocol}}")],
+            description="Kafka recounts the groups every 60 s (KAFKA-18655): a new group shows up to a minute late.")
     d.panel("Consumer-protocol groups by state",
             [(f"sum by (state) ({M.consumer_groups_by_state})", "{{state}}")])
     d.panel("Rebalances per second", [(f"sum({M.consumer_rebalance_rate})", "consumer protocol"),

@@ -164,10 +164,11 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 class Prometheus:
     """A real Prometheus on a free 127.0.0.1 port with one scrape job and the given rule groups."""
 
-    def __init__(self, directory: Path, job: dict, rules: dict) -> None:
+    def __init__(self, directory: Path, job: dict, rules: dict, scrape_s: int = SCRAPE_S) -> None:
         self.dir = directory
         self.job = job
         self.rules = rules
+        self.scrape_s = scrape_s
         self.port = proc.free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.popen = None
@@ -176,8 +177,8 @@ class Prometheus:
     def start(self) -> Prometheus:
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "rules.yml").write_text(yaml.safe_dump(self.rules, sort_keys=False))
-        cfg = {"global": {"scrape_interval": f"{SCRAPE_S}s", "scrape_timeout": f"{SCRAPE_S}s",
-                          "evaluation_interval": f"{SCRAPE_S}s"},
+        s = self.scrape_s
+        cfg = {"global": {"scrape_interval": f"{s}s", "scrape_timeout": f"{s}s", "evaluation_interval": f"{s}s"},
                "rule_files": [str(self.dir / "rules.yml")], "scrape_configs": [self.job]}
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(cfg, sort_keys=False))
         self.popen = proc.spawn([shutil.which("prometheus"), f"--config.file={self.dir / 'prometheus.yml'}",
