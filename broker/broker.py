@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -140,7 +141,7 @@ class Broker:
                                               ReplicaManager.on_follower_progress)
         configure_inter_broker(config, self.fetchers)  # inter.broker.listener.name: its endpoints, TLS and SASL
         self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory, self.fetchers)
-        self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self))
+        self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self), self._topic_table)
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
@@ -162,6 +163,10 @@ class Broker:
     @property
     def clustered(self) -> bool:
         return self.metadata.clustered
+
+    def _topic_table(self) -> dict[str, tuple[uuid.UUID, int]]:
+        """Every topic's (id, partition count), for the consumer-protocol group records (KIP-848)."""
+        return {name: (info.topic_id, info.partitions) for name, info in self.metadata.topics().items()}
 
     def _endpoint(self, node_id: int) -> tuple[str, int] | None:
         """A live broker's (host, port), for the replica fetchers."""

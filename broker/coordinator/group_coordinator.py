@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from broker.config import BrokerConfig
 from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
-from broker.coordinator.consumer.service import ConsumerGroupService
+from broker.coordinator.consumer.service import ConsumerGroupService, TopicTable
 from broker.coordinator.group_admin import GroupAdmin, GroupDescription, MemberDescription
 from broker.coordinator.group_metadata_manager import (
     GroupMetadataManager,
@@ -50,11 +50,14 @@ class GroupCoordinator:
     NOT_COORDINATOR, so clients look the coordinator up again.
     """
 
-    def __init__(self, config: BrokerConfig, clock: Clock, offsets_log: OffsetsLog) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock, offsets_log: OffsetsLog,
+                 topics: TopicTable | None = None) -> None:
+        """`topics` gives every topic's (id, partition count): consumer-protocol group records name topics by id;
+        without it those groups are not persisted."""
         self._config = config
         self._clock = clock
         self.group_manager = GroupMetadataManager(config, clock, offsets_log)
-        self.consumer = ConsumerGroupService(config, clock, self.group_manager)   # KIP-848 groups beside these
+        self.consumer = ConsumerGroupService(config, clock, self.group_manager, offsets_log, topics)   # KIP-848
         self.admin = GroupAdmin(self.group_manager, self.consumer, clock)
         self._pending = PendingAnswers()
         self._next_expire = self._now() + config.offsets_retention_check_interval_ms
@@ -527,6 +530,7 @@ class GroupCoordinator:
         are told NOT_COORDINATOR."""
         self.consumer.unload_partition(partition)   # they come back as empty groups with their offsets
         self._pending.not_coordinator(self.group_manager.load_partition(partition))
+        self.consumer.load_partition(partition)
 
     def unload_partition(self, partition: int) -> None:
         """Leadership of the offsets partition moved away: forget its groups; waiting members are told

@@ -6,7 +6,8 @@ consumer group on its first ConsumerGroupHeartbeat (Kafka's offline upgrade), ke
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
@@ -17,12 +18,16 @@ from broker.coordinator.consumer.coordinator import (
     settings_from,
 )
 from broker.coordinator.consumer.group import ConsumerGroup
-from broker.coordinator.group_metadata_manager import GroupMetadataManager
+from broker.coordinator.consumer.records import METADATA, decode_key, group_records, metadata_hash, restore
+from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog
 from broker.coordinator.group_state import GroupState
 from broker.errors import ErrorCode
 from common.clock import Clock
 
 log = logging.getLogger("broker.coordinator.consumer")
+
+# Every topic by name: (topic id, partition count). The records name topics by id.
+TopicTable = Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
 
 
 @dataclass
@@ -60,9 +65,14 @@ def _sorted(assignment: Mapping[str, frozenset[int]]) -> dict[str, list[int]]:
 class ConsumerGroupService:
     """What the handlers and the GroupCoordinator call for consumer-protocol groups."""
 
-    def __init__(self, config: BrokerConfig, clock: Clock, group_manager: GroupMetadataManager) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock, group_manager: GroupMetadataManager,
+                 offsets_log: OffsetsLog | None = None, topics: TopicTable | None = None) -> None:
+        """Without an offsets log and a topic table (tests of the classic coordinator alone) nothing is persisted."""
         self._clock = clock
         self._manager = group_manager
+        self._log = offsets_log
+        self._topics = topics
+        self._written: dict[str, dict[bytes, bytes]] = {}   # per group: the records the log holds now
         self.coordinator = ConsumerGroupCoordinator(settings_from(
             config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
             config.group_consumer_assignors, config.group_coordinator_rebalance_protocols))
@@ -96,7 +106,9 @@ class ConsumerGroupService:
                                        f"Group {req.group_id} is not a consumer group.", None, -1)
             if req.member_epoch == 0 and self.coordinator.validate(req, api_version) is None:
                 self._convert(req.group_id)
-        return self.coordinator.heartbeat(req, topics, self._now(), api_version)
+        result = self.coordinator.heartbeat(req, topics, self._now(), api_version)
+        self._persist(req.group_id)
+        return result
 
     def _convert(self, group_id: str) -> None:
         """Kafka's offline upgrade: an empty classic group becomes a consumer group with the same offsets."""
@@ -112,6 +124,7 @@ class ConsumerGroupService:
         group = self.coordinator.groups.pop(group_id)
         classic = self._manager.add_group(group_id)
         classic.offsets = group.offsets
+        self._persist(group_id)   # tombstones for every consumer-group record
 
     # ------------------------------------------------------------ describe
 
@@ -142,6 +155,7 @@ class ConsumerGroupService:
     def tick(self) -> None:
         for group_id, member_id in self.coordinator.expire(self._now()):
             log.info("member %s of consumer group %s removed (session or rebalance timeout)", member_id, group_id)
+            self._persist(group_id)
 
     def next_deadline(self) -> int | None:
         return self.coordinator.next_deadline()
@@ -150,3 +164,62 @@ class ConsumerGroupService:
         """Offsets partition moved away: forget its consumer groups (members find the new coordinator)."""
         for group_id in [g for g in self.coordinator.groups if self._manager.partition_for(g) == partition]:
             del self.coordinator.groups[group_id]
+            self._written.pop(group_id, None)
+
+    # ------------------------------------------------------------ __consumer_offsets
+
+    def _persist(self, group_id: str) -> None:
+        """Append what changed in the group's records since the last write (tombstones for what went away)."""
+        if self._log is None or self._topics is None:
+            return
+        group = self.coordinator.groups.get(group_id)
+        ids = {name: topic_id for name, (topic_id, _) in self._topics().items()}
+        now = group_records(group, ids) if group is not None else {}
+        before = self._written.get(group_id, {})
+        records: list[tuple[bytes, bytes | None]] = [(k, v) for k, v in now.items() if before.get(k) != v]
+        records += [(k, None) for k in before if k not in now]
+        if records:
+            self._log.append(self._manager.partition_for(group_id), records)
+        if now:
+            self._written[group_id] = now
+        else:
+            self._written.pop(group_id, None)
+
+    def load_partition(self, partition: int) -> None:
+        """Rebuild the consumer groups of an offsets partition this broker now leads (after the GroupMetadataManager
+        loaded its offsets): members come back with their epochs and assignments and a fresh session, so clients
+        go on heartbeating; offsets move from the classic holder the manager made to the consumer group."""
+        if self._log is None or self._topics is None:
+            return
+        latest: dict[str, dict[tuple[int, str | None], bytes]] = {}
+        for raw_key, raw_value in self._log.read(partition):
+            key = decode_key(raw_key)
+            if key is None:
+                continue
+            kind, group_id, member = key
+            values = latest.setdefault(group_id, {})
+            if raw_value is None:
+                values.pop((kind, member), None)
+            else:
+                values[(kind, member)] = raw_value
+        table = self._topics()
+        names = {topic_id: name for name, (topic_id, _) in table.items()}
+        counts = {name: n for name, (_, n) in table.items()}
+        now = self._now()
+        for group_id, values in latest.items():
+            if (METADATA, None) not in values:
+                continue   # deleted: only tombstones, or members without a group record
+            group, stored_hash = restore(group_id, values, names, self.coordinator.settings.assignors[0])
+            group.assignor = group.preferred_assignor(self.coordinator.settings.assignors[0])
+            current = group.subscription_metadata(counts)
+            # Unchanged topics: no rebalance on load; changed (or unknown) ones: the next heartbeat bumps the epoch.
+            group.subscribed_topics = current if metadata_hash(current) == stored_hash else {}
+            for m in group.members.values():
+                m.session_deadline_ms = now + self.coordinator.settings.session_timeout_ms
+            holder = self._manager.forget(group_id)
+            if holder is not None:
+                group.offsets = holder.offsets
+            self.coordinator.groups[group_id] = group
+            self._written[group_id] = group_records(group, {n: i for n, (i, _) in table.items()})
+            log.info("loaded consumer group %s at epoch %d with %d members", group_id, group.group_epoch,
+                     len(group.members))

@@ -1,0 +1,100 @@
+"""KIP-848 group records in `__consumer_offsets`: what is written as the group changes, that the lag monitor's
+independent decoder of Kafka's schemas reads them, and that a coordinator loading the partition resumes the group
+(members keep their ids, epochs and partitions)."""
+
+import base64
+import uuid
+
+from broker.config import BrokerConfig
+from broker.coordinator.consumer.coordinator import HeartbeatRequest
+from broker.coordinator.consumer.records import decode_key
+from broker.coordinator.group_coordinator import GroupCoordinator
+from broker.errors import ErrorCode
+from common.clock import ManualClock
+from lagmonitor import decode as lag
+from tests.broker.test_group_coordinator import MemoryOffsetsLog
+
+TOPICS = {"t": (uuid.uuid4(), 4)}
+COUNTS = {name: n for name, (_, n) in TOPICS.items()}
+
+
+def make(log=None, clock=None):
+    config = BrokerConfig(offsets_topic_num_partitions=1)
+    coordinator = GroupCoordinator(config, clock or ManualClock(), log or MemoryOffsetsLog(), lambda: TOPICS)
+    coordinator.load()
+    return coordinator, coordinator.consumer.coordinator.settings
+
+
+def beat(coordinator, member, epoch, owned=None):
+    req = HeartbeatRequest("g", member, epoch, owned=owned)
+    if epoch == 0:
+        req.rebalance_timeout_ms, req.subscribed_topic_names, req.owned = 30_000, ["t"], {}
+    return coordinator.consumer_group_heartbeat(req, COUNTS, 1)
+
+
+def settle(coordinator):
+    """A and B heartbeat until both are stable, reporting what they were given."""
+    owned = {"A": {}, "B": {}}
+    epochs = {"A": 0, "B": 0}
+    for _ in range(4):
+        for m in ("A", "B"):
+            r = beat(coordinator, m, epochs[m], owned[m] if epochs[m] else None)
+            assert r.error == ErrorCode.none
+            epochs[m] = r.member_epoch
+            if r.assignment is not None:
+                owned[m] = r.assignment
+    return owned, epochs
+
+
+def test_records_decode_with_kafkas_schemas_and_tombstone_on_leave():
+    log = MemoryOffsetsLog()
+    coordinator, _ = make(log)
+    owned, epochs = settle(coordinator)
+    latest = {}
+    for k, v in log.read(0):
+        latest[k] = v
+    decoded = [lag.decode_record(k, v) for k, v in latest.items() if v is not None]
+    kinds = {type(d).__name__ for d in decoded}
+    assert {"ConsumerGroupEpoch", "ConsumerGroupMember", "ConsumerGroupTargetEpoch", "ConsumerGroupTargetMember",
+            "ConsumerGroupMemberAssignment"} <= kinds
+    (epoch,) = [d for d in decoded if isinstance(d, lag.ConsumerGroupEpoch)]
+    assert epoch.epoch == 2
+    assigned = {d.member_id: d for d in decoded if isinstance(d, lag.ConsumerGroupMemberAssignment)}
+    printed = base64.urlsafe_b64encode(TOPICS["t"][0].bytes).decode().rstrip("=")   # Uuid.toString()
+    for m in ("A", "B"):
+        assert (assigned[m].member_epoch, assigned[m].state) == (epochs[m], 0)          # STABLE
+        assert dict(assigned[m].assigned) == {printed: tuple(sorted(owned[m]["t"]))}
+    beat(coordinator, "B", -1)
+    tombstoned = {decode_key(k) for k, v in log.read(0)[-4:] if v is None}
+    assert {(5, "g", "B"), (7, "g", "B"), (8, "g", "B")} <= tombstoned
+
+
+def test_a_new_coordinator_resumes_the_group_from_the_log():
+    log = MemoryOffsetsLog()
+    clock = ManualClock()
+    first, settings = make(log, clock)
+    owned, epochs = settle(first)
+    assert first.commit_offsets("g", epochs["A"], "A", None, [("t", 0, 42, -1, "")]) == {("t", 0): ErrorCode.none}
+    group_epoch = first.consumer.group("g").group_epoch
+
+    second, _ = make(log, clock)     # a restart, or the offsets partition moving to another broker
+    group = second.consumer.group("g")
+    assert group is not None and group.group_epoch == group_epoch
+    assert {m: group.members[m].member_epoch for m in ("A", "B")} == epochs
+    for m in ("A", "B"):
+        r = beat(second, m, epochs[m], owned[m])      # the members just carry on: same epoch, nothing moves
+        assert (r.error, r.member_epoch) == (ErrorCode.none, epochs[m])
+    assert second.consumer.group("g").group_epoch == group_epoch
+    assert second.fetch_offsets("g", [("t", 0)]) == {("t", 0): (42, -1, "")}
+    assert second.list_typed_groups() == [("g", "consumer", "Stable", "consumer")]
+
+
+def test_deleted_group_stays_deleted_after_a_reload():
+    log = MemoryOffsetsLog()
+    clock = ManualClock()
+    first, _ = make(log, clock)
+    beat(first, "A", 0)
+    beat(first, "A", -1)
+    assert first.delete_groups(["g"]) == {"g": ErrorCode.none}
+    second, _ = make(log, clock)
+    assert second.consumer.group("g") is None and second.list_typed_groups() == []
