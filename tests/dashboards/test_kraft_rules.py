@@ -63,3 +63,23 @@ def test_kraft_board_and_alerts_use_only_declared_kraft_names():
 @pytest.mark.parametrize("alert", sorted(KRAFT))
 def test_kraft_alert_fires_and_stays_quiet(tmp_path, alert):
     _run(tmp_path, alert, KRAFT[alert])
+
+
+def test_group_coordinator_rules_name_the_mbean_only_with_the_kraft_additions(tmp_path):
+    """Strimzi's rules drop kafka.server:type=group-coordinator-metrics; the additions name it as the board expects,
+    and Strimzi's own KRaft rules (raft-metrics) still decide what they decided (jmx_exporter: first match wins)."""
+    from exporter.jmx_config import JmxConfig
+    from exporter.jmx_engine import JmxEngine
+    from kafkascope.local.apache_kafka import write_jmx_rules
+
+    plain = JmxEngine(JmxConfig.load(write_jmx_rules(tmp_path / "strimzi.yml")))
+    kraft = JmxEngine(JmxConfig.load(write_jmx_rules(tmp_path / "kraft.yml", kraft=True)))
+    gc = "kafka.server", (("type", "group-coordinator-metrics"), ("protocol", "consumer"))
+    assert plain.match(*gc, "group-count", 2.0) is None
+    s = kraft.match(*gc, "group-count", 2.0)
+    assert s is not None and (s.name, s.labels) == (M.groups_by_protocol, (("protocol", "consumer"),))
+    s = kraft.match("kafka.server", (("type", "group-coordinator-metrics"),), "consumer-group-rebalance-rate", 0.5)
+    assert s is not None and (s.name, s.labels) == (M.consumer_rebalance_rate, ())
+    raft = ("kafka.server", (("type", "raft-metrics"),), "current-state", "leader")
+    assert kraft.match(*raft) == plain.match(*raft)
+    assert kraft.match(*raft).name == M.raft_state
