@@ -46,8 +46,8 @@ async def _accept_tls(server: KafkaServer, spec: ListenerSpec, listener: socket.
 
 
 async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socket, host: str) -> None:
-    """One TLS connection: its handshake (a failure closes only it, counted as a failed authentication, as
-    Kafka counts an SslAuthenticationException), then served until it closes."""
+    """One TLS connection: its handshake (a failure closes only it; a TLS protocol error counts as a failed
+    authentication, as Kafka counts an SslAuthenticationException), then served until it closes."""
     from broker.network.tls import StreamConnection
 
     if not server.admits(host):
@@ -63,8 +63,10 @@ async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socke
         transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock, ssl=spec.ssl_context,
                                                           ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
     except (ssl.SSLError, OSError, TimeoutError, ConnectionError) as e:
-        log.info("TLS handshake with %s on listener %s failed: %s", host, spec.name, e)
-        if observer is not None:
+        log.info("TLS handshake with %s on listener %s failed: %r", host, spec.name, e)
+        # Kafka counts an SslAuthenticationException (a TLS protocol error: plaintext bytes, an untrusted peer),
+        # not an EOF during the handshake (an IOException): a port probe that connects and closes is no failure.
+        if observer is not None and isinstance(e, ssl.SSLError) and not isinstance(e, ssl.SSLEOFError):
             observer.authentication(spec.name, False)
         sock.close()
         return

@@ -26,7 +26,9 @@ from tests.scenarios.security import (
     alter_scram_error,
     client_conf,
     confluent_conf,
+    failed_authentications,
     kcat_config,
+    port_probe_is_no_failed_authentication,
     sasl_failure,
 )
 
@@ -131,6 +133,13 @@ def test_wrong_password_is_sasl_authentication_failed(secured, mechanism):
     if mechanism != "PLAIN":
         assert sasl_failure(port, ca, mechanism, "nobody", "x") == (58, expected)
     assert sasl_failure(port, ca, mechanism, "admin", secured.kit.admin_password) == (0, None)
+
+
+def test_port_probe_is_no_failed_authentication(secured):
+    url = secured.cluster.launcher.metrics_url(0)
+    if url is None:   # the launcher gives only Kafka's brokers a /metrics port (the JMX exporter agent)
+        pytest.skip("ours: tests/security_wire/test_port_probe.py runs this body on a broker with /metrics")
+    port_probe_is_no_failed_authentication(secured.ports[0], lambda: failed_authentications(url))
 
 
 def test_wrong_password_in_client_properties_reaches_librdkafka(secured, tmp_path):

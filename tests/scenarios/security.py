@@ -9,8 +9,10 @@ configs --alter with that file, i.e. AlterUserScramCredentials) and waits until 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from kafkascope.cli import main as kafkascope
 from kafkascope.local.cluster import Cluster, wait_for
 from kafkascope.local.launcher import brokers_seen_by
 from kafkascope.local.security import SecurityKit
+from kafkascope.local.wire import WireClient
+from tests.interop.metrics_page import scrape
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, ALTER_USER_SCRAM_CREDENTIALS = 17, 36, 51
 
@@ -150,3 +154,37 @@ def alter_scram_error(port: int, login, user: str, password: str) -> int:
         finally:
             conn.close()
     return asyncio.run(run())
+
+
+def port_probe_is_no_failed_authentication(port: int, failed_total: Callable[[], float]) -> None:
+    """A TCP connect and close on a SASL_SSL port (a port probe, a load balancer's health check, the launcher's
+    readiness check) is not a failed authentication; plaintext bytes on it are one (Kafka counts an
+    SslAuthenticationException, not an EOF during the handshake). `failed_total` reads the broker's
+    socket-server-metrics failed-authentication-total for that listener."""
+    before = failed_total()
+    for _ in range(3):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    with WireClient(port) as w:   # after the probes, so the broker has seen them close by the time it answers
+        w.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})   # ApiVersions, in plaintext
+        assert _closed_after_any_alert(w.sock)
+    wait_for(lambda: failed_total() >= before + 1, 10, what="the plaintext request counted")
+    assert failed_total() == before + 1
+
+
+def _closed_after_any_alert(sock: socket.socket, timeout_s: float = 10.0) -> bool:
+    """Whether the peer closes the connection; Kafka first sends a TLS alert record, ours closes at once."""
+    sock.settimeout(timeout_s)
+    for _ in range(64):   # an alert is a few bytes; far fewer reads than this
+        try:
+            if not sock.recv(4096):
+                return True
+        except ConnectionResetError:
+            return True
+    return False
+
+
+def failed_authentications(metrics_url: str, listener: str = "SASL_SSL") -> float:
+    """failed-authentication-total of one listener on one /metrics page, summed over network processors."""
+    page = scrape(metrics_url)
+    return sum(v for labels, v in page.get("kafka_server_socket_server_metrics_failed_authentication_total",
+                                           {}).items() if dict(labels).get("listener") == listener)
