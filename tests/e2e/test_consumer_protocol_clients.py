@@ -16,6 +16,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from kafkascope.local.broker_process import BrokerProcess
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,5 +157,41 @@ def test_regex_subscription_follows_new_topics(broker):
         wait_until(lambda: m.topics == {"r1"}, 60, what="r1 assigned through the regex")
         create_topic(broker.port, "r2", 1)
         wait_until(lambda: m.topics == {"r1", "r2"}, 60, what="r2 picked up once created")
+    finally:
+        m.close()
+
+
+def _describe(bootstrap: str, group: str):
+    admin = AdminClient({"bootstrap.servers": bootstrap})   # kept alive until the answer: a dropped client cancels
+    return admin.describe_consumer_groups([group])[group].result(10)
+
+
+def _epochs(port: int, group: str) -> tuple[int, int, list[int]]:
+    """(group epoch, assignment epoch, member epochs) from ConsumerGroupDescribe."""
+    with WireClient(port) as w:
+        g = w.call(69, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+        return g.group_epoch, g.assignment_epoch, [m.member_epoch for m in g.members]
+
+
+def test_group_resumes_after_a_broker_kill(broker):
+    """The group's records in __consumer_offsets bring it back: after kill -9 and a restart the member carries on
+    with its member id and partitions, the group epoch unchanged, and its commits go on landing."""
+    create_topic(broker.port, "k", 2)
+    m = Member(broker.bootstrap, "k", "kg")
+    try:
+        wait_until(lambda: m.assignment == {0, 1}, 60, what="the member holds both partitions")
+        before = _describe(broker.bootstrap, "kg")
+        epochs = _epochs(broker.port, "kg")
+        broker.kill()
+        broker.start()
+        p = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(4):
+            p.produce("k", value=b"%d" % i, partition=i % 2)
+        assert p.flush(30) == 0
+        wait_until(lambda: m.committed == {0: 2, 1: 2}, 60, what="commits after the restart")
+        after = _describe(broker.bootstrap, "kg")
+        assert [x.member_id for x in after.members] == [x.member_id for x in before.members]
+        assert _epochs(broker.port, "kg") == epochs   # no rejoin, no new target assignment
+        assert m.history[-1] == {0, 1} and all(a == {0, 1} for a in m.history[1:])   # never reassigned
     finally:
         m.close()
