@@ -131,10 +131,13 @@ class Collector:
                         self._try_assign()
                     try:
                         self.poll_broker_offsets(now)
-                        self.refresh_owners()
                     except KafkaException as e:
                         log.warning("log-end offset poll failed: %s", e)
                         self._next_topics = 0
+                    try:
+                        self.refresh_owners()
+                    except KafkaException as e:   # owners stay as they were until the next poll
+                        log.warning("describing consumer-protocol groups failed: %s", e)
                 if now >= next_save:
                     next_save = now + int(cfg.snapshot_interval_s * 1000)
                     with self.monitor.lock:
