@@ -183,3 +183,12 @@ def test_offset_fetch_v9_checks_the_member_epoch(h):
     assert fetch_v9(None, -1) == (ErrorCode.none, 7)                  # an admin read
     assert fetch_v9("A", r.member_epoch - 1)[0] == ErrorCode.stale_member_epoch
     assert fetch_v9("B", 1)[0] == ErrorCode.unknown_member_id
+
+
+def test_not_coordinator_once_the_offsets_partition_moves(h):
+    c = h.connect()
+    assert beat(c, "A", 0).error_code == ErrorCode.none
+    h.broker.group_coordinator.unload_partition(0)     # leadership of __consumer_offsets-0 went elsewhere
+    assert beat(c, "A", 1).error_code == ErrorCode.not_coordinator
+    d = h.request(DESCRIBE, 0, {"group_ids": ["g"], "include_authorized_operations": False}).groups[0]
+    assert d.error_code == ErrorCode.not_coordinator
