@@ -2,7 +2,7 @@
 
 Their `__consumer_offsets` records name assigned topics by id only (ConsumerGroupCurrentMemberAssignmentValue), so
 the collector asks the group coordinator instead: confluent-kafka's AdminClient.describe_consumer_groups sends
-ConsumerGroupDescribe (API 69) for such groups and DescribeGroups for classic ones, and says which in `type`.
+ConsumerGroupDescribe (API 69, KIP-848), falls back to DescribeGroups for a classic group, and says which in `type`.
 Classic groups keep Burrow's way (their GroupMetadata records).
 """
 
