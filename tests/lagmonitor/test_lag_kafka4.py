@@ -148,3 +148,14 @@ def test_set_owners_replaces_the_previous_assignment():
     m.storage.set_owners("g", [("c1", "/b", (("orders", 1),))])
     views = {v.partition: (v.owner, v.client_id) for v in m.storage.fetch_group("g", 1_000_000)}
     assert views == {0: ("", ""), 1: ("/b", "c1")}
+
+
+def test_snapshot_keeps_consumer_protocol_groups(tmp_path):
+    """A restart reads nothing again (positions are snapshotted), so the groups to describe are snapshotted too."""
+    config = LagConfig(cluster="local", state_dir=str(tmp_path))
+    m = LagMonitor(config)
+    for off, k, v in captured()[:6]:
+        m.apply_record(0, off, k, v, 1_795_730_470_000)
+    m.save()
+    again = LagMonitor(config)
+    assert again.consumer_groups == {"g848": {C0: "c0", C1: "c1"}} and again.positions == {0: 6}
