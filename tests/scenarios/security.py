@@ -158,8 +158,8 @@ def alter_scram_error(port: int, login, user: str, password: str) -> int:
 
 def port_probe_is_no_failed_authentication(port: int, failed_total: Callable[[], float]) -> None:
     """A TCP connect and close on a SASL_SSL port (a port probe, a load balancer's health check, the launcher's
-    readiness check) is not a failed authentication; plaintext bytes on it are one (Kafka counts an
-    SslAuthenticationException, not an EOF during the handshake). `failed_total` reads the broker's
+    readiness check) is not a failed authentication; plaintext bytes on it are one, and so is a client that does
+    not trust the certificate (Kafka counts an SslAuthenticationException, not an EOF during the handshake). `failed_total` reads the broker's
     socket-server-metrics failed-authentication-total for that listener."""
     before = failed_total()
     for _ in range(3):
@@ -167,8 +167,16 @@ def port_probe_is_no_failed_authentication(port: int, failed_total: Callable[[],
     with WireClient(port) as w:   # after the probes, so the broker has seen them close by the time it answers
         w.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})   # ApiVersions, in plaintext
         assert _closed_after_any_alert(w.sock)
-    wait_for(lambda: failed_total() >= before + 1, 10, what="the plaintext request counted")
-    assert failed_total() == before + 1
+    # a client that does not trust the broker's certificate aborts the handshake with an alert: a failure too
+    untrusting = ssl.create_default_context()   # the system's CAs, not the kit's
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        try:
+            untrusting.wrap_socket(raw, server_hostname="127.0.0.1").close()
+            raise AssertionError("a client without the kit's CA completed the handshake")
+        except ssl.SSLCertVerificationError:
+            pass
+    wait_for(lambda: failed_total() >= before + 2, 10, what="the plaintext request and the untrusting client counted")
+    assert failed_total() == before + 2
 
 
 def _closed_after_any_alert(sock: socket.socket, timeout_s: float = 10.0) -> bool:
