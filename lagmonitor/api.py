@@ -56,7 +56,7 @@ _HELP = {
     "kafka_consumergroup_lag_sum": "Current approximate lag of a consumer group at topic for all partitions "
                                    "(kafka_exporter; partitions without a committed offset left out)",
     "kafka_consumergroup_members": "Amount of members in a consumer group (kafka_exporter; from its last group "
-                                   "metadata record)",
+                                   "metadata record, or its member records for a consumer-protocol group)",
     "kafka_consumergroup_current_offset": "Current Offset of a ConsumerGroup at Topic/Partition (kafka_exporter; "
                                           "-1 without a committed offset)",
     "kafka_consumergroup_current_offset_sum": "Current Offset of a ConsumerGroup at Topic for all partitions "
