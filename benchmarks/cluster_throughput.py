@@ -45,11 +45,12 @@ LINGER_MS = 5
 
 
 def create_replicated_topic(bootstrap: str, topic: str, partitions: int, rf: int, configs: dict | None = None,
-                            timeout_s: float = 60.0) -> None:
-    """Create `topic` and wait until every partition has a leader and a full ISR (all `rf` replicas)."""
+                            timeout_s: float = 60.0, client: dict | None = None) -> None:
+    """Create `topic` and wait until every partition has a leader and a full ISR (all `rf` replicas).
+    `client`: security settings for every client (librdkafka names), here and in the functions below."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({**(client or {}), "bootstrap.servers": bootstrap})
     fut = admin.create_topics([NewTopic(topic, partitions, rf, config=configs or {})],
                               operation_timeout=timeout_s)[topic]
     try:
@@ -76,13 +77,14 @@ def wait_full_isr(admin, topic: str, partitions: int, rf: int, timeout_s: float)
         raise TimeoutError(f"{e} (leaders, ISRs: {last})") from None
 
 
-def warm_up_offsets_topic(bootstrap: str, timeout_s: float = 60.0) -> None:
+def warm_up_offsets_topic(bootstrap: str, timeout_s: float = 60.0, client: dict | None = None) -> None:
     """The consumers below have a group.id, so their first FindCoordinator creates __consumer_offsets (RF=3, 10
     partitions: elections, new fetchers, coordinator loads). Do it now, not inside a measurement."""
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "warm-up", "enable.auto.commit": False})
+    c = Consumer({**(client or {}), "bootstrap.servers": bootstrap, "group.id": "warm-up",
+                  "enable.auto.commit": False})
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -95,22 +97,22 @@ def warm_up_offsets_topic(bootstrap: str, timeout_s: float = 60.0) -> None:
                 time.sleep(0.2)
     finally:
         c.close()
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({**(client or {}), "bootstrap.servers": bootstrap})
     n = len(admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"].partitions)
     wait_full_isr(admin, "__consumer_offsets", n, 3, timeout_s)
 
 
 def e2e_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float, warmup: float,
-                value_size: int, producer_config: dict | None = None) -> dict:
+                value_size: int, producer_config: dict | None = None, client: dict | None = None) -> dict:
     """Open-loop produce at `rate`/s to partition 0 of `topic`; an in-process consumer records receive - send.
     The schedule starts once the consumer has received a record (its end offset resolved, fetching)."""
     from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
     hist = BENCHMARK_US.new()
     pad = b"p" * max(0, value_size - 9)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": LINGER_MS,
+    producer = Producer({**(client or {}), "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": LINGER_MS,
                          "enable.idempotence": False, **(producer_config or {})})
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{time.time_ns()}",
+    consumer = Consumer({**(client or {}), "bootstrap.servers": bootstrap, "group.id": f"lat-{time.time_ns()}",
                          "enable.auto.commit": False, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1,
                          "auto.offset.reset": "latest"})
     consumer.assign([TopicPartition(topic, 0, OFFSET_END)])

@@ -41,10 +41,12 @@ from benchmarks.produce_throughput import start_profiler, stop_profiler
 TARGET_RATIO = 2.0
 
 
-def consume(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float) -> dict:
+def consume(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float,
+            client: dict | None = None) -> dict:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     c = Consumer({
+        **(client or {}),
         "bootstrap.servers": bootstrap,
         "group.id": f"bench-{time.time_ns()}",
         "enable.auto.commit": False,

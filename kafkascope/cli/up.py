@@ -55,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--report-every", metavar="DURATION",
                    help=f"live SLO report schedule ({WATCH_REPORT_EVERY} watching a cluster, {DEMO_REPORT_EVERY} "
                         "for the local stack)")
+    p.add_argument("--security", choices=("sasl_ssl",),
+                   help="local stack: SASL_SSL listeners (SCRAM/PLAIN over TLS), ACLs and a super user, every client "
+                        "with the admin's client.properties, every /metrics and API endpoint with TLS and basic auth")
     p.add_argument("--demo-history", action="store_true",
                    help="local stack: report once on 14 days of generated (synthetic) SLI history instead of live")
     w = p.add_argument_group("watching a cluster you run")
@@ -108,8 +111,9 @@ def run(args: argparse.Namespace) -> int:
         for flag in ("command_config", "scrape", "scrape_node", "create_probe_topic", "dry_run"):
             if getattr(args, flag):
                 raise UsageError(f"--{flag.replace('_', '-')} needs --bootstrap-servers")
-    elif args.demo_history:
-        raise UsageError("--demo-history is for the local stack (without --bootstrap-servers)")
+    elif args.demo_history or args.security:
+        raise UsageError(f"--{'demo-history' if args.demo_history else 'security'} is for the local stack (without "
+                         "--bootstrap-servers; a secured cluster you run is watched with --command-config)")
     opts = watch_options(args) if watching else None
     try:
         every = report_every(args, DEMO_REPORT_EVERY)
@@ -127,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             stack = WatchStack(data_dir, opts, view=_inspect_or_refuse(opts))
         else:
             stack = Stack(data_dir, [p for p in PARTS if p not in set(args.leave_out)],
-                          demo_history=args.demo_history, report_every=every)
+                          demo_history=args.demo_history, report_every=every, security=args.security)
         return _run_stack(stack, data_dir, args.timeout)
     finally:
         if tmp is not None:

@@ -38,12 +38,14 @@ def binary() -> str | None:
     return None
 
 
-def command(exe: str, port: int, textfile_dir: Path) -> list[str]:
-    """node_exporter on 127.0.0.1:port with the log-dir textfile; loopback included (the stack's traffic)."""
+def command(exe: str, port: int, textfile_dir: Path, web_config: Path | None = None) -> list[str]:
+    """node_exporter on 127.0.0.1:port with the log-dir textfile; loopback included (the stack's traffic);
+    with `web_config`, TLS and basic auth from that exporter-toolkit file (node_exporter reads it natively)."""
     return [exe, f"--web.listen-address=127.0.0.1:{port}", f"--collector.textfile.directory={textfile_dir}",
             "--collector.netdev.device-exclude=",
             f"--collector.filesystem.mount-points-exclude={MOUNT_POINTS_EXCLUDE}",
-            f"--collector.filesystem.fs-types-exclude={FS_TYPES_EXCLUDE}"]
+            f"--collector.filesystem.fs-types-exclude={FS_TYPES_EXCLUDE}",
+            *([f"--web.config.file={web_config}"] if web_config is not None else [])]
 
 
 def read_mounts() -> str:

@@ -23,6 +23,7 @@ from dashboards.catalog import GRAFANA_DIR
 from kafkascope.local import process as proc
 from kafkascope.local.launcher import ClusterLauncher, port_free
 from kafkascope.local.stack.procs import Processes, ScrapeJob, Step, write_yaml
+from kafkascope.local.stack.secure import SCRAPE_USER, WEB_CONFIG, StackSecurity
 
 PARTS = ("xmonitor", "lag", "workload", "node-exporter", "prometheus", "zk-exporter", "slo-report", "streamlit")
 XMONITOR_TOPIC = "xinfra-monitor-topic"
@@ -76,7 +77,7 @@ class Stack(Processes):
     def __init__(self, data_dir: Path | str, parts: Iterable[str] = PARTS, brokers: int = 3,
                  scrape_interval: str = "2s", broker_props: dict | None = None,
                  xmonitor_config: dict | None = None, demo_history: bool = False,
-                 report_every: str = DEMO_REPORT_EVERY) -> None:
+                 report_every: str = DEMO_REPORT_EVERY, security: str | None = None) -> None:
         super().__init__(data_dir, scrape_interval)
         self.parts = set(parts)
         unknown = self.parts - set(PARTS)
@@ -84,7 +85,13 @@ class Stack(Processes):
             raise ValueError(f"unknown parts {sorted(unknown)} (have {', '.join(PARTS)})")
         props = {"min.insync.replicas": 2, "replica.lag.time.max.ms": 5000}
         props.update(broker_props or {})
-        self.launcher = MetricsClusterLauncher(self.data_dir / "cluster", brokers=brokers, broker_props=props)
+        self.security_mode = security   # "sasl_ssl": the whole stack secured (kafkascope/local/stack/secure.py)
+        self.secure: StackSecurity | None = None
+        if security is not None:
+            self.web_config = self.data_dir / "security" / WEB_CONFIG
+            props["prometheus.web.config.file"] = str(self.web_config)
+        self.launcher = MetricsClusterLauncher(self.data_dir / "cluster", brokers=brokers, broker_props=props,
+                                               security=security)
         if "zk-exporter" in self.parts:
             self.launcher.zk_exporter_port = 0
         self.xmonitor_config = xmonitor_config or {}
@@ -97,10 +104,21 @@ class Stack(Processes):
         return self.launcher.bootstrap
 
     def scrape_jobs(self) -> list[ScrapeJob]:
-        jobs = [ScrapeJob("kafka-broker", tuple(self.launcher.broker_metrics_targets())), *super().scrape_jobs()]
+        settings = tuple(self.scrape_settings.items())
+        jobs = [ScrapeJob("kafka-broker", tuple(self.launcher.broker_metrics_targets()), settings=settings),
+                *super().scrape_jobs()]
         if self.launcher.zk_exporter_url:
-            jobs.append(ScrapeJob("zookeeper", (self.launcher.zk_exporter_url.split("/")[2],)))
+            jobs.append(ScrapeJob("zookeeper", (self.launcher.zk_exporter_url.split("/")[2],), settings=settings))
         return jobs
+
+    def _secure(self) -> list[str]:
+        """With --security: the kit and the web config before anything starts; the client flags children take."""
+        if self.security_mode is None:
+            return []
+        self.secure = StackSecurity.create(self.launcher.data_dir / "security", self.data_dir / "security")
+        self.scrape_settings = self.secure.scrape_settings()
+        self.launcher.zk_exporter_web_config = self.secure.web_config
+        return ["--command-config", str(self.secure.client_properties)]
 
     def start(self, progress: Callable[[str], None] = lambda s: None, timeout_s: float = 60.0) -> Stack:
         self._started = True  # stop() shuts the launcher down even when start fails half-way
@@ -112,10 +130,15 @@ class Stack(Processes):
         def step(msg: str) -> None:
             progress(f"[{time.monotonic() - t0:5.1f}s] {msg}")
 
-        step("starting ZooKeeper and 3 brokers" + (" (+ ZooKeeper exporter)" if "zk-exporter" in self.parts else ""))
+        client_flags = self._secure()
+        step("starting ZooKeeper and 3 brokers" + (" (+ ZooKeeper exporter)" if "zk-exporter" in self.parts else "")
+             + (f", {self.security_mode.upper()} with ACLs" if self.secure else ""))
         self.launcher.start_all(timeout_s=timeout_s)
         step(f"cluster up: {self.bootstrap}")
-        py = sys.executable
+        if self.secure:
+            step(self.secure.kit.usage(self.bootstrap))
+        py, scheme = sys.executable, self.http_scheme
+        web_flags = ["--web.config.file", str(self.web_config)] if self.web_config else []
         if "xmonitor" in self.parts:
             port = self.ports["xmonitor"] = proc.free_port()
             cfg = {"bootstrap.servers": self.bootstrap, "cluster.name": CLUSTER_NAME, "topic": XMONITOR_TOPIC,
@@ -126,21 +149,21 @@ class Stack(Processes):
                    **self.xmonitor_config}
             path = self.data_dir / "xmonitor.yaml"
             write_yaml(path, cfg)
-            self._spawn("xmonitor", [py, "-m", "xmonitor", "--config", str(path)], port,
-                        f"http://127.0.0.1:{port}/metrics", timeout_s)
+            self._spawn("xmonitor", [py, "-m", "xmonitor", "--config", str(path), *client_flags, *web_flags], port,
+                        f"{scheme}://127.0.0.1:{port}/metrics", timeout_s)
             step(f"xmonitor probing (metrics on :{port})")
         if "workload" in self.parts or "lag" in self.parts:
             from kafkascope.local.stack.workload import SAMPLE_GROUP, SAMPLE_TOPIC
 
-            self._spawn("workload", [py, "-m", "kafkascope.local.stack.workload", self.bootstrap])
+            self._spawn("workload", [py, "-m", "kafkascope.local.stack.workload", self.bootstrap, *client_flags[1:]])
             step(f"sample consumer group {SAMPLE_GROUP} on topic {SAMPLE_TOPIC}")
         if "lag" in self.parts:
             port = self.ports["lag"] = proc.free_port()
             path = self.data_dir / "lag.yaml"
             write_yaml(path, lag_config(CLUSTER_NAME, self.data_dir))
             self._spawn("lag", [py, "-m", "kafkascope", "lag", "--bootstrap-servers", self.bootstrap, "--config",
-                                str(path), "--http-port", str(port)], port, f"http://127.0.0.1:{port}/v3/kafka",
-                        timeout_s)
+                                str(path), "--http-port", str(port), *client_flags, *web_flags], port,
+                        f"{scheme}://127.0.0.1:{port}/v3/kafka", timeout_s)
             step(f"lag monitor (Burrow API on :{port})")
         if "node-exporter" in self.parts:
             self._start_node_exporter(step, timeout_s, self.launcher.log_dirs)
@@ -204,7 +227,7 @@ class Stack(Processes):
         rows = [("Kafka bootstrap", self.bootstrap),
                 ("ZooKeeper", self.launcher.zookeeper_host_port or "-")]
         for b, t in zip(self.launcher.broker_ids, self.launcher.broker_metrics_targets(), strict=True):
-            rows.append((f"broker {b} /metrics", f"http://{t}/metrics"))
+            rows.append((f"broker {b} /metrics", f"{self.http_scheme}://{t}/metrics"))
         if self.launcher.zk_exporter_url:
             rows.append(("ZooKeeper exporter", self.launcher.zk_exporter_url))
         rows += self.child_urls()
@@ -213,6 +236,9 @@ class Stack(Processes):
             rows.append(("SLO report", f"file://{report}"))
         rows.append(("Grafana dashboards (import)", str(GRAFANA_DIR)))
         rows.append(("data dir", str(self.data_dir)))
+        if self.secure is not None:
+            rows.append(("client properties (admin)", str(self.secure.client_properties)))
+            rows.append(("metrics login", f"{SCRAPE_USER}, password in {self.secure.password_file}"))
         return rows
 
     def stop(self) -> None:

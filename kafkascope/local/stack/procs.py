@@ -39,6 +39,7 @@ class ScrapeJob:
     targets: tuple[str, ...]
     metrics_path: str = "/metrics"
     scheme: str = "http"
+    settings: tuple[tuple[str, object], ...] = ()   # more scrape_config keys (tls_config, basic_auth, scheme)
 
 
 class Processes:
@@ -55,6 +56,8 @@ class Processes:
         self._report_thread: threading.Thread | None = None
         self.reports = self.data_dir / "slo-reports"   # the live scheduler's reports root (report-*/, latest)
         self.report_every: str | None = None            # set once the live report is scheduled
+        self.scrape_settings: dict = {}   # how Prometheus reaches the stack's own endpoints (TLS, basic auth)
+        self.web_config: Path | None = None  # the exporter-toolkit web config those endpoints serve with
 
     def _spawn(self, name: str, cmd: list[str], port: int | None = None, url: str | None = None,
                timeout_s: float = 30.0) -> Child:
@@ -73,8 +76,13 @@ class Processes:
     def scrape_jobs(self) -> list[ScrapeJob]:
         """Prometheus jobs of this stack; subclasses add the cluster's."""
         names = {"xmonitor": "xmonitor", "lag": "lag-monitor", "node-exporter": "node"}
-        return [ScrapeJob(job, (f"127.0.0.1:{self.ports[part]}",)) for part, job in names.items()
-                if part in self.ports]
+        return [ScrapeJob(job, (f"127.0.0.1:{self.ports[part]}",), settings=tuple(self.scrape_settings.items()))
+                for part, job in names.items() if part in self.ports]
+
+    @property
+    def http_scheme(self) -> str:
+        """The scheme of the stack's own /metrics and API endpoints."""
+        return "https" if self.web_config is not None else "http"
 
     def targets(self) -> dict[str, list[str]]:
         """Prometheus job name → host:port targets (the scrape config's static_configs)."""
@@ -89,8 +97,8 @@ class Processes:
             return
         port = proc.free_port()
         textfile_dir = ne.write_textfile(self.data_dir / "node-exporter", log_dirs).parent
-        self._spawn("node-exporter", ne.command(exe, port, textfile_dir), port, f"http://127.0.0.1:{port}/metrics",
-                    timeout_s)
+        self._spawn("node-exporter", ne.command(exe, port, textfile_dir, self.web_config), port,
+                    f"{self.http_scheme}://127.0.0.1:{port}/metrics", timeout_s)
         self.ports["node-exporter"] = port
         step(f"node exporter (host metrics) on :{port}")
 
@@ -238,6 +246,7 @@ def prometheus_config(jobs: list[ScrapeJob], rule_files: list[str], scrape_inter
             sc["metrics_path"] = job.metrics_path
         if job.scheme != "http":
             sc["scheme"] = job.scheme
+        sc.update(dict(job.settings))
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
