@@ -10,11 +10,18 @@ from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
+from broker.coordinator.transaction.broker_io import (
+    BrokerMarkerWriter,
+    PendingTxnOffsets,
+    TxnStateTopicLog,
+    read_keyed,
+)
+from broker.coordinator.transaction.coordinator import TXN_STATE_TOPIC, TransactionCoordinator
 from broker.errors import ErrorCode, KafkaError
 from broker.fetch_session import FetchManager, FetchSessionCache
 from broker.fetch_session import register_metrics as register_fetch_session_metrics
 from broker.log.manager import LogManager
-from broker.log.records import Record, build_batch, decode_records, iter_batches
+from broker.log.records import Record, build_batch
 from broker.metadata import (
     OFFSETS_TOPIC,
     BrokerInfo,
@@ -85,20 +92,7 @@ class OffsetsTopicLog:
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         plog = self._broker.logs.get(OFFSETS_TOPIC, partition)
-        if plog is None:
-            return
-        offset = plog.log_start_offset
-        while offset < plog.log_end_offset:
-            chunk = plog.read(offset, 1 << 20)
-            if not chunk:
-                return
-            for pos, header in iter_batches(chunk):
-                for rec in decode_records(memoryview(chunk)[pos:pos + header.size]):
-                    if rec.offset >= offset:
-                        if rec.key is None:  # the coordinator writes keyed records only; decode_key(None) raised this
-                            raise TypeError(f"{OFFSETS_TOPIC}-{partition} offset {rec.offset}: record without a key")
-                        yield rec.key, rec.value
-                offset = max(offset, header.next_offset)
+        return iter(()) if plog is None else read_keyed(plog)  # transaction markers skipped
 
 
 def zookeeper_metadata(config: BrokerConfig, me: BrokerInfo) -> MetadataStore:
@@ -142,6 +136,10 @@ class Broker:
         configure_inter_broker(config, self.fetchers)  # inter.broker.listener.name: its endpoints, TLS and SASL
         self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory, self.fetchers)
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self), self._topic_table)
+        self.txn_offsets = PendingTxnOffsets()
+        self.txn_coordinator = TransactionCoordinator(config, self.clock, TxnStateTopicLog(self),
+                                                      BrokerMarkerWriter(self, self._endpoint),
+                                                      self.producer_ids.allocate)
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
@@ -216,24 +214,46 @@ class Broker:
     def ensure_offsets_topic(self) -> bool:
         """Create `__consumer_offsets` once enough brokers are alive for its replication factor (Kafka does
         this on the first FindCoordinator). False while that is not yet possible."""
-        if self.metadata.topic(OFFSETS_TOPIC) is not None:
+        return self._ensure_internal_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                                           self.config.offsets_topic_replication_factor,
+                                           "offsets.topic.replication.factor", {})
+
+    def ensure_txn_state_topic(self) -> bool:
+        """Create `__transaction_state` as Kafka does on the first FindCoordinator for a transactional id: its
+        replication factor is transaction.state.log.replication.factor (1 lets a standalone broker work, as in
+        Kafka), min.insync.replicas transaction.state.log.min.isr."""
+        return self._ensure_internal_topic(TXN_STATE_TOPIC, self.config.transaction_state_log_num_partitions,
+                                           self.config.transaction_state_log_replication_factor,
+                                           "transaction.state.log.replication.factor",
+                                           {"min.insync.replicas": str(self.config.transaction_state_log_min_isr)})
+
+    def _ensure_internal_topic(self, name: str, partitions: int, replication_factor: int, rf_key: str,
+                               configs: dict[str, str]) -> bool:
+        if self.metadata.topic(name) is not None:
             return True
         live = len(self.metadata.brokers())
-        rf = self.config.offsets_topic_replication_factor if self.clustered else 1
+        rf = replication_factor if self.clustered else 1
         if live < rf:
-            log.info("not creating %s yet: %d live brokers < offsets.topic.replication.factor %d",
-                     OFFSETS_TOPIC, live, rf)
+            log.info("not creating %s yet: %d live brokers < %s %d", name, live, rf_key, rf)
             return False
         try:
-            self.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, rf,
-                              {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+            self.create_topic(name, partitions, rf, {"cleanup.policy": "compact",
+                                                     "segment.bytes": str(100 * 1024 * 1024), **configs})
         except KafkaError as e:
             if e.code != ErrorCode.topic_already_exists:
                 raise
         return True
 
     def _on_role_change(self, topic: str, partition: int, is_leader: bool) -> None:
-        """The group coordinator serves the groups of the offsets partitions this broker leads."""
+        """The group coordinator serves the groups of the offsets partitions this broker leads, the transaction
+        coordinator the ids of the `__transaction_state` partitions (its coordinator epoch: the leader epoch)."""
+        if topic == TXN_STATE_TOPIC:
+            if is_leader:
+                self.txn_coordinator.load_partition(partition, self.replicas.partition(topic, partition).state
+                                                    .leader_epoch)
+            else:
+                self.txn_coordinator.unload_partition(partition)
+            return
         if topic != OFFSETS_TOPIC:
             return
         if is_leader:
@@ -258,6 +278,7 @@ class Broker:
         port = await self.server.start() if listen else 0
         self._tasks.append(asyncio.create_task(self.group_coordinator.run(), name="group-coordinator"))
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
+        self._tasks.append(asyncio.create_task(self._txn_timers(), name="transaction-timers"))
         self._tasks.append(asyncio.create_task(self.replicas.run(), name="isr-check"))
         log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
                  self.clock.monotonic() - loop_start, len(self.logs.partitions()))
@@ -283,6 +304,23 @@ class Broker:
                 self.logs.run_retention()
             except Exception:
                 log.exception("retention check failed")
+
+    async def _txn_timers(self) -> None:
+        """Abort timed-out transactions and expire idle transactional ids at Kafka's two intervals."""
+        cfg = self.config
+        abort_s = cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000
+        remove_every = max(1, cfg.transaction_remove_expired_transaction_cleanup_interval_ms
+                           // cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms)
+        ticks = 0
+        while True:
+            await asyncio.sleep(abort_s)
+            ticks += 1
+            try:
+                await self.txn_coordinator.abort_timed_out()
+                if ticks % remove_every == 0:
+                    await self.txn_coordinator.remove_expired()
+            except Exception:
+                log.exception("transaction timers failed")
 
     async def stop(self) -> None:
         """Controlled shutdown: leadership moves to other brokers before this one stops serving."""

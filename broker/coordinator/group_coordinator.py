@@ -480,6 +480,16 @@ class GroupCoordinator:
 
         return self.group_manager.store_offsets(group, offsets)
 
+    def commit_transactional_offsets(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]]
+                                     ) -> None:
+        """TxnOffsetCommit offsets whose transaction committed (the COMMIT marker reached the group's offsets
+        partition; Kafka's GroupMetadata.completePendingTxnOffsetCommit): stored whatever the membership."""
+        if not self.owns(group_id):
+            return
+        group = self.consumer.group(group_id) or self.group_manager.group(group_id) \
+            or self.group_manager.add_group(group_id)
+        self.group_manager.store_offsets(group, offsets)
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None, member_id: str | None = None,
                       member_epoch: int = -1) -> dict[tuple[str, int], tuple[int, int, str | None]]:
         """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "").

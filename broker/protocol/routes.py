@@ -14,10 +14,12 @@ from broker.protocol.handlers import (
     produce,
     sasl_auth,
     scram_credentials,
+    transactions,
 )
 from broker.protocol.handlers.api_versions import api_versions_spec
 
-HANDLER_MODULES = (produce, fetch, metadata, groups, consumer_groups, admin, cluster_admin, acls, scram_credentials)
+HANDLER_MODULES = (produce, fetch, metadata, groups, consumer_groups, admin, cluster_admin, acls, scram_credentials,
+                   transactions)
 # Served (and advertised) only when a listener speaks SASL. The SCRAM credential APIs are not among them: Kafka
 # serves those on every listener, so users can be created before any listener asks for SCRAM.
 SASL_MODULES = (sasl_auth,)

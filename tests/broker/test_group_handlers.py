@@ -35,6 +35,7 @@ def stub_broker():
     return SimpleNamespace(node_id=1, advertised_host="h", advertised_port=9092, metadata=metadata,
                            replicas=replicas, config=config,
                            ensure_offsets_topic=lambda: True,
+                           ensure_txn_state_topic=lambda: False,  # too few brokers for __transaction_state
                            group_coordinator=coordinator, offsets_log=offsets_log, authorizer=None)
 
 

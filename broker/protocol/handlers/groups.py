@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from broker.coordinator.transaction.coordinator import TXN_STATE_TOPIC
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import OFFSETS_TOPIC
 from broker.protocol import authz
@@ -43,12 +44,11 @@ def _has_partition(ctx: RequestContext, topic: str, partition: int) -> bool:
 # ------------------------------------------------------------ FindCoordinator
 
 async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
-    """A group's coordinator is the leader of its `__consumer_offsets` partition; transaction coordinators
-    are not offered."""
+    """A group's coordinator is the leader of its `__consumer_offsets` partition, a transactional id's that of
+    its `__transaction_state` partition (key_type 1; the topic is created on first use, as in Kafka)."""
     broker = ctx.broker
     key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
-    if key_type == GROUP_KEY_TYPE:
-        broker.ensure_offsets_topic()
+    ready = broker.ensure_offsets_topic() if key_type == GROUP_KEY_TYPE else broker.ensure_txn_state_topic()
     endpoints = {b.node_id: b for b in broker.metadata.brokers()}
 
     denied = authz.resource_errors(ctx, 10, authz.GROUP if key_type == GROUP_KEY_TYPE else authz.TRANSACTIONAL_ID,
@@ -62,6 +62,8 @@ async def handle_find_coordinator(ctx: RequestContext, req) -> dict:
         state = None
         if key_type == GROUP_KEY_TYPE:
             state = broker.metadata.partition_state(OFFSETS_TOPIC, broker.group_coordinator.partition_for(key))
+        elif ready:  # key_type 1: the leader of the id's __transaction_state partition
+            state = broker.metadata.partition_state(TXN_STATE_TOPIC, broker.txn_coordinator.partition_for(key))
         leader = endpoints.get(state.leader) if state is not None else None
         if leader is None:
             return {"key": key, "node_id": -1, "host": "", "port": -1,

@@ -1,9 +1,10 @@
-"""Produce (0) and InitProducerId (22)."""
+"""Produce (0) and InitProducerId (22), with a transactional id through the transaction coordinator."""
 
 import asyncio
 from time import perf_counter
 
 from broker.errors import ErrorCode, KafkaError
+from broker.log.records import HEADER_SIZE, read_header
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
@@ -17,19 +18,24 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     topics = []
     replicating = []  # (response entry, partition, last offset) for acks=all
     denied = authz.resource_errors(ctx, 0, authz.TOPIC, (t.name for t in req.topic_data))
+    tid = req.transactional_id
+    txn_denied = authz.request_error(ctx, 0, {TRANSACTIONAL}, {authz.TRANSACTIONAL_ID: tid}) \
+        if tid is not None else ErrorCode.none
     for t in req.topic_data:
         parts = []
         for p in t.partition_data:
             entry = {"index": p.index, "error_code": ErrorCode.none, "base_offset": -1,
                      "log_append_time": -1, "log_start_offset": -1}
             try:
-                if req.transactional_id is not None:
-                    raise KafkaError(ErrorCode.transactional_id_authorization_failed)
+                if txn_denied:
+                    raise KafkaError(txn_denied)
                 authz.raise_if_denied(denied, t.name)
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.invalid_required_acks)
                 if not p.records:
                     raise KafkaError(ErrorCode.invalid_record)
+                if tid is not None:
+                    _verify_transactional(broker, tid, t.name, p.index, p.records)
                 part, result = broker.replicas.append(t.name, p.index, p.records, acks)
                 entry.update(base_offset=result.base_offset, log_append_time=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset)
@@ -68,16 +74,42 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     return {"responses": topics, "throttle_time": 0}
 
 
+def _verify_transactional(broker, tid: str, topic: str, partition: int, records) -> None:
+    """KIP-890 part 1: the first transactional batch of a producer on a partition must belong to a transaction
+    that added this partition, else INVALID_TXN_STATE (a late or hanging write). Checked here against the
+    local coordinator; when another broker coordinates the id (a cluster) the check is skipped."""
+    if len(records) < HEADER_SIZE:
+        return
+    h = read_header(bytes(records[:HEADER_SIZE]))
+    if not h.is_transactional or h.producer_id < 0:
+        return
+    plog = broker.replicas.leader_log(topic, partition)
+    if plog.producer_state.ongoing().get(h.producer_id) is not None:
+        return  # already in this transaction here
+    error = broker.txn_coordinator.verify_partitions(tid, h.producer_id, h.producer_epoch, {(topic, partition)})
+    if error in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress):
+        return
+    if error != ErrorCode.none:
+        # Kafka's AddPartitionsToTxnManager answers a fenced producer INVALID_PRODUCER_EPOCH, the rest
+        # INVALID_TXN_STATE.
+        fenced = error in (ErrorCode.producer_fenced, ErrorCode.invalid_producer_epoch)
+        raise KafkaError(ErrorCode.invalid_producer_epoch if fenced else ErrorCode.invalid_txn_state,
+                         f"{topic}-{partition} is not in an ongoing transaction of {tid}")
+
+
 async def handle_init_producer_id(ctx: RequestContext, req) -> dict:
     denied = authz.request_error(ctx, 22, {IDEMPOTENT if req.transactional_id is None else TRANSACTIONAL},
                                  {authz.TRANSACTIONAL_ID: req.transactional_id})
     if denied:
         return {"throttle_time": 0, "error_code": denied, "producer_id": -1, "producer_epoch": -1}
-    if req.transactional_id is not None:
-        # Transactions are not implemented; Kafka answers this way when the coordinator is unavailable.
-        return {"throttle_time": 0, "error_code": ErrorCode.coordinator_not_available, "producer_id": -1,
-                "producer_epoch": -1}
     pid, epoch = getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1)
+    if req.transactional_id is not None:
+        try:
+            pid, epoch = await ctx.broker.txn_coordinator.init_producer_id(
+                req.transactional_id, ms(req.transaction_timeout), pid, epoch)
+        except KafkaError as e:
+            return {"throttle_time": 0, "error_code": e.code, "producer_id": -1, "producer_epoch": -1}
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": pid, "producer_epoch": epoch}
     if pid >= 0 and epoch >= 0:
         # KIP-360 epoch bump for an existing idempotent producer.
         if epoch >= 32767:

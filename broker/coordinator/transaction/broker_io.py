@@ -1,0 +1,180 @@
+"""The transaction coordinator's I/O over a real broker: `__transaction_state` appends and reads, and
+WriteTxnMarkers to the partition leaders (locally, or over the inter-broker listener), as Kafka's
+TransactionStateManager.appendTransactionToLog and TransactionMarkerChannelManager do.
+
+A marker on a `__consumer_offsets` partition also ends the producer's pending TxnOffsetCommit offsets there
+(`PendingTxnOffsets`): kept in memory until then, written as ordinary commits on COMMIT, dropped on ABORT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from broker.coordinator.transaction.coordinator import TXN_STATE_TOPIC, Partitions
+from broker.errors import ErrorCode, KafkaError
+from broker.log.log import PartitionLog
+from broker.log.records import Record, build_batch, decode_records, iter_batches
+from broker.metadata import OFFSETS_TOPIC
+from broker.replication.client import BrokerConnection
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger(__name__)
+
+_APPEND_TIMEOUT_S = 30.0
+_MARKER_ATTEMPTS = 600  # about ten minutes of retries before a marker write is given up (and logged)
+_WRITE_TXN_MARKERS = 27
+
+
+def read_keyed(plog: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every (key, value) of a coordinator topic partition, oldest first; control batches (transaction
+    markers) are skipped and keyless records refused, as the coordinators only write keyed records."""
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        chunk = plog.read(offset, 1 << 20)
+        if not chunk:
+            return
+        for pos, header in iter_batches(chunk):
+            if not header.is_control:
+                for rec in decode_records(memoryview(chunk)[pos:pos + header.size]):
+                    if rec.offset >= offset:
+                        if rec.key is None:
+                            raise TypeError(f"{plog.topic}-{plog.partition} offset {rec.offset}: record without a key")
+                        yield rec.key, rec.value
+            offset = max(offset, header.next_offset)
+
+
+class TxnStateTopicLog:
+    """`__transaction_state` for the coordinator: one record per append, acknowledged by the ISR (acks=all, as
+    Kafka writes it with transaction.state.log.min.isr)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def append(self, partition: int, key: bytes, value: bytes | None) -> None:
+        replicas = self._broker.replicas
+        batch = build_batch([Record(timestamp=self._broker.clock.now_ms(), key=key, value=value)])
+        part, result = replicas.append(TXN_STATE_TOPIC, partition, batch, required_acks=-1)
+        error = await replicas.wait_for_replication(part, result.last_offset, _APPEND_TIMEOUT_S)
+        if error != ErrorCode.none:
+            raise KafkaError(error)
+
+    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        plog = self._broker.logs.get(TXN_STATE_TOPIC, partition)
+        return iter(()) if plog is None else read_keyed(plog)
+
+
+class PendingTxnOffsets:
+    """TxnOffsetCommit offsets by producer id and group, until the transaction's marker reaches the group's
+    `__consumer_offsets` partition (Kafka's GroupMetadata pendingTransactionalOffsetCommits)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[int, dict[str, dict[tuple[str, int], tuple[int, int, str | None]]]] = {}
+
+    def add(self, producer_id: int, group_id: str, offsets: list[tuple[str, int, int, int, str | None]]) -> None:
+        groups = self._pending.setdefault(producer_id, {})
+        stored = groups.setdefault(group_id, {})
+        for topic, p, offset, leader_epoch, metadata in offsets:
+            stored[(topic, p)] = (offset, leader_epoch, metadata)
+
+    def take(self, producer_id: int, groups_in: set[str] | None = None
+             ) -> dict[str, list[tuple[str, int, int, int, str | None]]]:
+        """Remove and return the producer's offsets (of the groups in `groups_in`, default all)."""
+        groups = self._pending.get(producer_id, {})
+        out = {}
+        for g in [g for g in groups if groups_in is None or g in groups_in]:
+            out[g] = [(t, p, o, e, m) for (t, p), (o, e, m) in groups.pop(g).items()]
+        if not groups:
+            self._pending.pop(producer_id, None)
+        return out
+
+    def groups_of(self, producer_id: int) -> list[str]:
+        return list(self._pending.get(producer_id, {}))
+
+    def count(self) -> int:
+        return sum(len(o) for g in self._pending.values() for o in g.values())
+
+
+async def write_local_marker(broker: Broker, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                             coordinator_epoch: int, commit: bool) -> ErrorCode:
+    """Append one marker as this partition's leader and wait for the ISR (WriteTxnMarkers' local work); a
+    marker on `__consumer_offsets` then ends the producer's pending transactional offsets of its groups."""
+    try:
+        part, offset = broker.replicas.append_marker(topic, partition, producer_id, producer_epoch,
+                                                     coordinator_epoch, commit)
+    except KafkaError as e:
+        return e.code
+    error = await broker.replicas.wait_for_replication(part, offset, _APPEND_TIMEOUT_S)
+    if error == ErrorCode.none and topic == OFFSETS_TOPIC:
+        gc = broker.group_coordinator
+        mine = {g for g in broker.txn_offsets.groups_of(producer_id) if gc.partition_for(g) == partition}
+        for group_id, offsets in broker.txn_offsets.take(producer_id, mine).items():
+            if commit:
+                gc.commit_transactional_offsets(group_id, offsets)
+    return error
+
+
+class BrokerMarkerWriter:
+    """WriteTxnMarkers to each partition's leader: this broker's own partitions directly, the others with a
+    WriteTxnMarkers request over the inter-broker listener; retried while the leader is unknown or moving."""
+
+    def __init__(self, broker: Broker, endpoint: Callable[[int], tuple[str, int] | None]) -> None:
+        self._broker = broker
+        self._endpoint = endpoint  # a live broker's inter-broker (host, port)
+
+    async def write(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                    partitions: Partitions) -> None:
+        todo = set(partitions)
+        for attempt in range(_MARKER_ATTEMPTS):
+            by_leader: dict[int, list[tuple[str, int]]] = {}
+            for topic, p in sorted(todo):
+                state = self._broker.metadata.partition_state(topic, p)
+                if self._broker.metadata.topic(topic) is None:
+                    todo.discard((topic, p))  # deleted: nothing to mark (Kafka drops it too)
+                elif state is not None and state.leader >= 0:
+                    by_leader.setdefault(state.leader, []).append((topic, p))
+            for leader, tps in by_leader.items():
+                done = await self._write_to(leader, producer_id, producer_epoch, coordinator_epoch, commit, tps)
+                todo.difference_update(done)
+            if not todo:
+                return
+            await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
+        log.error("gave up writing %s markers of producer %d to %s", "COMMIT" if commit else "ABORT",
+                  producer_id, sorted(todo))
+
+    async def _write_to(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                        commit: bool, tps: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Marker writes to one leader; returns the partitions done (written, or refused for good)."""
+        broker = self._broker
+        if leader == broker.node_id:
+            done = []
+            for topic, p in tps:
+                error = await write_local_marker(broker, topic, p, producer_id, producer_epoch, coordinator_epoch,
+                                                 commit)
+                if error in (ErrorCode.none, ErrorCode.invalid_producer_epoch):
+                    done.append((topic, p))  # an older epoch's marker: a newer one supersedes it
+            return done
+        endpoint = self._endpoint(leader)
+        if endpoint is None:
+            return []
+        conn = BrokerConnection(*endpoint, f"txn-marker-sender-{broker.node_id}", broker.fetchers.client_security)
+        topics: dict[str, list[int]] = {}
+        for topic, p in tps:
+            topics.setdefault(topic, []).append(p)
+        body = {"markers": [{"producer_id": producer_id, "producer_epoch": producer_epoch,
+                             "transaction_result": commit, "coordinator_epoch": coordinator_epoch,
+                             "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}]}
+        try:
+            await conn.connect(_APPEND_TIMEOUT_S)
+            resp = await conn.request(_WRITE_TXN_MARKERS, 1, body, _APPEND_TIMEOUT_S + 5)
+        except (TimeoutError, OSError, ConnectionError) as e:
+            log.info("WriteTxnMarkers to broker %d failed: %s", leader, e)
+            return []
+        finally:
+            conn.close()
+        return [(t.name, p.partition_index) for m in resp.markers for t in m.topics for p in t.partitions
+                if p.error_code in (ErrorCode.none, ErrorCode.invalid_producer_epoch)]
