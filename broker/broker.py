@@ -222,10 +222,13 @@ class Broker:
         """Create `__transaction_state` as Kafka does on the first FindCoordinator for a transactional id: its
         replication factor is transaction.state.log.replication.factor (1 lets a standalone broker work, as in
         Kafka), min.insync.replicas transaction.state.log.min.isr."""
+        rf = self.config.transaction_state_log_replication_factor if self.clustered else 1
+        # min.isr above the replication factor would refuse every write (Kafka then answers
+        # COORDINATOR_NOT_AVAILABLE forever); a standalone broker, whose topics have one replica, caps it.
+        min_isr = min(self.config.transaction_state_log_min_isr, rf)
         return self._ensure_internal_topic(TXN_STATE_TOPIC, self.config.transaction_state_log_num_partitions,
-                                           self.config.transaction_state_log_replication_factor,
-                                           "transaction.state.log.replication.factor",
-                                           {"min.insync.replicas": str(self.config.transaction_state_log_min_isr)})
+                                           rf, "transaction.state.log.replication.factor",
+                                           {"min.insync.replicas": str(min_isr)})
 
     def _ensure_internal_topic(self, name: str, partitions: int, replication_factor: int, rf_key: str,
                                configs: dict[str, str]) -> bool:
