@@ -1,7 +1,7 @@
 """One confluent-kafka consumer with group.protocol=consumer (KIP-848), run as a subprocess so a test can close it
 (stdin "close") or kill -9 it.
 
-    python -m tests.e2e.consumer_protocol_member BOOTSTRAP TOPIC GROUP     (TOPIC "^regex": a KIP-848 regex)
+    python -m tests.e2e.consumer_protocol_member BOOTSTRAP TOPIC GROUP [INSTANCE_ID]   (TOPIC "^re": a regex)
 
 Commits every message it reads (synchronously). Prints one JSON line per assignment change,
 {"assignment": [partition, ...], "topics": [topic, ...]}, one per commit, {"committed": [partition, next_offset]}, and "closed" after a
@@ -28,10 +28,12 @@ def main() -> None:
     from confluent_kafka import Consumer
 
     bootstrap, topic, group = sys.argv[1:4]
+    instance = sys.argv[4] if len(sys.argv) > 4 else None
     threading.Thread(target=_watch_stdin, daemon=True).start()
     # session.timeout.ms, heartbeat.interval.ms and the assignor are the broker's under this protocol.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  **({"group.instance.id": instance} if instance else {})})
     c.subscribe([topic])
     last = None
     while not stop.is_set():

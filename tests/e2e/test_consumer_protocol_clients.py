@@ -27,9 +27,9 @@ PARTITIONS = 6
 class Member:
     """A consumer-protocol member in its own process; keeps every assignment it reported, in order."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, group: str, instance: str | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.e2e.consumer_protocol_member", bootstrap, topic,
-                                      group], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      group, *([instance] if instance else [])], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
         self.history: list[set[int]] = []
         self.topics: set[str] = set()
@@ -78,11 +78,11 @@ def broker(tmp_path):
         yield b
 
 
-def split(members: list[Member]) -> bool:
+def split(members: list[Member], partitions: int = PARTITIONS) -> bool:
     """Every partition held by exactly one member, and the members within one partition of each other."""
     held = [m.assignment for m in members]
     union = set().union(*held)
-    return (union == set(range(PARTITIONS)) and sum(map(len, held)) == PARTITIONS
+    return (union == set(range(partitions)) and sum(map(len, held)) == partitions
             and max(map(len, held)) - min(map(len, held)) <= 1)
 
 
@@ -195,3 +195,25 @@ def test_group_resumes_after_a_broker_kill(broker):
         assert m.history[-1] == {0, 1} and all(a == {0, 1} for a in m.history[1:])   # never reassigned
     finally:
         m.close()
+
+
+def test_static_member_comes_back_to_its_partitions(broker):
+    """group.instance.id: a closing static member leaves with epoch -2 and keeps its slot for the session timeout;
+    the same instance restarted (new member id) gets the same partitions, with no new target assignment."""
+    create_topic(broker.port, "s", 4)
+    a, b = Member(broker.bootstrap, "s", "sg", "i-a"), Member(broker.bootstrap, "s", "sg", "i-b")
+    members = [a, b]
+    try:
+        wait_until(lambda: split([a, b], 4), 60, what="two static members split four partitions")
+        a_parts, b_since, b_parts = set(a.assignment), len(b.history), set(b.assignment)
+        group_epoch, assignment_epoch, _ = _epochs(broker.port, "sg")
+        a.close()
+        a2 = Member(broker.bootstrap, "s", "sg", "i-a")
+        members.append(a2)
+        wait_until(lambda: a2.assignment == a_parts, 30, what="the instance got its partitions back")
+        assert _epochs(broker.port, "sg")[:2] == (group_epoch, assignment_epoch)
+        assert never_lost(b, b_since, b_parts)
+    finally:
+        for m in members:
+            if m.proc.poll() is None:
+                m.kill()
