@@ -1,0 +1,60 @@
+"""Transactions on a 3-broker ZooKeeper cluster of ours (KIP-98): markers reach partition leaders on other
+brokers over WriteTxnMarkers, `__transaction_state` is replicated (RF 3, min.isr 2), and a kill -9 of the
+transaction coordinator's broker in the middle of a transaction hands it to the new leader of its state
+partition, where the producer commits it."""
+
+from __future__ import annotations
+
+from broker.coordinator.group_metadata_manager import java_string_hash
+from kafkascope.local.cluster import wait_for
+from tests.e2e.test_transactions import consume_all, producer
+from tests.replication.helpers import create_topic, leader, metadata, topic_name, wait_healthy
+
+SESSION_MS = 6000
+STATE_PARTITIONS = 3
+PROPS = {"transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 2,
+         "transaction.state.log.num.partitions": STATE_PARTITIONS,
+         "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+         "zookeeper.session.timeout.ms": SESSION_MS, "min.insync.replicas": 2}
+
+
+def state_partition(txn_id: str) -> int:
+    h = java_string_hash(txn_id)
+    return (0 if h == -(1 << 31) else abs(h)) % STATE_PARTITIONS
+
+
+def test_transactions_survive_the_coordinators_broker(cluster_factory):
+    c = cluster_factory(3, **PROPS)
+    topic = topic_name("tx")
+    create_topic(c, topic, partitions=3, rf=3)
+    wait_healthy(c, topic, 3)
+    txn_id = "cluster-app"
+    p = producer(c.bootstrap, txn_id)
+    p.init_transactions(60)
+    p.begin_transaction()
+    for i in range(9):
+        p.produce(topic, f"c{i}".encode(), partition=i % 3)
+    p.commit_transaction(60)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, f"a{i}".encode(), partition=i)
+    p.flush(10)
+    p.abort_transaction(60)
+    leaders = {leader(c, topic, i) for i in range(3)}
+    coordinator = leader(c, "__transaction_state", state_partition(txn_id))
+    assert leaders - {coordinator}, "every partition led by the coordinator: no WriteTxnMarkers was sent"
+    committed = consume_all(c.bootstrap, topic, "read_committed", expect=9, timeout_s=30)
+    assert sorted(v for _, _, v in committed) == sorted(f"c{i}".encode() for i in range(9))
+
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, f"k{i}".encode(), partition=i)
+    p.flush(10)
+    c.broker(coordinator).kill()  # kill -9 with the transaction open
+    wait_for(lambda: metadata(c, ["__transaction_state"], exclude=(coordinator,))
+             .part("__transaction_state", state_partition(txn_id)).leader not in (coordinator, -1),
+             SESSION_MS / 1000 + 20, what="a new transaction coordinator")
+    p.commit_transaction(60)  # the producer finds the new coordinator, which loaded the Ongoing state
+    committed = consume_all(c.bootstrap, topic, "read_committed", expect=12, timeout_s=60)
+    assert sorted(v for _, _, v in committed) == sorted([f"c{i}".encode() for i in range(9)] +
+                                                        [f"k{i}".encode() for i in range(3)])
