@@ -6,6 +6,7 @@ describes and lists the group by its type."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -217,3 +218,30 @@ def test_static_member_comes_back_to_its_partitions(broker):
         for m in members:
             if m.proc.poll() is None:
                 m.kill()
+
+
+JAVA_MEMBER = ROOT / "tests" / "e2e" / "java" / "ConsumerProtocolMember.java"
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no JDK")
+def test_kafka_4_java_consumer(broker):
+    """Kafka 4.1's own KafkaConsumer (jars from Maven Central, the reference peer's) with group.protocol=consumer:
+    it is assigned both partitions, reads and commits everything, and leaves the group empty when it closes."""
+    from kafkascope.local.apache_kafka import DEFAULT_VERSION, ensure_kafka
+
+    create_topic(broker.port, "j", 2)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(6):
+        p.produce("j", value=b"%d" % i, partition=i % 2)
+    assert p.flush(10) == 0
+    libs = ensure_kafka(DEFAULT_VERSION)
+    run = subprocess.run(["java", "-cp", f"{libs}/*", str(JAVA_MEMBER), broker.bootstrap, "j", "jg", "6"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines()[-2:] == ["assignment [0, 1]", "consumed 6"]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        "jg", [TopicPartition("j", 0), TopicPartition("j", 1)])])["jg"]
+    assert {tp.partition: tp.offset for tp in fut.result(10).topic_partitions} == {0: 3, 1: 3}
+    described = admin.describe_consumer_groups(["jg"])["jg"].result(10)
+    assert (described.type.name, described.state.name, described.members) == ("CONSUMER", "EMPTY", [])
