@@ -526,6 +526,7 @@ class GroupCoordinator:
     def expire(self) -> None:
         """Remove offsets past offsets.retention.minutes (KIP-211 rules) and drop empty groups left without offsets."""
         self.group_manager.expire()
+        self.consumer.expire_offsets(self._config.offsets_retention_minutes * 60_000)
 
     # ------------------------------------------------------------ offsets partitions
 

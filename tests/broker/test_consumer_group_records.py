@@ -98,3 +98,24 @@ def test_deleted_group_stays_deleted_after_a_reload():
     assert first.delete_groups(["g"]) == {"g": ErrorCode.none}
     second, _ = make(log, clock)
     assert second.consumer.group("g") is None and second.list_typed_groups() == []
+
+
+def test_offsets_expire_for_unsubscribed_topics_and_then_the_empty_group_goes():
+    log = MemoryOffsetsLog()
+    clock = ManualClock()
+    coordinator, _ = make(log, clock)
+    _, epochs = settle(coordinator)
+    offsets = [("t", 0, 5, -1, ""), ("gone", 0, 9, -1, "")]
+    assert set(coordinator.commit_offsets("g", epochs["A"], "A", None, offsets).values()) == {ErrorCode.none}
+    retention_ms = BrokerConfig().offsets_retention_minutes * 60_000
+    clock.advance(retention_ms)
+    for m in ("A", "B"):
+        beat(coordinator, m, epochs[m])     # still alive
+    coordinator.expire()
+    assert coordinator.fetch_offsets("g", None) == {("t", 0): (5, -1, "")}   # "gone" is not subscribed
+    beat(coordinator, "A", -1)
+    beat(coordinator, "B", -1)
+    coordinator.expire()    # empty now: the rest goes, commit time being old enough, and the group with it
+    assert coordinator.consumer.group("g") is None and coordinator.list_typed_groups() == []
+    reloaded, _ = make(log, clock)
+    assert reloaded.list_typed_groups() == [] and reloaded.fetch_offsets("g", None) == {}

@@ -21,6 +21,7 @@ from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.consumer.records import METADATA, decode_key, group_records, metadata_hash, restore
 from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog
 from broker.coordinator.group_state import GroupState
+from broker.coordinator.offsets_schema import OffsetCommitKey, encode_key
 from broker.errors import ErrorCode
 from common.clock import Clock
 
@@ -149,6 +150,26 @@ class ConsumerGroupService:
                      api_version: int) -> ErrorCode | None:
         """OffsetCommit by a member: its current epoch, v9+ (Kafka's ConsumerGroup.validateOffsetCommit)."""
         return self.coordinator.validate_offset_commit(group, member_id, member_epoch, api_version)
+
+    def expire_offsets(self, retention_ms: int) -> None:
+        """Kafka's offset expiry for consumer groups: an offset of a topic the group does not subscribe to (every
+        topic, once the group is empty) expires `retention_ms` after its commit; an empty group left without
+        offsets is deleted."""
+        wall = self._clock.now_ms()
+        for group in list(self.coordinator.groups.values()):
+            subscribed = set(group.subscribed_topics) if group.members else set()
+            expired = [tp for tp, o in group.offsets.items() if tp[0] not in subscribed and (
+                wall >= o.expire_timestamp if o.expire_timestamp >= 0 else wall - o.commit_timestamp >= retention_ms)]
+            for tp in expired:
+                del group.offsets[tp]
+            if expired and self._log is not None:
+                self._log.append(self._manager.partition_for(group.group_id),
+                                 [(encode_key(OffsetCommitKey(group.group_id, *tp)), None) for tp in expired],
+                                 topic_stats=False)
+            if not group.members and not group.offsets:
+                del self.coordinator.groups[group.group_id]
+                self._persist(group.group_id)
+                log.info("consumer group %s expired (empty, no offsets left)", group.group_id)
 
     # ------------------------------------------------------------ timers and partitions
 
