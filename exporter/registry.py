@@ -180,6 +180,39 @@ class SampledRate:
         return total / elapsed if elapsed > 0 else 0.0
 
 
+class SampledMaxAvg:
+    """Kafka's ``Max`` and ``Avg`` stats (common.metrics) over the same windows as `SampledRate`: the largest and
+    the mean of the values recorded in the last `samples` × `window_s`; both NaN when none was, as Kafka's."""
+
+    __slots__ = ("_clock", "_window", "_samples", "_values")
+
+    def __init__(self, clock: Clock, window_s: float = 30.0, samples: int = 2) -> None:
+        self._clock = clock
+        self._window = window_s
+        self._samples = samples
+        self._values: list[tuple[float, float]] = []  # (time recorded, value)
+
+    def record(self, value: float) -> None:
+        now = self._clock.monotonic()
+        self._values.append((now, value))
+        horizon = now - self._samples * self._window
+        while self._values and self._values[0][0] < horizon:
+            del self._values[0]
+
+    def _recent(self) -> list[float]:
+        horizon = self._clock.monotonic() - self._samples * self._window
+        return [v for t, v in self._values if t >= horizon]
+
+    @property
+    def max(self) -> float:
+        return max(self._recent(), default=float("nan"))
+
+    @property
+    def avg(self) -> float:
+        recent = self._recent()
+        return sum(recent) / len(recent) if recent else float("nan")
+
+
 class KafkaMetric:
     """A ``common.metrics``-style attribute; `read` returns its current value, `counter` marks ``*-total``."""
 

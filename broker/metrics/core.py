@@ -23,6 +23,7 @@ from broker.metrics.replicas import FetcherManagerView, FetcherMetrics, ReplicaG
 from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, count_errors
 from broker.metrics.runtime import GcStats, free_bytes, proc_io
 from broker.metrics.topics import TopicMetrics, TopicStats
+from broker.metrics.transactions import TransactionCoordinatorMetrics
 from broker.observer import RequestTiming
 from exporter.registry import MetricName, Registry, SampledRate, Tags
 
@@ -94,6 +95,7 @@ class BrokerMetrics:
         self._fetchers: FetcherManagerView | None = None
         self.fetcher_metrics = FetcherMetrics(reg, self._active_fetchers)
         self.group_coordinator_metrics = GroupCoordinatorMetrics(reg, broker.group_coordinator)   # KIP-848
+        self.txn_coordinator_metrics = TransactionCoordinatorMetrics(reg, broker.txn_coordinator)   # KIP-98
         self._conn_created = SampledRate(reg.clock)
         self._conn_closed = SampledRate(reg.clock)
         self._auth: dict[tuple[str, str], SampledRate] = {}  # (listener, successful|failed)

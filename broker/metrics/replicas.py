@@ -25,6 +25,7 @@ class PartitionStats:
     is_local_leader: bool
     preferred_is_leader: bool
     hosted: bool = True  # this broker has a replica (Kafka has a Partition object, hence its gauges)
+    lso_lag: int = 0  # the leader's high watermark - Last Stable Offset (an open transaction holds it back)
 
 
 # kafka.cluster.Partition's definitions. The leader alone reports the ISR state; the min ISR is the effective one,
@@ -47,15 +48,15 @@ def is_at_min_isr(s: PartitionStats) -> bool:
     return s.is_local_leader and s.isr == effective_min_isr(s)
 
 
-# (name, value) of each kafka.cluster:type=Partition gauge. LastStableOffsetLag is HW - LSO, and the LSO is the
-# HW while no transaction is open: transactions are not implemented, so it is 0 on every hosted replica.
+# (name, value) of each kafka.cluster:type=Partition gauge. LastStableOffsetLag is the leader's HW - LSO (KIP-98:
+# it grows while a transaction stays open), 0 on followers, as Kafka's Partition reports it.
 PARTITION_GAUGES: tuple[tuple[str, Callable[[PartitionStats], int]], ...] = (
     ("UnderReplicated", lambda s: int(is_under_replicated(s))),
     ("InSyncReplicasCount", lambda s: s.isr if s.is_local_leader else 0),
     ("UnderMinIsr", lambda s: int(is_under_min_isr(s))),
     ("AtMinIsr", lambda s: int(is_at_min_isr(s))),
     ("ReplicasCount", lambda s: s.replicas if s.is_local_leader else 0),
-    ("LastStableOffsetLag", lambda s: 0),
+    ("LastStableOffsetLag", lambda s: s.lso_lag),
 )
 
 
@@ -95,9 +96,11 @@ class BrokerReplicaView:
                 st = b.metadata.partition_state(name, p)
                 if st is None:
                     continue
+                part = hosted.get((name, p)) if st.leader == me else None
+                lso_lag = part.log.high_watermark - part.log.last_stable_offset if part is not None else 0
                 yield PartitionStats(name, p, len(st.replicas), len(st.isr), min_isr, st.online,
                                      st.leader == me, bool(st.replicas) and st.replicas[0] == st.leader,
-                                     (name, p) in hosted)
+                                     (name, p) in hosted, lso_lag)
 
     def is_active_controller(self) -> bool:
         return self._broker.metadata.controller_id == self._broker.node_id

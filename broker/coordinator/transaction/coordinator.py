@@ -56,6 +56,8 @@ class TransactionCoordinator:
         # Called when markers complete a transaction, with (producer id, commit, partitions): the group
         # coordinator makes TxnOffsetCommit offsets visible on commit.
         self.on_complete: Callable[[int, bool, Partitions], None] | None = None
+        # Called with the ms each partition load took (the metrics' partition-load-time).
+        self.on_partition_loaded: Callable[[float], None] | None = None
 
     # ---------------------------------------------------------------- ownership
 
@@ -281,6 +283,7 @@ class TransactionCoordinator:
         what was being committed or aborted (loadTransactionsForTxnTopicPartition). Ongoing transactions stay
         ongoing; the timeout aborts them if their producer is gone. Returns the ids being completed."""
         self._loading.add(partition)
+        started = self._clock.monotonic()
         ids: dict[str, TransactionMetadata] = {}
         try:
             for key, value in self._log.read(partition):
@@ -296,6 +299,8 @@ class TransactionCoordinator:
             self._loading.discard(partition)
         self._owned[partition] = ids
         self._epochs[partition] = coordinator_epoch
+        if self.on_partition_loaded is not None:
+            self.on_partition_loaded((self._clock.monotonic() - started) * 1000)
         resuming = [md for md in ids.values() if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)]
         for md in resuming:
             self._spawn(self._complete(md))
