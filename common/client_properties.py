@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from common import jaas
+from common.java_properties import parse_properties
 
 
 class ClientPropertiesError(ValueError):
@@ -33,37 +34,10 @@ _MODULE_MECHANISMS = {jaas.PLAIN_LOGIN_MODULE: {"PLAIN"},
                       jaas.SCRAM_LOGIN_MODULE: {"SCRAM-SHA-256", "SCRAM-SHA-512"}}
 
 
-def parse(text: str) -> dict[str, str]:
-    """A java.util.Properties text: `k=v`, `k: v` or `k v`; `#`/`!` comments; a trailing backslash continues the
-    line (JAAS configs are often written that way)."""
-    lines: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw.lstrip() if pending else raw.strip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        pending = ""
-        lines.append(line.rstrip())
-    if pending:
-        lines.append(pending)
-    props = {}
-    for line in lines:
-        # the key ends at the first `=`, `:` or blank; blanks and then one `=` or `:` separate it from the value
-        cut = next((i for i, c in enumerate(line) if c in "=: \t"), len(line))
-        rest = line[cut:].lstrip(" \t")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:]
-        props[line[:cut]] = rest.strip()
-    return props
-
-
 def read(path: str | Path) -> dict[str, str]:
     """The properties of a file, as written (no translation)."""
     try:
-        return parse(Path(path).read_text())
+        return parse_properties(Path(path).read_text())
     except OSError as e:
         raise ClientPropertiesError(f"cannot read {path}: {e.strerror}") from None
 

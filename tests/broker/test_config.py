@@ -1,6 +1,7 @@
 import pytest
 
-from broker.config import BrokerConfig, ConfigError, parse_properties, validate_topic_configs
+from broker.config import BrokerConfig, ConfigError, validate_topic_configs
+from common.java_properties import parse_properties
 
 
 def test_properties_syntax_follows_java():

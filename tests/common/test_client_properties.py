@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.client_properties import ClientPropertiesError, librdkafka_config, load, parse
+from common.client_properties import ClientPropertiesError, librdkafka_config, load
+from common.java_properties import parse_properties
 
 SCRAM_FILE = """\
 # as written for kafka-topics.sh --command-config
@@ -74,4 +75,4 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_properties_syntax():
-    assert parse("a=1\n  # c\n! c\nb : 2\nc 3\nd=x\\\n  y\n") == {"a": "1", "b": "2", "c": "3", "d": "xy"}
+    assert parse_properties("a=1\n  # c\n! c\nb : 2\nc 3\nd=x\\\n  y\n") == {"a": "1", "b": "2", "c": "3", "d": "xy"}
