@@ -178,6 +178,9 @@ class ClusterLauncher:
         path = data_dir / STATE_FILE
         if not path.exists():
             raise ClusterError(f"no cluster in {data_dir} ({STATE_FILE} not found; run `kafkascope cluster up`)")
+        if cls is ClusterLauncher and (data_dir / "kraft.json").exists():  # an Apache Kafka 4.x KRaft cluster
+            from kafkascope.local.kraft import KRaftLauncher
+            return KRaftLauncher.attach(data_dir)
         state = _State.from_json(json.loads(path.read_text()))
         brokers = [m for m in state.members.values() if m.kind == "broker"]
         self = cls(data_dir, brokers=max(1, len(brokers)), standalone=state.standalone,
@@ -535,8 +538,8 @@ class ClusterLauncher:
             for m in brokers:
                 if not proc.wait_dead(m.pid, m.started, max(0.1, deadline - time.monotonic())):
                     proc.kill_group(m.pid, m.started)
-            for m in members:
-                if m.kind == "zookeeper" and m.pid:
+            for m in members:  # after the brokers: KRaft controllers (kafkascope/local/kraft.py) or ZooKeeper
+                if m.kind in ("zookeeper", "controller") and m.pid:
                     proc.terminate(m.pid, m.started, 15.0)
             for m in members:  # leftovers, whatever they are
                 if m.pid and m.os_state() != proc.DEAD:
