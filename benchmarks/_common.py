@@ -172,6 +172,15 @@ def fmt(x: object) -> str:
     return str(x)
 
 
+def print_table(rows: list[tuple[str, ...]]) -> None:
+    """A header row, a rule, then the rows; the first column left-aligned, the figures right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for i, r in enumerate(rows):
+        print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
 def emit_json(name: str, result: dict) -> None:
     print(json.dumps({"benchmark": name, **result}, sort_keys=False), flush=True)
 

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import emit_json, fmt, produce, ratio
+from benchmarks._common import emit_json, fmt, print_table, produce, ratio
 from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
 from benchmarks.consume_throughput import consume
 from common.client_properties import librdkafka_config
@@ -83,14 +83,6 @@ def run_cluster(impl: str, mode: str, args: argparse.Namespace) -> dict:
     return {"median": median, "passes": passes, "loadavg_1m_start_end": load}
 
 
-def _table(rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for i, r in enumerate(rows):
-        print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.security_overhead", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -120,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"\nSASL_SSL vs PLAINTEXT: {args.brokers} brokers, RF={rf}, acks=all, {VALUE} B values, e2e at {args.rate}/s; "
           f"median of {args.repeat} pass(es); 1-min load average "
           + ", ".join(f"{k} {a:.1f}->{b:.1f}" for k, (a, b) in ((k, r["loadavg_1m_start_end"]) for k, r in runs.items())))
-    _table(rows)
+    print_table(rows)
     if len(impls) == 2:
         print("\nours/Kafka over SASL_SSL: " + ", ".join(
             f"{k} {fmt(ratio(med['kafkascope sasl_ssl'][k], med['apache-kafka sasl_ssl'][k]))}" for k in keys))

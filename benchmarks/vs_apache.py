@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import emit_json, fmt, produce, ratio
+from benchmarks._common import emit_json, fmt, print_table, produce, ratio
 from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
 from benchmarks.consume_throughput import consume
 from kafkascope.local.apache_kafka import ZK_VERSION, ensure_kafka, tool_command
@@ -184,15 +184,11 @@ def main(argv: list[str] | None = None) -> dict:
         vals = [results[i].get(k) for i in impls]
         r = ratio(results.get("kafkascope", {}).get(k), results.get("apache-kafka", {}).get(k))
         rows.append((k, *(fmt(v) for v in vals), fmt(r)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     rf = min(3, args.brokers)
     print(f"\nours vs Apache Kafka {ZK_VERSION}: {args.brokers} brokers, RF={rf}, min.insync.replicas={min(2, rf)}, "
           f"acks=all, {VALUE} B values; median of {args.repeat} pass(es) after a warm-up pass; 1-min load average "
           + ", ".join(f"{i} {a:.1f}->{b:.1f}" for i, (a, b) in ((i, runs[i]["loadavg_1m_start_end"]) for i in impls)))
-    for i, r in enumerate(rows):
-        print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(rows)
     emit_json("vs_apache", {"settings": vars(args), "results": results, "runs": runs})
     return results
 

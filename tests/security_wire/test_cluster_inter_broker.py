@@ -78,28 +78,26 @@ def test_clients_get_every_brokers_endpoint_for_their_listener(two_brokers):
     assert {b.id: b.port for b in md.brokers.values()} == {i: two_brokers[i].ports["SASL_PLAINTEXT"] for i in (0, 1)}
 
 
-def test_scram_user_created_on_one_broker_logs_in_on_the_other(two_brokers):
+def _user_made_on_b0_for_b1(two_brokers) -> dict:
+    """A new SCRAM-SHA-512 user created through broker 0; the client config that logs in on broker 1."""
     b0, b1 = two_brokers
     user = f"zk{uuid.uuid4().hex[:6]}"
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
     admin = AdminClient({"bootstrap.servers": b0.bootstrap})
     admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, b"zk-pw")])[user].result(10)
-    conf = {"bootstrap.servers": f"127.0.0.1:{b1.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
+    return {"bootstrap.servers": f"127.0.0.1:{b1.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": "zk-pw"}
-    assert AdminClient(conf).list_topics(timeout=10).brokers
+
+
+def test_scram_user_created_on_one_broker_logs_in_on_the_other(two_brokers):
+    assert AdminClient(_user_made_on_b0_for_b1(two_brokers)).list_topics(timeout=10).brokers
 
 
 def test_scram_login_does_not_wait_for_zookeeper(two_brokers, zookeeper):
     """Logins read the credential cache (as Kafka's CredentialCache): with ZooKeeper frozen, a known user still
     logs in. Before the cache, each login read /config/users on the event loop and hung the broker. Last in this
     module: ZooKeeper stays paused until the fixtures stop it."""
-    b0, b1 = two_brokers
-    user = f"zk{uuid.uuid4().hex[:6]}"
-    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
-    admin = AdminClient({"bootstrap.servers": b0.bootstrap})
-    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, b"zk-pw")])[user].result(10)
-    conf = {"bootstrap.servers": f"127.0.0.1:{b1.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": "zk-pw"}
+    conf = _user_made_on_b0_for_b1(two_brokers)
     assert AdminClient(conf).list_topics(timeout=10).brokers   # b1 learnt the user from the change notification
     zookeeper.pause()
     for _ in range(3):   # fresh connections, each a full SCRAM exchange
