@@ -137,8 +137,8 @@ class Broker:
         self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory, self.fetchers)
         self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self), self._topic_table)
         self.txn_offsets = PendingTxnOffsets()
-        self.txn_coordinator = TransactionCoordinator(config, self.clock, TxnStateTopicLog(self),
-                                                      BrokerMarkerWriter(self, self._endpoint),
+        self.txn_markers = BrokerMarkerWriter(self, self._endpoint)
+        self.txn_coordinator = TransactionCoordinator(config, self.clock, TxnStateTopicLog(self), self.txn_markers,
                                                       self.producer_ids.allocate)
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.fetch_sessions)

@@ -69,6 +69,10 @@ class ProducerStateManager:
         return min((e.current_txn_first_offset for e in self.producers.values()
                     if e.current_txn_first_offset >= 0), default=None)
 
+    def in_transaction(self, producer_id: int) -> bool:
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
+
     def ongoing(self) -> dict[int, int]:
         """producerId -> first offset of its open transaction."""
         return {pid: e.current_txn_first_offset for pid, e in self.producers.items()

@@ -6,16 +6,28 @@ partition, where the producer commits it."""
 from __future__ import annotations
 
 from broker.coordinator.group_metadata_manager import java_string_hash
+from broker.log.records import Record, build_batch
 from kafkascope.local.cluster import wait_for
+from kafkascope.local.wire import WireClient
 from tests.e2e.test_transactions import consume_all, producer
 from tests.replication.helpers import create_topic, leader, metadata, topic_name, wait_healthy
 
 SESSION_MS = 6000
+INVALID_TXN_STATE = 48
 STATE_PARTITIONS = 3
 PROPS = {"transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 2,
          "transaction.state.log.num.partitions": STATE_PARTITIONS,
          "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
          "zookeeper.session.timeout.ms": SESSION_MS, "min.insync.replicas": 2}
+
+
+def stray_transactional_produce(c, topic: str, partition: int, txn_id: str) -> int:
+    batch = build_batch([Record(timestamp=1, value=b"stray")], producer_id=999_999, producer_epoch=0,
+                        base_sequence=0, is_transactional=True)
+    with WireClient(c.broker(leader(c, topic, partition)).port) as w:
+        resp = w.call(0, 9, {"transactional_id": txn_id, "acks": -1, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
+    return resp.responses[0].partition_responses[0].error_code
 
 
 def state_partition(txn_id: str) -> int:
@@ -45,6 +57,10 @@ def test_transactions_survive_the_coordinators_broker(cluster_factory):
     assert leaders - {coordinator}, "every partition led by the coordinator: no WriteTxnMarkers was sent"
     committed = consume_all(c.bootstrap, topic, "read_committed", expect=9, timeout_s=30)
     assert sorted(v for _, _, v in committed) == sorted(f"c{i}".encode() for i in range(9))
+    # KIP-890 part 1 across brokers: a leader that is not the coordinator asks it (AddPartitionsToTxn v4) and
+    # refuses a transactional batch of a transaction that never added the partition.
+    other = next(i for i in range(3) if leader(c, topic, i) != coordinator)
+    assert stray_transactional_produce(c, topic, other, txn_id) == INVALID_TXN_STATE
 
     p.begin_transaction()
     for i in range(3):

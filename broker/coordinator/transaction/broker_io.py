@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 _APPEND_TIMEOUT_S = 30.0
 _MARKER_ATTEMPTS = 600  # about ten minutes of retries before a marker write is given up (and logged)
 _WRITE_TXN_MARKERS = 27
+_ADD_PARTITIONS_TO_TXN = 24
 
 
 def read_keyed(plog: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
@@ -118,13 +119,47 @@ async def write_local_marker(broker: Broker, topic: str, partition: int, produce
     return error
 
 
+async def verify_txn_partition(broker: Broker, tid: str, producer_id: int, producer_epoch: int, topic: str,
+                               partition: int) -> ErrorCode:
+    """KIP-890 part 1 for a partition leader: is (topic, partition) in the producer's ongoing transaction? Asked
+    of the local coordinator, or with AddPartitionsToTxn v4 `verify_only` of the broker leading the id's
+    `__transaction_state` partition (Kafka's AddPartitionsToTxnManager, one request per check here)."""
+    coordinator = broker.txn_coordinator
+    endpoint_of = broker.txn_markers.endpoint
+    error = coordinator.verify_partitions(tid, producer_id, producer_epoch, {(topic, partition)})
+    if error != ErrorCode.not_coordinator or not broker.clustered:
+        return error
+    state = broker.metadata.partition_state(TXN_STATE_TOPIC, coordinator.partition_for(tid))
+    if state is None or state.leader < 0 or state.leader == broker.node_id:
+        return ErrorCode.coordinator_not_available
+    endpoint = endpoint_of(state.leader)
+    if endpoint is None:
+        return ErrorCode.coordinator_not_available
+    conn = BrokerConnection(*endpoint, f"txn-verifier-{broker.node_id}", broker.fetchers.client_security)
+    body = {"transactions": [{"transactional_id": tid, "producer_id": producer_id, "producer_epoch": producer_epoch,
+                              "verify_only": True, "topics": [{"name": topic, "partitions": [partition]}]}]}
+    try:
+        await conn.connect(_APPEND_TIMEOUT_S)
+        resp = await conn.request(_ADD_PARTITIONS_TO_TXN, 4, body, _APPEND_TIMEOUT_S)
+    except (TimeoutError, OSError, ConnectionError) as e:
+        log.info("AddPartitionsToTxn verification with broker %d failed: %s", state.leader, e)
+        return ErrorCode.coordinator_not_available
+    finally:
+        conn.close()
+    if resp.error_code != ErrorCode.none:
+        return ErrorCode(resp.error_code)
+    codes = [p.partition_error_code for r in resp.results_by_transaction for t in r.topic_results
+             for p in t.results_by_partition]
+    return ErrorCode(codes[0]) if codes else ErrorCode.unknown_server_error
+
+
 class BrokerMarkerWriter:
     """WriteTxnMarkers to each partition's leader: this broker's own partitions directly, the others with a
     WriteTxnMarkers request over the inter-broker listener; retried while the leader is unknown or moving."""
 
     def __init__(self, broker: Broker, endpoint: Callable[[int], tuple[str, int] | None]) -> None:
         self._broker = broker
-        self._endpoint = endpoint  # a live broker's inter-broker (host, port)
+        self.endpoint = endpoint  # a live broker's inter-broker (host, port)
 
     async def write(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                     partitions: Partitions) -> None:
@@ -158,7 +193,7 @@ class BrokerMarkerWriter:
                 if error in (ErrorCode.none, ErrorCode.invalid_producer_epoch):
                     done.append((topic, p))  # an older epoch's marker: a newer one supersedes it
             return done
-        endpoint = self._endpoint(leader)
+        endpoint = self.endpoint(leader)
         if endpoint is None:
             return []
         conn = BrokerConnection(*endpoint, f"txn-marker-sender-{broker.node_id}", broker.fetchers.client_security)

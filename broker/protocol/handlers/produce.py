@@ -3,6 +3,7 @@
 import asyncio
 from time import perf_counter
 
+from broker.coordinator.transaction.broker_io import verify_txn_partition
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import HEADER_SIZE, read_header
 from broker.protocol import authz
@@ -35,7 +36,7 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                 if not p.records:
                     raise KafkaError(ErrorCode.invalid_record)
                 if tid is not None:
-                    _verify_transactional(broker, tid, t.name, p.index, p.records)
+                    await _verify_transactional(broker, tid, t.name, p.index, p.records)
                 part, result = broker.replicas.append(t.name, p.index, p.records, acks)
                 entry.update(base_offset=result.base_offset, log_append_time=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset)
@@ -74,21 +75,22 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     return {"responses": topics, "throttle_time": 0}
 
 
-def _verify_transactional(broker, tid: str, topic: str, partition: int, records) -> None:
+async def _verify_transactional(broker, tid: str, topic: str, partition: int, records) -> None:
     """KIP-890 part 1: the first transactional batch of a producer on a partition must belong to a transaction
-    that added this partition, else INVALID_TXN_STATE (a late or hanging write). Checked here against the
-    local coordinator; when another broker coordinates the id (a cluster) the check is skipped."""
+    that added this partition, else INVALID_TXN_STATE (a late or hanging write). Asked of the transaction
+    coordinator, here or on another broker (AddPartitionsToTxn v4 verifyOnly)."""
     if len(records) < HEADER_SIZE:
         return
     h = read_header(bytes(records[:HEADER_SIZE]))
     if not h.is_transactional or h.producer_id < 0:
         return
-    plog = broker.replicas.leader_log(topic, partition)
-    if plog.producer_state.ongoing().get(h.producer_id) is not None:
+    if broker.replicas.leader_log(topic, partition).producer_state.in_transaction(h.producer_id):
         return  # already in this transaction here
-    error = broker.txn_coordinator.verify_partitions(tid, h.producer_id, h.producer_epoch, {(topic, partition)})
-    if error in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress):
-        return
+    error = await verify_txn_partition(broker, tid, h.producer_id, h.producer_epoch, topic, partition)
+    if error in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress,
+                 ErrorCode.coordinator_not_available, ErrorCode.not_enough_replicas):
+        raise KafkaError(ErrorCode.not_enough_replicas, f"could not verify the transaction of {tid}: "
+                         f"{error.name}")  # retriable, as Kafka's AddPartitionsToTxnManager answers
     if error != ErrorCode.none:
         # Kafka's AddPartitionsToTxnManager answers a fenced producer INVALID_PRODUCER_EPOCH, the rest
         # INVALID_TXN_STATE.
