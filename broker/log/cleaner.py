@@ -15,6 +15,10 @@ One pass over a log (`LogCleaner.clean`):
 4. Consecutive segments are merged while their combined size fits segment.bytes. Each merged segment is
    written as a normal segment under `cleaner-tmp/` and swapped in under the log's lock
    (`PartitionLog.replace_segments`), so produce and fetch are blocked only for a few renames.
+
+Transactions (KIP-98): only segments below the Last Stable Offset are cleaned; batches of aborted transactions
+are dropped and their keys ignored; markers are kept, and the segments' `.txnindex` entries move into the
+merged segment.
 """
 
 from __future__ import annotations
@@ -33,6 +37,21 @@ from common.clock import Clock
 log = logging.getLogger(__name__)
 
 _MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+_Ranges = dict[int, list[tuple[int, int]]]  # producer id -> [first offset, marker offset) of aborted transactions
+
+
+def _aborted_ranges(plog: PartitionLog, start: int, end: int) -> _Ranges:
+    ranges: _Ranges = {}
+    for a in plog.aborted_transactions(start, end):
+        ranges.setdefault(a.producer_id, []).append((a.first_offset, a.last_offset))
+    return ranges
+
+
+def _is_aborted(h: BatchHeader, aborted: _Ranges) -> bool:
+    """A data batch of an aborted transaction: Kafka's cleaner discards those and ignores their keys, so that
+    an aborted write never supersedes a committed one."""
+    return h.is_transactional and not h.is_control and any(
+        first <= h.base_offset < marker for first, marker in aborted.get(h.producer_id, ()))
 
 
 @dataclass(slots=True)
@@ -83,8 +102,11 @@ class LogCleaner:
             first_dirty = max(plog.cleaner_checkpoint, plog.log_start_offset)
             # Under the lock: a sealed segment's max timestamp may be its first use, which reads its files.
             cleanable: list[LogSegment] = []
+            lso = plog.last_stable_offset  # an undecided transaction's records must stay as they are
             for seg in candidates:
                 if cfg.min_compaction_lag_ms > 0 and seg.max_timestamp > now - cfg.min_compaction_lag_ms:
+                    break
+                if seg.next_offset > lso:
                     break
                 cleanable.append(seg)
         if not cleanable:
@@ -96,10 +118,11 @@ class LogCleaner:
         if not dirty_bytes or (not force and dirty_bytes / total < cfg.min_cleanable_dirty_ratio):
             return None
         stats = CleanerStats()
+        aborted = _aborted_ranges(plog, cleanable[0].base_offset, end)
         try:
-            latest = self._build_key_map(dirty, first_dirty, end, stats)
+            latest = self._build_key_map(dirty, first_dirty, end, aborted, stats)
             for group in _group_by_size(cleanable, cfg.segment_bytes, end):
-                if not self._clean_group(plog, group, latest, now - cfg.delete_retention_ms, stats):
+                if not self._clean_group(plog, group, latest, aborted, now - cfg.delete_retention_ms, stats):
                     return stats
         except FileNotFoundError:
             # Retention or topic deletion removed a segment under us; the next pass starts over.
@@ -118,12 +141,13 @@ class LogCleaner:
         stats.bytes_read += len(data)
         return data
 
-    def _build_key_map(self, dirty: list[LogSegment], start: int, end: int, stats: CleanerStats) -> dict[bytes, int]:
+    def _build_key_map(self, dirty: list[LogSegment], start: int, end: int, aborted: _Ranges,
+                       stats: CleanerStats) -> dict[bytes, int]:
         latest: dict[bytes, int] = {}
         for seg in dirty:
             data = self._read(seg, stats)
             for pos, h in iter_batches(data):
-                if h.is_control or h.last_offset < start:
+                if h.is_control or h.last_offset < start or _is_aborted(h, aborted):
                     continue
                 for r in decode_records(memoryview(data)[pos: pos + h.size]):
                     if r.key is not None and start <= r.offset < end:
@@ -131,7 +155,7 @@ class LogCleaner:
         return latest
 
     def _clean_group(self, plog: PartitionLog, group: list[LogSegment], latest: dict[bytes, int],
-                     delete_horizon_ms: int, stats: CleanerStats) -> bool:
+                     aborted: _Ranges, delete_horizon_ms: int, stats: CleanerStats) -> bool:
         staging = plog.directory / CLEANER_TMP_DIR
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
@@ -142,6 +166,9 @@ class LogCleaner:
                 stats.segments_read += 1
                 for pos, h in iter_batches(data):
                     batch = memoryview(data)[pos: pos + h.size]
+                    if _is_aborted(h, aborted):
+                        stats.records_removed += h.record_count  # never visible to read_committed consumers
+                        continue
                     if not h.is_control:
                         records = decode_records(batch)
                         kept = self._filter(records, latest, h.max_timestamp <= delete_horizon_ms, stats)
@@ -150,6 +177,9 @@ class LogCleaner:
                         if len(kept) < len(records):
                             batch = memoryview(self._rebuild(h, kept))
                     out.append(batch, [(0, read_header(batch))], self.clock.now_ms())
+            for seg in group:  # the aborted transactions index moves with the markers
+                for entry in seg.txn_index.entries:
+                    out.txn_index.append(entry)
             out.seal()
             stats.bytes_written += out.size
         finally:

@@ -33,7 +33,7 @@ from broker.log.records import (
 )
 from broker.log.recovery import CLEANER_TMP_DIR, SWAP_SUFFIX, finish_interrupted_swap, segment_bases
 from broker.log.segment import LOG_SUFFIX, FileRegion, LogSegment, segment_name
-from broker.log.txn_index import AbortedTxn, CompletedTxn, control_type, marker_batch
+from broker.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn, CompletedTxn, control_type, marker_batch
 from common.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -546,11 +546,11 @@ class PartitionLog:
             if self.segments[i: i + len(old)] != old or i + len(old) >= len(self.segments):
                 return False
             name = segment_name(staged_base)
-            for suffix in (".index", ".timeindex", LOG_SUFFIX):
+            for suffix in (".index", ".timeindex", TXN_INDEX_SUFFIX, LOG_SUFFIX):
                 os.replace(staged_dir / (name + suffix), self.directory / (name + suffix + SWAP_SUFFIX))
             for seg in old:
                 seg.delete_files()
-            for suffix in (".index", ".timeindex", LOG_SUFFIX):
+            for suffix in (".index", ".timeindex", TXN_INDEX_SUFFIX, LOG_SUFFIX):
                 os.replace(self.directory / (name + suffix + SWAP_SUFFIX), self.directory / (name + suffix))
             new = LogSegment.open(self.directory, staged_base, self.config.index_interval_bytes, lock=self.lock)
             self.segments[i: i + len(old)] = [new]

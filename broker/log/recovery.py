@@ -43,7 +43,7 @@ def finish_interrupted_swap(directory: Path) -> None:
             if p.stem.isdigit() and base <= int(p.stem) < end:
                 for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES):
                     p.with_suffix(suffix).unlink(missing_ok=True)
-        for suffix in (".index", ".timeindex", LOG_SUFFIX):
+        for suffix in (*_INDEX_SUFFIXES, LOG_SUFFIX):
             src = directory / (segment_name(base) + suffix + SWAP_SUFFIX)
             if src.exists():
                 os.replace(src, directory / (segment_name(base) + suffix))

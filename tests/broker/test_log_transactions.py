@@ -201,3 +201,33 @@ def test_segments_roll_and_collect_across_them(tmp_path, clock):
     assert len(txnindexes) == plog.segment_count
     plog.delete_records_before(plog.log_end_offset)
     assert len([n for n in os.listdir(plog.directory) if n.endswith(".txnindex")]) == plog.segment_count
+
+
+def test_compaction_drops_aborted_writes_keeps_markers_and_stops_at_the_lso(tmp_path, clock):
+    from broker.log.cleaner import LogCleaner
+    from tests.broker.test_log_support import keyed, read_all
+
+    plog = make_log(tmp_path, clock, cleanup_policy="compact", segment_bytes=300, delete_retention_ms=60_000)
+
+    def txn(pid, value, commit):
+        plog.append_as_leader(keyed([(b"k", value)], ts=clock.now_ms(), producer_id=pid, producer_epoch=0,
+                                    base_sequence=0, is_transactional=True), 0)
+        plog.append_marker(pid, 0, 0, commit=commit, leader_epoch=0)
+
+    txn(1, b"committed", True)       # 0, marker 1
+    txn(2, b"aborted", False)        # 2, marker 3: must not supersede offset 0
+    for i in range(6):               # later segments
+        plog.append_as_leader(keyed([(b"other", b"%d" % i)], ts=clock.now_ms()), 0)
+    plog.append_as_leader(keyed([(b"k", b"open")], ts=clock.now_ms(), producer_id=3, producer_epoch=0,
+                                base_sequence=0, is_transactional=True), 0)  # open: LSO here
+    for i in range(6):
+        plog.append_as_leader(keyed([(b"other", b"x%d" % i)], ts=clock.now_ms()), 0)
+    lso = plog.last_stable_offset
+    assert lso == 10 and plog.segment_count > 3
+    stats = LogCleaner(clock).clean(plog, force=True)
+    assert stats is not None and stats.records_removed >= 1
+    after = {r.offset: r.value for r in read_all(plog)}
+    assert after[0] == b"committed" and 2 not in after    # the aborted write is gone, the committed one stays
+    assert after[10] == b"open"                           # at the LSO: untouched
+    assert 1 in after and 3 in after                      # markers kept
+    assert plog.aborted_transactions(0, lso) == [AbortedTxn(2, 2, 3, 4)]  # the index moved with the segment
