@@ -147,14 +147,14 @@ class PartitionLog:
     def _track(self, seg: LogSegment, batch: bytes | memoryview, h: BatchHeader) -> None:
         """Producer state for a batch appended to `seg` (`batch`: its bytes, needed for a control batch); a
         marker completes its producer's transaction, and an abort is indexed in `seg`'s `.txnindex`."""
-        kind = -1
+        kind = coordinator_epoch = -1
         if h.is_control and h.producer_id >= 0:
             try:
-                kind = control_type(batch)
+                kind, coordinator_epoch = control_type(batch)
             except ValueError as e:
                 log.warning("%s-%d: unreadable control batch at %d: %s", self.topic, self.partition,
                             h.base_offset, e)
-        done = self.producer_state.update(h, kind)
+        done = self.producer_state.update(h, kind, coordinator_epoch)
         if done is None:
             return
         if done.last_offset >= self.high_watermark:
@@ -191,12 +191,15 @@ class PartitionLog:
                       leader_epoch: int) -> int:
         """Write a COMMIT or ABORT marker as leader (WriteTxnMarkers; Kafka appends it with
         AppendOrigin.COORDINATOR). Returns its offset. INVALID_PRODUCER_EPOCH if the producer has moved to a
-        newer epoch than the marker's."""
+        newer epoch than the marker's, TRANSACTION_COORDINATOR_FENCED if a newer coordinator wrote its last one."""
         with self.lock:
             entry = self.producer_state.producers.get(producer_id)
             if entry is not None and producer_epoch < entry.epoch:
                 raise KafkaError(ErrorCode.invalid_producer_epoch,
                                  f"marker epoch {producer_epoch} is older than the producer's {entry.epoch}")
+            if entry is not None and coordinator_epoch < entry.coordinator_epoch:
+                raise KafkaError(ErrorCode.transaction_coordinator_fenced,
+                                 f"coordinator epoch {coordinator_epoch} < {entry.coordinator_epoch}")
             buf = bytearray(marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
                                          self.clock.now_ms()))
             return self._append_assigned(buf, read_header(buf), leader_epoch)[0]

@@ -43,6 +43,7 @@ class ProducerEntry:
     batches: list[BatchMetadata] = field(default_factory=list)
     last_timestamp: int = -1
     current_txn_first_offset: int = -1
+    coordinator_epoch: int = -1  # of the last marker: an older coordinator's markers are fenced
 
     @property
     def last_seq(self) -> int:
@@ -118,20 +119,25 @@ class ProducerStateManager:
                              f"expected sequence {entry.last_seq + 1}, got {h.base_sequence}")
         return None
 
-    def update(self, h: BatchHeader, control_type: int = -1) -> CompletedTxn | None:
+    def update(self, h: BatchHeader, control_type: int = -1, coordinator_epoch: int = -1) -> CompletedTxn | None:
         """Record an appended batch (leader, follower or recovery replay). `h` carries its assigned offsets;
-        `control_type` is a control batch's ControlRecordType. Returns the transaction a marker completed."""
+        `control_type` is a control batch's ControlRecordType and `coordinator_epoch` its marker's. Returns the
+        transaction a marker completed."""
         if h.producer_id < 0:
             return None
         entry = self.producers.get(h.producer_id)
         if entry is None or h.producer_epoch != entry.epoch:
             # A new epoch keeps an open transaction: the coordinator aborts it with a marker of the new epoch.
             first = entry.current_txn_first_offset if entry is not None else -1
+            coordinator_epoch_before = entry.coordinator_epoch if entry is not None else -1
             entry = self.producers[h.producer_id] = ProducerEntry(h.producer_id, h.producer_epoch)
             entry.current_txn_first_offset = first
+            entry.coordinator_epoch = coordinator_epoch_before
         entry.last_timestamp = h.max_timestamp
         if h.is_control:
             # Markers carry no sequence; they end the producer's transaction, if one is open here.
+            if control_type in (ABORT, COMMIT):
+                entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
             if control_type not in (ABORT, COMMIT) or entry.current_txn_first_offset < 0:
                 return None
             done = CompletedTxn(h.producer_id, entry.current_txn_first_offset, h.base_offset,
@@ -175,7 +181,7 @@ class ProducerStateManager:
             "producers": [
                 [e.producer_id, e.epoch, e.last_timestamp,
                  [[b.first_seq, b.last_seq, b.first_offset, b.last_offset] for b in e.batches],
-                 e.current_txn_first_offset]
+                 e.current_txn_first_offset, e.coordinator_epoch]
                 for e in self.producers.values()
             ],
         }
@@ -205,7 +211,7 @@ class ProducerStateManager:
                 for pid, epoch, ts, batches, *txn in doc["producers"]:
                     # Version 1 (before transactions) has no currentTxnFirstOffset.
                     producers[pid] = ProducerEntry(pid, epoch, [BatchMetadata(*b) for b in batches], ts,
-                                                   txn[0] if txn else -1)
+                                                   *txn[:2])
             except (OSError, ValueError, KeyError, TypeError) as e:
                 log.warning("ignoring unreadable producer snapshot %s: %s", path, e)
                 path.unlink(missing_ok=True)

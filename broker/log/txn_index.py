@@ -56,8 +56,9 @@ def marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, 
                        is_control=True)
 
 
-def control_type(batch: bytes | memoryview) -> int:
-    """ControlRecordType of a control batch's first record (ABORT, COMMIT, or another type Kafka defines).
+def control_type(batch: bytes | memoryview) -> tuple[int, int]:
+    """(ControlRecordType, coordinator epoch) of a control batch's first record: ABORT or COMMIT with the
+    EndTransactionMarker's coordinatorEpoch, or another type Kafka defines with -1.
 
     Raises ValueError for a record whose key is not a ControlRecordType key."""
     records = decode_records(batch)
@@ -66,7 +67,10 @@ def control_type(batch: bytes | memoryview) -> int:
     version, kind = _CONTROL_KEY.unpack_from(records[0].key)
     if version < 0:
         raise ValueError(f"control record key version {version}")
-    return kind
+    value = records[0].value
+    if kind in (ABORT, COMMIT) and value is not None and len(value) >= _MARKER_VALUE.size:
+        return kind, marker_fields(value)[1]
+    return kind, -1
 
 
 def marker_fields(value: bytes) -> tuple[int, int]:

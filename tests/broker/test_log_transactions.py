@@ -39,8 +39,8 @@ def test_marker_batch_is_kafkas_control_record():
     rec = decode_records(data)[0]
     assert rec.key == b"\x00\x00\x00\x01"  # ControlRecordType key v0, COMMIT
     assert marker_fields(rec.value) == (0, 11)  # EndTransactionMarker v0, coordinatorEpoch
-    assert control_type(data) == COMMIT
-    assert control_type(marker_batch(7, 3, 11, commit=False, timestamp_ms=1000)) == ABORT
+    assert control_type(data) == (COMMIT, 11)
+    assert control_type(marker_batch(7, 3, 12, commit=False, timestamp_ms=1000)) == (ABORT, 12)
 
 
 def test_txn_index_file_format_collect_and_truncate(tmp_path):
@@ -131,6 +131,21 @@ def test_marker_with_an_older_epoch_is_refused(tmp_path, clock):
     plog.append_marker(1, 4, 0, commit=False, leader_epoch=0)
     assert plog.last_stable_offset == 2
     assert plog.aborted_transactions(0, 2) == [AbortedTxn(1, 0, 1, 2)]
+
+
+def test_marker_from_an_older_coordinator_is_fenced_also_after_restart(tmp_path, clock):
+    plog = make_log(tmp_path, clock)
+    plog.append_as_leader(txn_batch(clock, 1, 0), 0)
+    plog.append_marker(1, 0, 5, commit=True, leader_epoch=0)
+    plog.append_as_leader(txn_batch(clock, 1, 1), 0)
+    plog.close()
+    again = make_log(tmp_path, clock)
+    with pytest.raises(KafkaError) as e:
+        again.append_marker(1, 0, 4, commit=False, leader_epoch=0)  # a coordinator that lost its partition
+    assert e.value.code == ErrorCode.transaction_coordinator_fenced
+    assert again.producer_state.ongoing() == {1: 2}
+    again.append_marker(1, 0, 5, commit=True, leader_epoch=0)
+    assert again.last_stable_offset == 4
 
 
 def test_plain_batch_while_the_producers_transaction_is_open_is_invalid(tmp_path, clock):

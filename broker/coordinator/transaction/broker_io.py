@@ -29,6 +29,8 @@ _APPEND_TIMEOUT_S = 30.0
 _MARKER_ATTEMPTS = 600  # about ten minutes of retries before a marker write is given up (and logged)
 _WRITE_TXN_MARKERS = 27
 _ADD_PARTITIONS_TO_TXN = 24
+# Marker answers that end the retries (Kafka's TransactionMarkerRequestCompletionHandler gives up on fencing).
+_MARKER_DONE = (ErrorCode.none, ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced)
 
 
 def read_keyed(plog: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
@@ -190,8 +192,8 @@ class BrokerMarkerWriter:
             for topic, p in tps:
                 error = await write_local_marker(broker, topic, p, producer_id, producer_epoch, coordinator_epoch,
                                                  commit)
-                if error in (ErrorCode.none, ErrorCode.invalid_producer_epoch):
-                    done.append((topic, p))  # an older epoch's marker: a newer one supersedes it
+                if error in _MARKER_DONE:
+                    done.append((topic, p))  # an older epoch's or coordinator's marker: a newer one supersedes it
             return done
         endpoint = self.endpoint(leader)
         if endpoint is None:
@@ -212,4 +214,4 @@ class BrokerMarkerWriter:
         finally:
             conn.close()
         return [(t.name, p.partition_index) for m in resp.markers for t in m.topics for p in t.partitions
-                if p.error_code in (ErrorCode.none, ErrorCode.invalid_producer_epoch)]
+                if p.error_code in _MARKER_DONE]
