@@ -33,7 +33,8 @@ from broker.log.records import (
 )
 from broker.log.recovery import CLEANER_TMP_DIR, SWAP_SUFFIX, finish_interrupted_swap, segment_bases
 from broker.log.segment import LOG_SUFFIX, FileRegion, LogSegment, segment_name
-from broker.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn, CompletedTxn, control_type, marker_batch
+from broker.log.txn_index import TXN_INDEX_SUFFIX
+from broker.log.txn_log import TransactionalLog
 from common.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ def _write_int_file(path: Path, value: int) -> None:
     os.replace(tmp, path)
 
 
-class PartitionLog:
+class PartitionLog(TransactionalLog):
     """The log of one partition in `<log dir>/<topic>-<partition>/`.
 
     All state changes happen under `lock`; the log cleaner does its heavy work outside it and only swaps
@@ -116,9 +117,7 @@ class PartitionLog:
             self.leader_epochs = LeaderEpochCache(directory)
             self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
             self.producer_state = ProducerStateManager(directory)
-            # Completed transactions whose marker is not below the high watermark yet: still unstable, as the
-            # marker may be lost to a leader change (Kafka's unreplicatedTxns).
-            self._unreplicated: list[CompletedTxn] = []
+            self._unreplicated = []
             # A kill -9 may have cut the active segment short after its abort was indexed; replay re-adds it.
             self.active_segment.txn_index.truncate_to(self.log_end_offset)
             self._snapshot_offset = self._load_producer_state()
@@ -143,66 +142,6 @@ class PartitionLog:
         self.producer_state.evict_below(self.log_start_offset)
         self._unreplicated = []
         return -1 if snapshot is None else snapshot
-
-    def _track(self, seg: LogSegment, batch: bytes | memoryview, h: BatchHeader) -> None:
-        """Producer state for a batch appended to `seg` (`batch`: its bytes, needed for a control batch); a
-        marker completes its producer's transaction, and an abort is indexed in `seg`'s `.txnindex`."""
-        kind = coordinator_epoch = -1
-        if h.is_control and h.producer_id >= 0:
-            try:
-                kind, coordinator_epoch = control_type(batch)
-            except ValueError as e:
-                log.warning("%s-%d: unreadable control batch at %d: %s", self.topic, self.partition,
-                            h.base_offset, e)
-        done = self.producer_state.update(h, kind, coordinator_epoch)
-        if done is None:
-            return
-        if done.last_offset >= self.high_watermark:
-            self._unreplicated.append(done)
-        if done.aborted:
-            seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
-                                            self.producer_state.last_stable_after(done)))
-
-    # ---------------------------------------------------------------- transactions
-
-    @property
-    def last_stable_offset(self) -> int:
-        """LSO: the first offset of the earliest open (or not yet replicated) transaction, else the high
-        watermark (Kafka's UnifiedLog.lastStableOffset)."""
-        with self.lock:
-            hw = self.high_watermark
-            self._unreplicated = [t for t in self._unreplicated if t.last_offset >= hw]
-            first = self.producer_state.first_unstable_offset()
-            for t in self._unreplicated:
-                first = t.first_offset if first is None else min(first, t.first_offset)
-            return hw if first is None else min(first, hw)
-
-    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed Fetch (Kafka's
-        UnifiedLog.collectAbortedTransactions)."""
-        out: list[AbortedTxn] = []
-        with self.lock:
-            for seg in self.segments[max(0, bisect_right(self._bases, fetch_offset) - 1):]:
-                if seg.txn_index.collect(fetch_offset, upper_bound, out):
-                    break
-        return out
-
-    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                      leader_epoch: int) -> int:
-        """Write a COMMIT or ABORT marker as leader (WriteTxnMarkers; Kafka appends it with
-        AppendOrigin.COORDINATOR). Returns its offset. INVALID_PRODUCER_EPOCH if the producer has moved to a
-        newer epoch than the marker's, TRANSACTION_COORDINATOR_FENCED if a newer coordinator wrote its last one."""
-        with self.lock:
-            entry = self.producer_state.producers.get(producer_id)
-            if entry is not None and producer_epoch < entry.epoch:
-                raise KafkaError(ErrorCode.invalid_producer_epoch,
-                                 f"marker epoch {producer_epoch} is older than the producer's {entry.epoch}")
-            if entry is not None and coordinator_epoch < entry.coordinator_epoch:
-                raise KafkaError(ErrorCode.transaction_coordinator_fenced,
-                                 f"coordinator epoch {coordinator_epoch} < {entry.coordinator_epoch}")
-            buf = bytearray(marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
-                                         self.clock.now_ms()))
-            return self._append_assigned(buf, read_header(buf), leader_epoch)[0]
 
     # ---------------------------------------------------------------- properties
 
