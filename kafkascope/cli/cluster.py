@@ -1,8 +1,8 @@
 """`kafkascope cluster up|status|kill|stop|start|pause|resume|down`: a local ZooKeeper + N brokers for fault drills.
 
     kafkascope cluster up --brokers 3 --data-dir DIR [--racks a,b,c] [--override k=v ...] [--impl apache-kafka]
-                          [--security sasl_ssl]
-    kafkascope cluster kill|stop|start|pause|resume ID --data-dir DIR     (ID: a broker id, or zk)
+                          [--security sasl_ssl] [--version 4.1.1 [--controllers N]]
+    kafkascope cluster kill|stop|start|pause|resume ID --data-dir DIR     (ID: a node id, or zk)
     kafkascope cluster status --data-dir DIR [--json]
     kafkascope cluster down --data-dir DIR
 """
@@ -17,7 +17,9 @@ import signal
 import sys
 import time
 
+from kafkascope.local import kraft
 from kafkascope.local import process as proc
+from kafkascope.local.apache_kafka import ZK_VERSION
 from kafkascope.local.launcher import IMPLS, ClusterError, ClusterLauncher
 from kafkascope.local.security import MODES as SECURITY_MODES
 from kafkascope.local.zookeeper import ZooKeeperUnavailable
@@ -45,13 +47,28 @@ def _parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _new_launcher(args: argparse.Namespace, racks: list[str] | None) -> ClusterLauncher:
+    """Apache Kafka 4.x is a KRaft cluster (kafkascope/local/kraft.py); 3.9 and ours keep ZooKeeper."""
+    if args.version and args.impl != "apache-kafka":
+        raise ClusterError("--version picks an Apache Kafka release: use it with --impl apache-kafka")
+    if args.impl == "apache-kafka" and kraft.is_kraft_version(args.version):
+        return kraft.KRaftLauncher(args.data_dir, brokers=args.brokers, racks=racks, controllers=args.controllers,
+                                   broker_props=_parse_overrides(args.override), version=args.version,
+                                   security=args.security)
+    if args.controllers:
+        raise ClusterError("--controllers is for KRaft clusters (--impl apache-kafka --version 4.x)")
+    if args.version and args.version != ZK_VERSION:
+        raise ClusterError(f"Apache Kafka {args.version}: the ZooKeeper-mode line pinned here is {ZK_VERSION}")
+    return ClusterLauncher(args.data_dir, brokers=args.brokers, racks=racks,
+                           broker_props=_parse_overrides(args.override), standalone=args.standalone,
+                           zookeeper=not args.no_zookeeper, impl=args.impl, security=args.security)
+
+
 def _up(args: argparse.Namespace) -> int:
     out = sys.stdout
     racks = [r.strip() for r in args.racks.split(",")] if args.racks else None
-    launcher = ClusterLauncher(args.data_dir, brokers=args.brokers, racks=racks,
-                               broker_props=_parse_overrides(args.override), standalone=args.standalone,
-                               zookeeper=not args.no_zookeeper, impl=args.impl, security=args.security)
-    if launcher.state_path.exists() and ClusterLauncher.attach(args.data_dir).launcher_alive():
+    launcher = _new_launcher(args, racks)
+    if launcher.state_path.exists() and kraft.attach(args.data_dir).launcher_alive():
         raise ClusterError(f"a launcher is already running on {launcher.data_dir}")
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -65,6 +82,9 @@ def _up(args: argparse.Namespace) -> int:
         for b in launcher.broker_ids:
             if launcher.metrics_url(b):
                 print(f"broker {b} metrics: {launcher.metrics_url(b)}", file=out)
+        if isinstance(launcher, kraft.KRaftLauncher):
+            print(f"KRaft cluster {launcher.cluster_id} (Apache Kafka {launcher.version}), controllers: "
+                  f"{', '.join(map(str, launcher.controller_ids()))}", file=out)
         if launcher.security:
             print(launcher.kit().usage(launcher.bootstrap), file=out)
         table = launcher.format_status()
@@ -90,7 +110,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    launcher = ClusterLauncher.attach(args.data_dir)
+    launcher = kraft.attach(args.data_dir)
     if args.json:
         json.dump({"impl": launcher.impl, "bootstrap_servers": launcher.bootstrap,
                    "zookeeper": launcher.zookeeper_host_port,
@@ -106,12 +126,19 @@ def _status(args: argparse.Namespace) -> int:
     print(f"launcher: {'running' if launcher.launcher_alive() else 'not running'}")
     if launcher.security:
         print(f"security: {launcher.security} (client properties: {launcher.kit().client_properties_path})")
+    if isinstance(launcher, kraft.KRaftLauncher):
+        try:
+            q = launcher.quorum()
+            print(f"quorum: leader {q.leader_id} (the active controller), epoch {q.leader_epoch}, "
+                  f"high watermark {q.high_watermark}")
+        except ClusterError as e:
+            print(f"quorum: unknown ({e})")
     print(launcher.format_status())
     return 0
 
 
 def _action(args: argparse.Namespace) -> int:
-    launcher = ClusterLauncher.attach(args.data_dir)
+    launcher = kraft.attach(args.data_dir)
     if args.action == "start":
         launcher.start(args.id, timeout_s=args.timeout)
     elif args.action == "stop":
@@ -123,7 +150,7 @@ def _action(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    launcher = ClusterLauncher.attach(args.data_dir)
+    launcher = kraft.attach(args.data_dir)
     state = launcher._load()
     if launcher.launcher_alive():  # let the foreground launcher shut down in order
         os.kill(state.launcher_pid, signal.SIGTERM)
@@ -166,6 +193,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     up.add_argument("--security", choices=SECURITY_MODES,
                     help="sasl_ssl: SASL_SSL listeners only (PLAIN, SCRAM-SHA-512), AclAuthorizer, super user admin; "
                          "writes certificates and client.properties under DATA_DIR/security")
+    up.add_argument("--version", help=f"Apache Kafka release with --impl apache-kafka: {ZK_VERSION} (default, "
+                                      "ZooKeeper mode) or 4.x, a KRaft cluster without ZooKeeper")
+    up.add_argument("--controllers", type=int, default=0,
+                    help="KRaft: that many controller-only nodes besides the brokers (default 0: every node is a "
+                         "combined broker+controller)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each process to be ready")
     up.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     up.set_defaults(run=_run(_up))

@@ -9,7 +9,7 @@ The quorum is static (KIP-595 `controller.quorum.voters`, kraft.version 0): ever
 --standalone/--initial-controllers, which is what Kafka 4.1 formats without a dynamic-quorum bootstrap (KIP-853).
 Each node runs the Prometheus JMX exporter agent with write_jmx_rules(kraft=True). Member kinds are "broker" (the
 broker role, alone or combined with the controller role) and "controller" (controller only); the roles of each node
-are in data_dir/kraft.json, which is also how ClusterLauncher.attach() knows a directory holds a KRaft cluster.
+are in data_dir/kraft.json, which is also how attach() knows a directory holds a KRaft cluster.
 """
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM = 55  # KIP-595 DescribeQuorum; a broker forwards it to the active controller
 # Props of the ZooKeeper-mode configs that a KRaft node must not carry.
 _ZK_ONLY = ("broker.id", "zookeeper.connect", "zookeeper.session.timeout.ms")
+
+
+def attach(data_dir: Path | str) -> ClusterLauncher:
+    """The launcher of the cluster in data_dir, whichever kind it is (a KRaft one has kraft.json)."""
+    if (Path(data_dir) / KRAFT_FILE).exists():
+        return KRaftLauncher.attach(data_dir)
+    return ClusterLauncher.attach(data_dir)
 
 
 def is_kraft_version(version: str | None) -> bool:
