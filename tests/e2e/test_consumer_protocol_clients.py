@@ -1,16 +1,13 @@
 """confluent-kafka 2.16 consumers with group.protocol=consumer (KIP-848) against our broker process: a group of three
 splits the partitions, a member leaves and one joins without the others losing theirs, a killed member's
 partitions move after the (short, broker-side) session timeout, commits land and read back; the admin client
-describes and lists the group by its type."""
+describes and lists the group by its type.  The first two scenarios are shared with Apache Kafka 4.1
+(tests/scenarios/consumer_protocol.py, tests/interop/test_consumer_protocol_kafka4.py)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
-import sys
-import threading
-from pathlib import Path
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
@@ -19,134 +16,24 @@ from confluent_kafka.admin import AdminClient
 from kafkascope.local.broker_process import BrokerProcess
 from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic, wait_until
-
-ROOT = Path(__file__).resolve().parents[2]
-SESSION_MS = 4000
-PARTITIONS = 6
-
-
-class Member:
-    """A consumer-protocol member in its own process; keeps every assignment it reported, in order."""
-
-    def __init__(self, bootstrap: str, topic: str, group: str, instance: str | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.e2e.consumer_protocol_member", bootstrap, topic,
-                                      group, *([instance] if instance else [])], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
-        self.history: list[set[int]] = []
-        self.topics: set[str] = set()
-        self.committed: dict[int, int] = {}
-        self.closed = False
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.strip()
-            if line == "closed":
-                self.closed = True
-            elif line.startswith("{"):
-                event = json.loads(line)
-                if "assignment" in event:
-                    self.history.append(set(event["assignment"]))
-                    self.topics = set(event["topics"])
-                else:
-                    partition, offset = event["committed"]
-                    self.committed[partition] = offset
-
-    @property
-    def assignment(self) -> set[int]:
-        return self.history[-1] if self.history else set()
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("close\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=30)
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
+from tests.scenarios import consumer_protocol
+from tests.scenarios.consumer_protocol import BROKER_PROPS, ROOT, Member, never_lost, split
 
 
 @pytest.fixture
 def broker(tmp_path):
-    b = BrokerProcess(tmp_path, **{"group.consumer.session.timeout.ms": SESSION_MS,
-                                   "group.consumer.min.session.timeout.ms": 1000,
-                                   "group.consumer.heartbeat.interval.ms": 500,
-                                   "group.consumer.min.heartbeat.interval.ms": 100,
-                                   "group.initial.rebalance.delay.ms": 0})
+    b = BrokerProcess(tmp_path, **BROKER_PROPS)
     with b:
         yield b
 
 
-def split(members: list[Member], partitions: int = PARTITIONS) -> bool:
-    """Every partition held by exactly one member, and the members within one partition of each other."""
-    held = [m.assignment for m in members]
-    union = set().union(*held)
-    return (union == set(range(partitions)) and sum(map(len, held)) == partitions
-            and max(map(len, held)) - min(map(len, held)) <= 1)
-
-
-def never_lost(member: Member, since: int, kept: set[int]) -> bool:
-    """Incremental: every assignment the member reported from `since` on still holds `kept`."""
-    return all(kept <= a for a in member.history[since:])
-
-
 def test_group_splits_leaves_joins_and_survives_a_kill(broker):
-    create_topic(broker.port, "t", PARTITIONS)
-    members = [Member(broker.bootstrap, "t", "g") for _ in range(3)]
-    a, b, c = members
-    try:
-        wait_until(lambda: split(members), 60, what="three members split six partitions")
-        assert [len(m.assignment) for m in members] == [2, 2, 2]
-
-        # c leaves (epoch -1): a and b take its partitions and never give up their own meanwhile.
-        marks = {m: (len(m.history), set(m.assignment)) for m in (a, b)}
-        c.close()
-        assert c.closed
-        wait_until(lambda: split([a, b]), 30, what="c's partitions moved to a and b")
-        assert all(never_lost(m, since, kept) for m, (since, kept) in marks.items())
-
-        # d joins: it gets partitions only from what a and b give up; they keep the rest throughout.
-        marks = {m: (len(m.history), set(m.assignment)) for m in (a, b)}
-        d = Member(broker.bootstrap, "t", "g")
-        members = [a, b, d]
-        wait_until(lambda: split(members), 60, what="d took a share")
-        for m, (since, before) in marks.items():
-            assert m.assignment <= before and never_lost(m, since, m.assignment)
-
-        # b is killed: after the session timeout its partitions go to a and d.
-        marks = {m: (len(m.history), set(m.assignment)) for m in (a, d)}
-        b.kill()
-        wait_until(lambda: split([a, d]), SESSION_MS / 1000 + 30, what="b's partitions moved after its session")
-        assert all(never_lost(m, since, kept) for m, (since, kept) in marks.items())
-    finally:
-        for m in members + [c]:
-            if m.proc.poll() is None:
-                m.kill()
+    consumer_protocol.splits_leaves_joins_and_survives_a_kill(broker, "t", "g")
 
 
 def test_commits_and_committed_offsets(broker):
-    create_topic(broker.port, "c", 2)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(10):
-        p.produce("c", value=b"%d" % i, partition=i % 2)
-    assert p.flush(10) == 0
-    m = Member(broker.bootstrap, "c", "cg")
-    try:
-        wait_until(lambda: m.committed == {0: 5, 1: 5}, 60, what="the member committed all it read")
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
-            "cg", [TopicPartition("c", 0), TopicPartition("c", 1)])])["cg"]
-        offsets = {tp.partition: tp.offset for tp in fut.result(10).topic_partitions}
-        assert offsets == {0: 5, 1: 5}
-        described = admin.describe_consumer_groups(["cg"])["cg"].result(10)
-        assert described.type.name == "CONSUMER" and described.state.name == "STABLE"
-        assert [sorted(tp.partition for tp in x.assignment.topic_partitions) for x in described.members] == [[0, 1]]
-        listed = admin.list_consumer_groups().result(10).valid
-        assert [(g.group_id, g.type.name) for g in listed] == [("cg", "CONSUMER")]
-    finally:
-        m.close()
+    # a fresh broker: the group is the only one listed
+    assert consumer_protocol.commits_read_back(broker, "c", "cg") == [("cg", "CONSUMER")]
 
 
 def test_regex_subscription_follows_new_topics(broker):
