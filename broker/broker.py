@@ -92,7 +92,8 @@ class OffsetsTopicLog:
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         plog = self._broker.logs.get(OFFSETS_TOPIC, partition)
-        return iter(()) if plog is None else read_keyed(plog)  # transaction markers skipped
+        # Transactional offsets count at their COMMIT marker; those of open transactions wait for theirs.
+        return iter(()) if plog is None else read_keyed(plog, self._broker.txn_offsets.restore)
 
 
 def zookeeper_metadata(config: BrokerConfig, me: BrokerInfo) -> MetadataStore:

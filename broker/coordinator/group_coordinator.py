@@ -29,6 +29,7 @@ from broker.coordinator.group_state import (
     Group,
     GroupState,
     Member,
+    OffsetAndMetadata,
     new_member_id,
 )
 from broker.coordinator.pending_answers import JoinResult, PendingAnswers, SyncResult
@@ -483,12 +484,15 @@ class GroupCoordinator:
     def commit_transactional_offsets(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]]
                                      ) -> None:
         """TxnOffsetCommit offsets whose transaction committed (the COMMIT marker reached the group's offsets
-        partition; Kafka's GroupMetadata.completePendingTxnOffsetCommit): stored whatever the membership."""
+        partition; Kafka's GroupMetadata.completePendingTxnOffsetCommit): already in the log as transactional
+        records, they only enter the cache, whatever the membership."""
         if not self.owns(group_id):
             return
         group = self.consumer.group(group_id) or self.group_manager.group(group_id) \
             or self.group_manager.add_group(group_id)
-        self.group_manager.store_offsets(group, offsets)
+        now = self._wall()
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            group.offsets[(topic, partition)] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now)
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None, member_id: str | None = None,
                       member_epoch: int = -1) -> dict[tuple[str, int], tuple[int, int, str | None]]:

@@ -39,6 +39,20 @@ class TransactionalLog:
     def _append_assigned(self, buf: bytearray, h: BatchHeader, leader_epoch: int) -> tuple[int, int]:
         raise NotImplementedError
 
+    def append_as_coordinator(self, records: bytes, leader_epoch: int) -> int:
+        """Append a transactional batch a coordinator built (TxnOffsetCommit's offsets in `__consumer_offsets`;
+        Kafka's AppendOrigin.COORDINATOR): it has no sequence, so only the producer epoch is checked. Returns
+        its last offset."""
+        buf = bytearray(records)
+        h = read_header(buf)
+        with self.lock:
+            entry = self.producer_state.producers.get(h.producer_id)
+            if entry is not None and h.producer_epoch < entry.epoch:
+                raise KafkaError(ErrorCode.invalid_producer_epoch,
+                                 f"epoch {h.producer_epoch} is older than the producer's {entry.epoch}")
+            self._append_assigned(buf, h, leader_epoch)
+            return h.last_offset
+
     def _track(self, seg: LogSegment, batch: bytes | memoryview, h: BatchHeader) -> None:
         """Producer state for a batch appended to `seg` (`batch`: its bytes, needed for a control batch); a
         marker completes its producer's transaction, and an abort is indexed in `seg`'s `.txnindex`."""

@@ -233,6 +233,14 @@ class ReplicaManager:
         self._appended(part, hw_before)
         return part, offset
 
+    def append_as_coordinator(self, topic: str, partition: int, records: bytes) -> tuple[Partition, int]:
+        """A coordinator's transactional batch (TxnOffsetCommit): the partition and the batch's last offset."""
+        part = self.leader_partition(topic, partition)
+        hw_before = part.log.high_watermark
+        last = part.log.append_as_coordinator(records, part.state.leader_epoch)
+        self._appended(part, hw_before)
+        return part, last
+
     def _appended(self, part: Partition, hw_before: int) -> None:
         self.purgatory.notify(leo_key(part.topic, part.index))
         if part.log.high_watermark != hw_before:  # unreplicated: the log moved its HW with the append

@@ -140,3 +140,51 @@ def test_invalid_timeout_and_concurrent_init(coordinated):
     h.settle()
     again = init_pid(h, "x")
     assert (again.error_code, again.producer_id, again.producer_epoch) == (ErrorCode.none, first.producer_id, 2)
+
+
+def txn_offset_commit(h, tid, pid, epoch, group, topic, offset):
+    resp = h.request(28, 3, {"transactional_id": tid, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+                             "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [
+                                 {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                                 "committed_leader_epoch": -1,
+                                                                 "committed_metadata": ""}]}]})
+    return resp.topics[0].partitions[0].error_code
+
+
+def committed_offset(h, group, topic):
+    from tests.broker.test_inproc_groups import OFFSET_FETCH
+    resp = h.request(OFFSET_FETCH, 8, {"require_stable": False, "groups": [
+        {"group_id": group, "member_id": None, "member_epoch": -1,
+         "topics": [{"name": topic, "partition_indexes": [0]}]}]})
+    return resp.groups[0].topics[0].partitions[0].committed_offset
+
+
+def test_txn_offsets_survive_a_restart_and_count_only_at_commit(tmp_path):
+    props = {"transaction_state_log_num_partitions": 2}
+    with Harness(tmp_path, **props) as h:
+        h.request(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["eos"]})
+        assert create(h, "in").error_code == ErrorCode.none
+        init = init_pid(h, "eos")
+        pid = init.producer_id
+        add = h.request(25, 3, {"transactional_id": "eos", "producer_id": pid, "producer_epoch": 0, "group_id": "g"})
+        assert add.error_code == ErrorCode.none
+        assert txn_offset_commit(h, "eos", pid, 0, "g", "in", 42) == ErrorCode.none
+        assert committed_offset(h, "g", "in") == -1  # pending: not visible
+        # In the log already, as a transactional batch of the producer in the group's offsets partition.
+        assert h.broker.replicas.leader_log("__consumer_offsets", 0).producer_state.ongoing() == {pid: 0}
+    with Harness(tmp_path, **props) as h:  # restart: the offsets come back pending, the transaction Ongoing
+        h.request(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["eos"]})
+        assert committed_offset(h, "g", "in") == -1
+        assert describe(h, "eos")[0].transaction_state == "Ongoing"
+        assert end_txn(h, "eos", pid, 0, True) == ErrorCode.none
+        h.settle()
+        assert committed_offset(h, "g", "in") == 42
+        assert init_pid(h, "eos").producer_epoch == 1
+        assert end_txn(h, "eos", pid, 1, False) == ErrorCode.invalid_txn_state  # nothing added: no transaction
+        h.request(25, 3, {"transactional_id": "eos", "producer_id": pid, "producer_epoch": 1, "group_id": "g"})
+        assert txn_offset_commit(h, "eos", pid, 1, "g", "in", 50) == ErrorCode.none
+        assert end_txn(h, "eos", pid, 1, False) == ErrorCode.none
+        h.settle()
+        assert committed_offset(h, "g", "in") == 42  # aborted: never visible
+    with Harness(tmp_path, **props) as h:  # and the log, read again, agrees
+        assert committed_offset(h, "g", "in") == 42

@@ -13,10 +13,19 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from broker.coordinator.offsets_schema import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_offset_commit_value,
+    encode_key,
+    encode_offset_commit_value,
+)
 from broker.coordinator.transaction.coordinator import TXN_STATE_TOPIC, Partitions
 from broker.errors import ErrorCode, KafkaError
 from broker.log.log import PartitionLog
 from broker.log.records import Record, build_batch, decode_records, iter_batches
+from broker.log.txn_index import COMMIT, control_type
 from broker.metadata import OFFSETS_TOPIC
 from broker.replication.client import BrokerConnection
 
@@ -33,22 +42,49 @@ _ADD_PARTITIONS_TO_TXN = 24
 _MARKER_DONE = (ErrorCode.none, ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced)
 
 
-def read_keyed(plog: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) of a coordinator topic partition, oldest first; control batches (transaction
-    markers) are skipped and keyless records refused, as the coordinators only write keyed records."""
+KeyedRecords = list[tuple[bytes, bytes | None]]
+
+
+def read_keyed(plog: PartitionLog, on_open: Callable[[int, KeyedRecords], None] | None = None
+               ) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every committed (key, value) of a coordinator topic partition in log order, as Kafka's coordinators load
+    them: a transaction's records (TxnOffsetCommit in `__consumer_offsets`) count where their COMMIT marker is
+    and are dropped at an ABORT; those of a transaction still open at the end go to `on_open(producer id,
+    records)`. Keyless records are refused: the coordinators only write keyed ones."""
     offset = plog.log_start_offset
+    pending: dict[int, KeyedRecords] = {}
     while offset < plog.log_end_offset:
         chunk = plog.read(offset, 1 << 20)
         if not chunk:
-            return
+            break
         for pos, header in iter_batches(chunk):
-            if not header.is_control:
-                for rec in decode_records(memoryview(chunk)[pos:pos + header.size]):
-                    if rec.offset >= offset:
-                        if rec.key is None:
-                            raise TypeError(f"{plog.topic}-{plog.partition} offset {rec.offset}: record without a key")
-                        yield rec.key, rec.value
-            offset = max(offset, header.next_offset)
+            batch = memoryview(chunk)[pos:pos + header.size]
+            if header.last_offset < offset:
+                continue
+            floor, offset = offset, header.next_offset  # the log may start inside the first batch
+            if header.is_control:
+                done = pending.pop(header.producer_id, [])
+                try:
+                    if control_type(batch)[0] == COMMIT:
+                        yield from done
+                except ValueError:
+                    log.warning("%s-%d: unreadable control batch at %d", plog.topic, plog.partition,
+                                header.base_offset)
+                continue
+            records = []
+            for rec in decode_records(batch):
+                if rec.offset < floor:
+                    continue
+                if rec.key is None:
+                    raise TypeError(f"{plog.topic}-{plog.partition} offset {rec.offset}: record without a key")
+                records.append((rec.key, rec.value))
+            if header.is_transactional and header.producer_id >= 0:
+                pending.setdefault(header.producer_id, []).extend(records)
+            else:
+                yield from records
+    if on_open is not None:
+        for pid, records in pending.items():
+            on_open(pid, records)
 
 
 class TxnStateTopicLog:
@@ -73,7 +109,8 @@ class TxnStateTopicLog:
 
 class PendingTxnOffsets:
     """TxnOffsetCommit offsets by producer id and group, until the transaction's marker reaches the group's
-    `__consumer_offsets` partition (Kafka's GroupMetadata pendingTransactionalOffsetCommits)."""
+    `__consumer_offsets` partition (Kafka's GroupMetadata pendingTransactionalOffsetCommits). They are in the
+    log already, as transactional records; a load restores those of open transactions here (`restore`)."""
 
     def __init__(self) -> None:
         self._pending: dict[int, dict[str, dict[tuple[str, int], tuple[int, int, str | None]]]] = {}
@@ -95,11 +132,40 @@ class PendingTxnOffsets:
             self._pending.pop(producer_id, None)
         return out
 
+    def restore(self, producer_id: int, records: KeyedRecords) -> None:
+        """Offsets of a transaction still open when an offsets partition loads (see `read_keyed`)."""
+        for raw_key, raw_value in records:
+            key = decode_key(raw_key)
+            if isinstance(key, OffsetCommitKey) and raw_value is not None:
+                v = decode_offset_commit_value(raw_value)
+                self.add(producer_id, key.group, [(key.topic, key.partition, v.offset, v.leader_epoch, v.metadata)])
+
     def groups_of(self, producer_id: int) -> list[str]:
         return list(self._pending.get(producer_id, {}))
 
     def count(self) -> int:
         return sum(len(o) for g in self._pending.values() for o in g.values())
+
+
+async def write_txn_offsets(broker: Broker, group_id: str, producer_id: int, producer_epoch: int,
+                            offsets: list[tuple[str, int, int, int, str | None]]) -> ErrorCode:
+    """TxnOffsetCommit: the offsets as one transactional batch in the group's `__consumer_offsets` partition
+    (Kafka's GroupMetadataManager.storeOffsets with a producer id), acknowledged by the ISR, then pending until
+    the transaction's marker."""
+    now = broker.clock.now_ms()
+    records = [Record(timestamp=now, key=encode_key(OffsetCommitKey(group_id, t, p)),
+                      value=encode_offset_commit_value(OffsetCommitValue(o, m or "", now, e)))
+               for t, p, o, e, m in offsets]
+    batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch, is_transactional=True)
+    try:
+        part, last = broker.replicas.append_as_coordinator(
+            OFFSETS_TOPIC, broker.group_coordinator.partition_for(group_id), batch)
+    except KafkaError as e:
+        return e.code
+    error = await broker.replicas.wait_for_replication(part, last, _APPEND_TIMEOUT_S)
+    if error == ErrorCode.none:
+        broker.txn_offsets.add(producer_id, group_id, offsets)
+    return error
 
 
 async def write_local_marker(broker: Broker, topic: str, partition: int, producer_id: int, producer_epoch: int,

@@ -9,7 +9,8 @@ WriteTxnMarkers (sent by brokers only).
 
 from __future__ import annotations
 
-from broker.coordinator.transaction.broker_io import write_local_marker
+from broker.coordinator.group_metadata_manager import OFFSET_METADATA_MAX_BYTES
+from broker.coordinator.transaction.broker_io import write_local_marker, write_txn_offsets
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import OFFSETS_TOPIC
 from broker.protocol import authz
@@ -124,7 +125,7 @@ async def handle_write_txn_markers(ctx: RequestContext, req) -> dict:
 
 
 async def handle_txn_offset_commit(ctx: RequestContext, req) -> dict:
-    """Offsets held until the transaction commits (they become ordinary commits at its COMMIT marker)."""
+    """Offsets written as transactional records of the producer, visible once its COMMIT marker is written."""
     broker = ctx.broker
     topics = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
     code = _txn_denied(ctx, 28, req.transactional_id) or \
@@ -136,7 +137,12 @@ async def handle_txn_offset_commit(ctx: RequestContext, req) -> dict:
         ok = [(t.name, p.partition_index, p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                p.committed_metadata) for t in req.topics for p in t.partitions
               if (t.name, p.partition_index) not in errors]
-        broker.txn_offsets.add(req.producer_id, req.group_id, ok)
+        for t_, p_, _, _, meta in ok:
+            if len((meta or "").encode()) > OFFSET_METADATA_MAX_BYTES:
+                errors[(t_, p_)] = ErrorCode.offset_metadata_too_large
+        ok = [o for o in ok if (o[0], o[1]) not in errors]
+        if ok:
+            code = await write_txn_offsets(broker, req.group_id, req.producer_id, req.producer_epoch, ok)
     return {"throttle_time": 0, "topics": [
         {"name": t, "partitions": [{"partition_index": p, "error_code": code or errors.get((t, p), ErrorCode.none)}
                                    for p in ps]} for t, ps in topics]}
