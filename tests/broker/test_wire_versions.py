@@ -20,7 +20,7 @@ API_VERSIONS, PRODUCE = 18, 0
 KAFKA_4_0_FLOORS = {0: 0, 1: 4, 2: 1, 3: 0, 8: 2, 9: 1, 10: 0, 11: 0, 12: 0, 13: 0, 14: 0, 15: 0, 16: 0, 18: 0,
                     19: 2, 20: 1, 21: 0, 22: 0, 23: 2, 29: 1, 30: 1, 31: 1, 32: 1, 33: 0, 37: 0, 42: 0, 43: 0,
                     44: 0, 45: 0, 46: 0, 47: 0, 50: 0, 51: 0, 60: 0, 68: 0, 69: 0,
-                    24: 0, 25: 0, 26: 0, 27: 1, 28: 0, 65: 0, 66: 0}  # transactions (KIP-98)
+                    24: 0, 25: 0, 26: 0, 27: 1, 28: 0, 61: 0, 65: 0, 66: 0}  # transactions (KIP-98)
 ADVERTISED_NOT_SERVED = {(PRODUCE, 0), (PRODUCE, 1), (PRODUCE, 2)}
 
 # Smallest bodies that ask for something harmless (unset fields take kio's defaults: "", 0, empty arrays).

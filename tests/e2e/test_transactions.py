@@ -37,7 +37,7 @@ def producer(bootstrap: str, txn_id: str, timeout_ms: int = 60000) -> Producer:
 
 
 def consume_all(bootstrap: str, topic: str, isolation: str, expect: int | None = None,
-                timeout_s: float = 15.0) -> list[tuple[int, int, bytes]]:
+                timeout_s: float = 15.0, partitions: int = 3) -> list[tuple[int, int, bytes]]:
     """(partition, offset, value) of every record up to the end, read with `isolation`."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": isolation,
@@ -53,7 +53,7 @@ def consume_all(bootstrap: str, topic: str, isolation: str, expect: int | None =
                 out.append((m.partition(), m.offset(), m.value()))
             elif m.error().code() == -191:  # _PARTITION_EOF
                 eof.add(m.partition())
-        done = len(eof) == 3 if expect is None else len(out) >= expect and len(eof) == 3
+        done = len(eof) == partitions if expect is None else len(out) >= expect and len(eof) == partitions
         return done
 
     try:

@@ -63,3 +63,34 @@ def test_transactional_message_copier_copies_exactly_once(txn_broker):
     assert row[-1] == "CompleteCommit", listed  # TransactionalId Coordinator ProducerId TransactionState
     described = run_tool(TRANSACTIONS, "--bootstrap-server", bs, "describe", "--transactional-id", txn_id).stdout
     assert txn_id in described and "CompleteCommit" in described, described
+
+
+def test_kafka_transactions_finds_describes_and_aborts_a_hanging_transaction(txn_broker):
+    """A transaction left open (its producer gone quiet) holds the LSO back; describe-producers shows it with its
+    start offset, and `abort` (Admin.abortTransaction: WriteTxnMarkers straight to the leader) lets the LSO and
+    read_committed consumers move on."""
+    from tests.e2e.test_transactions import producer
+
+    bs = txn_broker.bootstrap
+    topic = f"hang-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+    plain = Producer({"bootstrap.servers": bs})
+    plain.produce(topic, b"before", partition=0)
+    plain.flush(10)
+    stuck = producer(bs, f"stuck-{uuid.uuid4().hex[:6]}", timeout_ms=900_000)
+    stuck.init_transactions(30)
+    stuck.begin_transaction()
+    stuck.produce(topic, b"hanging", partition=0)
+    stuck.flush(10)
+    plain.produce(topic, b"after", partition=0)
+    plain.flush(10)
+    described = run_tool(TRANSACTIONS, "--bootstrap-server", bs, "describe-producers", "--topic", topic,
+                         "--partition", "0").stdout
+    rows = [line.split() for line in described.splitlines()[1:] if line.strip()]
+    # ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp CurrentTransactionStartOffset
+    assert [r[-1] for r in rows if r[-1] != "None"] == ["1"], described
+    assert [v for _, _, v in consume_all(bs, topic, "read_committed", expect=1, partitions=1)] == [b"before"]
+    run_tool(TRANSACTIONS, "--bootstrap-server", bs, "abort", "--topic", topic, "--partition", "0",
+             "--start-offset", "1")
+    committed = [v for _, _, v in consume_all(bs, topic, "read_committed", expect=2, partitions=1)]
+    assert committed == [b"before", b"after"]

@@ -1,5 +1,6 @@
 """Transaction APIs over the TransactionCoordinator (KIP-98): AddPartitionsToTxn (24), AddOffsetsToTxn (25),
-EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28), DescribeTransactions (65), ListTransactions (66).
+EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28), DescribeProducers (61), DescribeTransactions (65),
+ListTransactions (66).
 InitProducerId with a transactional id is in produce.py, FindCoordinator key_type 1 in groups.py.
 
 Authorization follows Kafka's KafkaApis: TRANSACTIONAL_ID WRITE for the producer's requests (DESCRIBE for
@@ -188,12 +189,39 @@ async def handle_list_transactions(ctx: RequestContext, req) -> dict:
                                    for md in found if md.transactional_id in names]}
 
 
+async def handle_describe_producers(ctx: RequestContext, req) -> dict:
+    """The producers with state on each partition this broker leads (Kafka's ReplicaManager.activeProducerState;
+    kafka-transactions.sh describe-producers and find-hanging read it)."""
+    denied = authz.resource_errors(ctx, 61, authz.TOPIC, (t.name for t in req.topics))
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partition_indexes:
+            entry: dict = {"partition_index": p, "error_code": ErrorCode.none, "error_message": None,
+                           "active_producers": []}
+            try:
+                authz.raise_if_denied(denied, t.name)
+                plog = ctx.broker.replicas.leader_log(t.name, p)
+                with plog.lock:
+                    entry["active_producers"] = [
+                        {"producer_id": e.producer_id, "producer_epoch": e.epoch, "last_sequence": e.last_seq,
+                         "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
+                         "current_txn_start_offset": e.current_txn_first_offset}
+                        for e in plog.producer_state.producers.values()]
+            except KafkaError as e:
+                entry.update(error_code=e.code, error_message=e.message)
+            parts.append(entry)
+        topics.append({"name": t.name, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}
+
+
 APIS = (
     ApiSpec(24, 0, 5, handle_add_partitions_to_txn),
     ApiSpec(25, 0, 4, handle_add_offsets_to_txn),
     ApiSpec(26, 0, 4, handle_end_txn),  # v5 is transaction version 2 (KIP-890 part 2): not offered
     ApiSpec(27, 1, 1, handle_write_txn_markers),
     ApiSpec(28, 0, 4, handle_txn_offset_commit),  # v5: transaction version 2
+    ApiSpec(61, 0, 0, handle_describe_producers),
     ApiSpec(65, 0, 0, handle_describe_transactions),
     ApiSpec(66, 0, 1, handle_list_transactions),  # v2's transactional id pattern (Kafka 4.1) not offered
 )
