@@ -1,4 +1,5 @@
-"""Interop suite: one test body, two backends (our broker and Apache Kafka 3.9 in ZooKeeper mode).
+"""Interop suite: one test body, three backends (our broker, Apache Kafka 3.9 in ZooKeeper mode, Apache Kafka 4.1 in
+KRaft mode: `kraft`, one combined broker+controller node from kafkascope/local/kraft.py, run in the slow suite only).
 
 `backend` is session-scoped per backend (pytest groups the tests by it, so each backend starts once): a
 tests.scenarios.Broker like the e2e `shared_broker`/`broker` fixtures (port, bootstrap, props, log_tail, start())
@@ -16,6 +17,8 @@ import pytest
 from kafkascope.local.broker_process import BrokerProcess
 
 BACKENDS = ["kafkascope", "apache-kafka"]
+# Apache Kafka 4.1 (KRaft): each scenario once more on it, in `make test-slow` (another JVM for the whole session).
+KRAFT = "kraft"
 
 # Broker settings every backend gets, so the retention / compaction scenarios run in seconds on both.
 FAST_PROPS = {
@@ -68,6 +71,12 @@ class LauncherBackend:
         return proc.log_tail(self.launcher.data_dir / f"broker-{self.broker_id}" / "broker.log", n)
 
 
+class KRaftBackend(LauncherBackend):
+    """The broker of a one-node Apache Kafka 4.1 KRaft cluster (kafkascope.local.kraft.KRaftLauncher)."""
+
+    name = KRAFT
+
+
 class OursBackend(BrokerProcess):
     name = "kafkascope"
 
@@ -117,9 +126,27 @@ def _backend_apache_kafka(tmp_path_factory):
         launcher.shutdown()
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
+@pytest.fixture(scope="session")
+def _backend_kraft(tmp_path_factory):
+    from kafkascope.local.apache_kafka import DEFAULT_VERSION
+    from kafkascope.local.kraft import KRaftLauncher
+
+    apache_kafka_or_skip(DEFAULT_VERSION)
+    apache_kafka_or_skip()  # the JMX exporter agent comes with the 3.9 line
+    launcher = KRaftLauncher(tmp_path_factory.mktemp("interop-kraft"), brokers=1, broker_props=FAST_PROPS)
+    try:
+        launcher.start_all(timeout_s=120)
+        b = KRaftBackend(launcher)
+        _wait_metadata(b.bootstrap)
+        yield b
+    finally:
+        launcher.shutdown()
+
+
+@pytest.fixture(scope="session", params=[*BACKENDS, pytest.param(KRAFT, marks=pytest.mark.slow)])
 def backend(request):
-    """Our broker or Apache Kafka 3.9 (one broker), started once per session each."""
+    """Our broker, Apache Kafka 3.9 (one broker) or Apache Kafka 4.1 KRaft (one node), started once per session
+    each."""
     return request.getfixturevalue("_backend_" + request.param.replace("-", "_"))
 
 

@@ -1,4 +1,4 @@
-"""The client scenarios of tests/scenarios/, one body for both backends (our broker and Apache Kafka 3.9).
+"""The client scenarios of tests/scenarios/, one body for every backend (our broker, Apache Kafka 3.9 and 4.1 KRaft).
 
 Each test runs the shared scenario (the one tests/e2e runs on our broker) with `backend` as the broker.  A scenario
 that passes on apache-kafka and fails on kafkascope is our bug.  A representative client per scenario runs in
@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.helpers import EARLIEST, LATEST, create_topic, list_offset, records, wait_until
+from tests.interop.conftest import KRAFT
 from tests.scenarios import admin, durability, groups, produce_consume
 from tests.scenarios.clients import CLIENTS, CODECS, PY_CLIENTS, consume, produce
 
@@ -113,9 +114,22 @@ def test_log_append_time(backend, topic_name, client):
 
 # ---------------------------------------------------------------- retention, compaction
 
+def _refuses_tiny_segments(backend, topic_name) -> bool:
+    """Kafka 4.0 raised segment.bytes' minimum from 14 bytes to 1 MiB (KIP-1030): the 1 KiB segments these scenarios
+    roll to get retention and compaction going in seconds are refused on the `kraft` backend (Kafka 4.1) with
+    INVALID_CONFIG. Asserted there, and the scenario stops (it would need megabytes per segment); True then."""
+    if backend.name != KRAFT:
+        return False
+    with pytest.raises(AssertionError, match="segment.bytes: Value must be at least 1048576"):
+        create_topic(backend.port, topic_name, segment_bytes="1024")
+    return True
+
+
 def test_retention_deletes_expired_active_segment(backend, topic_name):
     """Kafka rolls an active segment whose records are all past retention.ms and deletes it (UnifiedLog
     deleteRetentionMsBreachedSegments: when every segment is breached it rolls first), so an idle topic empties."""
+    if _refuses_tiny_segments(backend, topic_name):
+        return
     port = backend.port
     create_topic(port, topic_name, segment_bytes="1024", retention_ms="1500")
     durability.produce_batches(backend.bootstrap, topic_name, durability.numbered(80))
@@ -124,12 +138,16 @@ def test_retention_deletes_expired_active_segment(backend, topic_name):
 
 
 def test_retention_by_size(backend, topic_name):
+    if _refuses_tiny_segments(backend, topic_name):
+        return
     durability.retention_by_size(backend, topic_name)
 
 
 def test_compaction_keeps_latest_per_key_and_drops_tombstones(backend, topic_name):
     """tests/e2e/test_durability.py's compaction scenario in short, on the session's backend (cleaner settings from
     FAST_PROPS); the fillers that roll segments fit in 1024 bytes (Kafka rejects bigger: see the next test)."""
+    if _refuses_tiny_segments(backend, topic_name):
+        return
     port, bs = backend.port, backend.bootstrap
     create_topic(port, topic_name, cleanup_policy="compact", segment_bytes="1024",
                  min_cleanable_dirty_ratio="0.01", delete_retention_ms="1000")
@@ -161,6 +179,8 @@ def test_compaction_keeps_latest_per_key_and_drops_tombstones(backend, topic_nam
 def test_batch_larger_than_segment_is_rejected(backend, topic_name):
     """Kafka refuses a batch bigger than the topic's segment.bytes with RECORD_LIST_TOO_LARGE (18)
     (UnifiedLog.append: RecordBatchTooLargeException), after the max.message.bytes check."""
+    if _refuses_tiny_segments(backend, topic_name):
+        return
     create_topic(backend.port, topic_name, segment_bytes="1024")
     with pytest.raises(AssertionError, match="RECORD_LIST_TOO_LARGE"):
         produce("confluent", backend.bootstrap, topic_name, [(b"k", b"x" * 1100, [])], partition=0,
