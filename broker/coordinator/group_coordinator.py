@@ -481,6 +481,24 @@ class GroupCoordinator:
 
         return self.group_manager.store_offsets(group, offsets)
 
+    def txn_offset_commit_error(self, group_id: str, generation_id: int, member_id: str,
+                                group_instance_id: str | None) -> ErrorCode | None:
+        """TxnOffsetCommit v3+ with group metadata (KIP-447): a classic group's member must be known and of the
+        current generation (Kafka's GroupCoordinator.handleTxnCommitOffsets); without (generation -1, empty
+        member id) anything goes, as before KIP-447."""
+        if not self.owns(group_id):
+            return ErrorCode.not_coordinator
+        group = self.group_manager.group(group_id)
+        if group is None or self.consumer.group(group_id) is not None:
+            return None
+        if member_id or group_instance_id:
+            error = self._member_error(group, member_id, group_instance_id)
+            if error is not None:
+                return error
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return ErrorCode.illegal_generation
+        return None
+
     def commit_transactional_offsets(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]]
                                      ) -> None:
         """TxnOffsetCommit offsets whose transaction committed (the COMMIT marker reached the group's offsets

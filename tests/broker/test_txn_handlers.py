@@ -188,3 +188,29 @@ def test_txn_offsets_survive_a_restart_and_count_only_at_commit(tmp_path):
         assert committed_offset(h, "g", "in") == 42  # aborted: never visible
     with Harness(tmp_path, **props) as h:  # and the log, read again, agrees
         assert committed_offset(h, "g", "in") == 42
+
+
+def test_txn_offset_commit_checks_the_group_member_kip_447(coordinated):
+    from tests.broker.test_inproc_groups import INITIAL_DELAY_MS, join, known_member, sync
+
+    h = coordinated
+    assert create(h, "t").error_code == ErrorCode.none
+    member = known_member(h.client)
+    joined = join(h.client, member)
+    h.advance(INITIAL_DELAY_MS)
+    assert joined.result().generation_id == 1
+    assert sync(h.client, 1, member, {member: b""}).result().error_code == ErrorCode.none
+    pid = init_pid(h, "k447").producer_id
+
+    def commit(generation: int, member_id: str) -> ErrorCode:
+        resp = h.request(28, 3, {"transactional_id": "k447", "group_id": "g", "producer_id": pid,
+                                 "producer_epoch": 0, "generation_id": generation, "member_id": member_id,
+                                 "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                                     {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                                      "committed_metadata": ""}]}]})
+        return resp.topics[0].partitions[0].error_code
+
+    assert commit(1, "zombie") == ErrorCode.unknown_member_id
+    assert commit(0, member) == ErrorCode.illegal_generation
+    assert commit(1, member) == ErrorCode.none
+    assert commit(-1, "") == ErrorCode.none  # no group metadata: not checked (before KIP-447)

@@ -13,13 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from broker.coordinator.group_metadata_manager import java_string_hash
 from broker.coordinator.transaction import log_schema
 from broker.coordinator.transaction.metadata import COMPLETED, TransactionMetadata, TxnState, TxnTransit
 from broker.errors import ErrorCode, KafkaError
 from common.clock import Clock
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ class MarkerWriter(Protocol):
 
 
 class TransactionCoordinator:
-    def __init__(self, config, clock: Clock, state_log: TxnStateLog, markers: MarkerWriter,
+    def __init__(self, config: BrokerConfig, clock: Clock, state_log: TxnStateLog, markers: MarkerWriter,
                  allocate_producer_id: Callable[[], int]) -> None:
         self._config = config
         self._clock = clock

@@ -131,8 +131,10 @@ async def handle_txn_offset_commit(ctx: RequestContext, req) -> dict:
     topics = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
     code = _txn_denied(ctx, 28, req.transactional_id) or \
         authz.request_error(ctx, 28, names={authz.GROUP: req.group_id})
-    if not code and not broker.group_coordinator.owns(req.group_id):
-        code = ErrorCode.not_coordinator
+    if not code:
+        code = broker.group_coordinator.txn_offset_commit_error(
+            req.group_id, getattr(req, "generation_id", -1), getattr(req, "member_id", ""),
+            getattr(req, "group_instance_id", None)) or ErrorCode.none
     errors = {} if code else _partition_errors(ctx, 28, topics)
     if not code:
         ok = [(t.name, p.partition_index, p.committed_offset, getattr(p, "committed_leader_epoch", -1),
