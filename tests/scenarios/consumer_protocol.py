@@ -153,6 +153,11 @@ def commits_read_back(broker: Broker, topic: str, group: str) -> list[tuple[str,
         described = admin.describe_consumer_groups([group])[group].result(10)
         assert described.type.name == "CONSUMER" and described.state.name == "STABLE"
         assert [sorted(tp.partition for tp in x.assignment.topic_partitions) for x in described.members] == [[0, 1]]
+        # ConsumerGroupDescribe (KIP-848): the broker's default assignor, and the target reached
+        (member,) = described.members
+        assert described.partition_assignor == "uniform" and (member.client_id, member.host) == ("rdkafka",
+                                                                                               "/127.0.0.1")
+        assert sorted(tp.partition for tp in member.target_assignment.topic_partitions) == [0, 1]
         listed = [(g.group_id, g.type.name) for g in admin.list_consumer_groups().result(10).valid]
         assert [x for x in listed if x[0] == group] == [(group, "CONSUMER")]
         return listed
