@@ -105,3 +105,19 @@ def test_launcher_refuses_what_kraft_does_not_do(tmp_path):
         KRaftLauncher(tmp_path, version="3.9.2")
     with pytest.raises(ClusterError, match="security"):
         KRaftLauncher(tmp_path, security="sasl_ssl")
+
+
+def test_cli_refuses_mixed_options(tmp_path, capsys):
+    from kafkascope.cli import main
+
+    def up(*args: str) -> str:
+        assert main(["cluster", "up", "--data-dir", str(tmp_path / "c"), *args]) == 1
+        return capsys.readouterr().err
+
+    assert "--controllers is for KRaft clusters" in up("--impl", "apache-kafka", "--controllers", "3")
+    assert "use it with --impl apache-kafka" in up("--version", "4.1.1")
+    assert "pinned here is 3.9.2" in up("--impl", "apache-kafka", "--version", "3.8.0")
+    assert "cannot read Apache Kafka version" in up("--impl", "apache-kafka", "--version", "four")
+    assert "not supported on a KRaft cluster" in up("--impl", "apache-kafka", "--version", "4.1.1",
+                                                    "--security", "sasl_ssl")
+    assert not (tmp_path / "c").exists()   # nothing written, nothing started
