@@ -178,9 +178,6 @@ class ClusterLauncher:
         path = data_dir / STATE_FILE
         if not path.exists():
             raise ClusterError(f"no cluster in {data_dir} ({STATE_FILE} not found; run `kafkascope cluster up`)")
-        if cls is ClusterLauncher and (data_dir / "kraft.json").exists():  # an Apache Kafka 4.x KRaft cluster
-            from kafkascope.local.kraft import KRaftLauncher
-            return KRaftLauncher.attach(data_dir)
         state = _State.from_json(json.loads(path.read_text()))
         brokers = [m for m in state.members.values() if m.kind == "broker"]
         self = cls(data_dir, brokers=max(1, len(brokers)), standalone=state.standalone,
