@@ -64,26 +64,29 @@ class ProducerStateManager:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
+        self._ongoing: dict[int, int] = {}
+
+    def _reindex(self) -> None:
+        """The open transactions by producer (Kafka's ongoingTxns), read on every fetch through the LSO: kept
+        apart from the (maybe many) idempotent producers."""
+        self._ongoing = {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                         if e.current_txn_first_offset >= 0}
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the earliest ongoing transaction (None: none is open)."""
-        return min((e.current_txn_first_offset for e in self.producers.values()
-                    if e.current_txn_first_offset >= 0), default=None)
+        return min(self._ongoing.values()) if self._ongoing else None
 
     def in_transaction(self, producer_id: int) -> bool:
-        entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        return producer_id in self._ongoing
 
     def ongoing(self) -> dict[int, int]:
         """producerId -> first offset of its open transaction."""
-        return {pid: e.current_txn_first_offset for pid, e in self.producers.items()
-                if e.current_txn_first_offset >= 0}
+        return dict(self._ongoing)
 
     def last_stable_after(self, txn: CompletedTxn) -> int:
         """The LSO once `txn` is complete: the first offset of another still open transaction, else the offset
         after its marker (Kafka's ProducerStateManager.lastStableOffset)."""
-        others = [e.current_txn_first_offset for e in self.producers.values()
-                  if e.producer_id != txn.producer_id and e.current_txn_first_offset >= 0]
+        others = [first for pid, first in self._ongoing.items() if pid != txn.producer_id]
         return min(others) if others else txn.last_offset + 1
 
     def check(self, h: BatchHeader) -> BatchMetadata | None:
@@ -143,9 +146,10 @@ class ProducerStateManager:
             done = CompletedTxn(h.producer_id, entry.current_txn_first_offset, h.base_offset,
                                 control_type == ABORT)
             entry.current_txn_first_offset = -1
+            self._ongoing.pop(h.producer_id, None)
             return done
         if h.is_transactional and entry.current_txn_first_offset < 0:
-            entry.current_txn_first_offset = h.base_offset
+            entry.current_txn_first_offset = self._ongoing[h.producer_id] = h.base_offset
         if h.base_sequence < 0:
             return None
         entry.batches.append(BatchMetadata(h.base_sequence, h.last_sequence, h.base_offset, h.last_offset))
@@ -200,6 +204,7 @@ class ProducerStateManager:
         Snapshots beyond the log end (the log was truncated) are deleted. None means no snapshot: replay it all.
         """
         self.producers = {}
+        self._ongoing = {}
         for offset in reversed(self._snapshot_offsets()):
             path = self._path(offset)
             if offset > log_end_offset:
@@ -217,5 +222,6 @@ class ProducerStateManager:
                 path.unlink(missing_ok=True)
                 continue
             self.producers = producers
+            self._reindex()
             return offset
         return None
