@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from common.polling import wait_until
+from kafkascope.local import kraft
 from kafkascope.local import zookeeper as zkmod
 from kafkascope.local.launcher import CHROOT, ZK_ID, ClusterLauncher
 
@@ -114,14 +115,21 @@ class ZooKeeperHandle(_Handle):
 class Cluster:
     """ZooKeeper + N brokers under data_dir; extra keyword props go into every server.properties
     (underscores in names become dots: min_insync_replicas=2). impl="apache-kafka": Apache Kafka 3.9 brokers.
-    security="sasl_ssl": SASL_SSL only, with ACLs (kafkascope.local.security; `c.launcher.kit()` has the files)."""
+    security="sasl_ssl": SASL_SSL only, with ACLs (kafkascope.local.security; `c.launcher.kit()` has the files).
+    version="4.1.1" with impl="apache-kafka": a KRaft cluster of combined nodes, no ZooKeeper (kafkascope.local.kraft)."""
 
     def __init__(self, data_dir: Path | str, brokers: int = 3, racks: list[str] | None = None,
                  standalone: bool = False, zookeeper: bool = True, impl: str = "kafkascope",
-                 security: str | None = None, **props: object) -> None:
+                 security: str | None = None, version: str | None = None, **props: object) -> None:
         broker_props = {k.replace("_", "."): v for k, v in props.items()}
-        self.launcher = ClusterLauncher(data_dir, brokers=brokers, racks=racks, broker_props=broker_props,
-                                        standalone=standalone, zookeeper=zookeeper, impl=impl, security=security)
+        self.launcher: ClusterLauncher
+        if impl == "apache-kafka" and kraft.is_kraft_version(version):
+            assert version is not None
+            self.launcher = kraft.KRaftLauncher(data_dir, brokers=brokers, racks=racks, broker_props=broker_props,
+                                                version=version, security=security)
+        else:
+            self.launcher = ClusterLauncher(data_dir, brokers=brokers, racks=racks, broker_props=broker_props,
+                                            standalone=standalone, zookeeper=zookeeper, impl=impl, security=security)
         self._kazoo: list[Any] = []
         self._raw_kazoo: Any = None
 

@@ -17,11 +17,12 @@ from confluent_kafka import Consumer, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.cluster_throughput import create_replicated_topic
+from kafkascope.local.apache_kafka import DEFAULT_VERSION
 from kafkascope.local.cluster import Cluster, wait_for
 from lagmonitor.api import LagAPI, serve
 from lagmonitor.collector import wall_ms
 from lagmonitor.rules import Status
-from tests.interop.conftest import BACKENDS, apache_kafka_or_skip
+from tests.interop.conftest import BACKENDS, KRAFT, apache_kafka_or_skip
 from tests.scenarios import lag as lag_scenarios
 from tests.scenarios.slo import assert_counts_match_the_files, run_report
 from tests.xmonitor.helpers import fast_config, gauge, registry_total, scrape, total
@@ -42,14 +43,20 @@ class Monitored:
     offsets_topic_at_start: bool    # whether __consumer_offsets existed when it started
 
 
-@pytest.fixture(scope="module", params=[pytest.param(b, marks=pytest.mark.slow if b == "apache-kafka" else ())
-                                        for b in BACKENDS])
+@pytest.fixture(scope="module", params=[pytest.param(b, marks=pytest.mark.slow if b != "kafkascope" else ())
+                                        for b in [*BACKENDS, KRAFT]])
 def monitored(request, tmp_path_factory) -> Monitored:
-    """Three brokers of one backend and a lag monitor on them, started once for the module."""
+    """Three brokers of one backend and a lag monitor on them, started once for the module (`kraft`: three
+    combined broker+controller nodes of Apache Kafka 4.1)."""
     impl = request.param
-    if impl == "apache-kafka":
+    if impl != "kafkascope":
         apache_kafka_or_skip()
-    c = Cluster(tmp_path_factory.mktemp(f"monitors-{impl}"), brokers=BROKERS, impl=impl)
+    if impl == KRAFT:
+        apache_kafka_or_skip(DEFAULT_VERSION)
+        c = Cluster(tmp_path_factory.mktemp("monitors-kraft"), brokers=BROKERS, impl="apache-kafka",
+                    version=DEFAULT_VERSION)
+    else:
+        c = Cluster(tmp_path_factory.mktemp(f"monitors-{impl}"), brokers=BROKERS, impl=impl)
     lag = None
     try:
         c.start(120)
