@@ -1,6 +1,7 @@
 """xmonitor on an Apache Kafka 4.1 KRaft cluster (three combined broker+controller nodes, kafkascope/local/kraft.py):
 the same SLIs through a kill -9 of the active controller and then of another broker, and the SLO report on that
-run's SLI files (slow: three JVMs, two restarts and Spark).
+run's SLI files (slow: three JVMs, two restarts and Spark). With controller-only nodes, a controller failover does
+not touch the probe at all.
 
 The monitor topic has RF 1 here, as in tests/xmonitor/test_cluster.py's ZooKeeper-mode kill test: with RF 3 and
 acks=all every partition whose ISR holds the dead node stalls until the controller fences it, so the drop could not be
@@ -17,7 +18,7 @@ from kafkascope.local.cluster import wait_for
 from kafkascope.local.kraft import KRaftLauncher
 from tests.interop.conftest import apache_kafka_or_skip
 from tests.scenarios.slo import assert_counts_match_the_files, run_report
-from tests.xmonitor.helpers import fast_config, gauge, scrape
+from tests.xmonitor.helpers import fast_config, gauge, scrape, total
 from tests.xmonitor.test_cluster import _leaders, _window_availability
 from xmonitor import sink
 from xmonitor.app import XMonitor
@@ -91,3 +92,37 @@ def test_xmonitor_through_controller_failover_and_broker_kill_then_slo_report(tm
     assert occ["write-availability"]["bad"] > 0          # the two incidents
     assert occ["write-availability"]["bad"] == sum(r["produce_attempts"] - r["produce_successes"] for r in t)
     assert occ["no-loss"]["bad"] == 0
+
+
+def test_controller_only_failover_leaves_the_probe_untouched(tmp_path):
+    """Brokers 0-2 and controllers 3-5: killing the active controller changes no partition leader, so the probe
+    sees no error at all while the other two controllers elect a new leader (the data plane does not wait for it)."""
+    apache_kafka_or_skip(DEFAULT_VERSION)
+    apache_kafka_or_skip()
+    launcher = KRaftLauncher(tmp_path / "kraft", brokers=NODES, controllers=3, broker_props=FAST_FENCING)
+    try:
+        launcher.start_all(timeout_s=240)
+        cfg = fast_config(launcher.bootstrap, tmp_path, produce_request_timeout_ms=1500, rebalance_interval_ms=2000,
+                          preferred_leader_election_check_interval_ms=1000)
+        with XMonitor(cfg) as m:
+            wait_for(lambda: set(_leaders(launcher.bootstrap, cfg.topic).values()) == set(range(NODES)),
+                     timeout=60, what="every broker leads a monitor partition")
+            wait_for(lambda: _window_availability(m, 1.0)[0] == 1.0, timeout=30, what="a healthy probe")
+            leaders = _leaders(launcher.bootstrap, cfg.topic)
+            errors = total(scrape(m), "xmonitor_produce_errors_total")
+            q = launcher.quorum()
+            assert q.leader_id in (3, 4, 5)
+            launcher.kill(q.leader_id)
+            new = wait_for(lambda: (n := launcher.quorum()).leader_id not in (-1, q.leader_id) and n, timeout=60,
+                           what="a new active controller")
+            assert new.leader_id in (3, 4, 5)
+            avail, failing = _window_availability(m, 3.0)
+            assert (avail, failing) == (1.0, set())
+            assert total(scrape(m), "xmonitor_produce_errors_total") == errors
+            assert _leaders(launcher.bootstrap, cfg.topic) == leaders
+            launcher.start(q.leader_id, timeout_s=180)
+            wait_for(lambda: launcher.quorum().voters.get(q.leader_id, -1) >= new.high_watermark, timeout=120,
+                     what="the controller back in the quorum")
+            assert gauge(m, "consume-service", "records-lost-total") == 0
+    finally:
+        launcher.shutdown()
