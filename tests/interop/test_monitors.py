@@ -1,6 +1,7 @@
-"""xmonitor, the lag monitor and the SLO report end to end, one body for our cluster and Apache Kafka 3.9.
+"""xmonitor, the lag monitor and the SLO report end to end, one body for our cluster, Apache Kafka 3.9 and 4.1.
 
-Each backend runs as a three-broker ZooKeeper cluster shared by the module.  Apache Kafka's runs are in the slow
+Each backend runs as a three-broker cluster shared by the module (ZooKeeper mode; `kraft`: three combined
+broker+controller nodes of Apache Kafka 4.1, no ZooKeeper).  Apache Kafka's runs are in the slow
 suite (three JVMs take a minute to start on two cores), and so is the Spark report on both.  The monitors must work against any
 Kafka: a body that passes on kafkascope and fails on apache-kafka is a bug in xmonitor/, lagmonitor/ or slo/.
 The lag and SLO report bodies are tests/scenarios/ ones (tests/lagmonitor and tests/slo run them on our broker).
