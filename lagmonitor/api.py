@@ -26,14 +26,14 @@ def offset_json(o: ConsumerOffset | None) -> dict | None:
 def partition_json(p: PartitionStatus) -> dict:
     return {"topic": p.topic, "partition": p.partition, "owner": p.owner, "client_id": p.client_id,
             "status": p.status.name, "start": offset_json(p.start), "end": offset_json(p.end),
-            "current_lag": p.current_lag, "complete": p.complete, "lag_seconds": p.lag_seconds}
+            "current_lag": p.current_lag, "complete": p.complete, "lag_seconds": p.lag_seconds, "lso_lag": p.lso_lag}
 
 
 def group_json(g: GroupStatus) -> dict:
     return {"cluster": g.cluster, "group": g.group, "status": g.status.name, "complete": g.complete,
             "partitions": [partition_json(p) for p in g.partitions], "partition_count": g.partition_count,
             "maxlag": None if g.maxlag is None else partition_json(g.maxlag), "totallag": g.totallag,
-            "lag_seconds": g.lag_seconds}
+            "lag_seconds": g.lag_seconds, "lso_totallag": g.lso_totallag}
 
 
 def _labels(**kv) -> str:
@@ -64,6 +64,9 @@ _HELP = {
     **topic_series.HELP,
     "kafkascope_consumer_partition_lag_seconds": "Estimated seconds the group is behind on the partition",
     "kafkascope_consumer_lag_seconds": "Estimated seconds the group's worst partition is behind",
+    "kafkascope_consumer_partition_lso_lag": "Records the group is behind the partition's Last Stable Offset "
+                                             "(ListOffsets read_committed, KIP-98; the log end without transactions)",
+    "kafkascope_consumer_lso_lag_total": "The sum of the group's partition lags to the Last Stable Offset",
 }
 
 
@@ -104,11 +107,14 @@ def render_metrics(cluster: str, groups: list[GroupStatus], topics: dict[str, li
         gl = {"cluster": cluster, "consumer_group": g.group}
         add("burrow_kafka_consumer_status", int(g.status), **gl)
         add("burrow_kafka_consumer_lag_total", g.totallag, **gl)
+        add("kafkascope_consumer_lso_lag_total", g.lso_totallag, **gl)
         if g.lag_seconds is not None:
             add("kafkascope_consumer_lag_seconds", g.lag_seconds, **gl)
         for p in g.partitions:
             pl = {**gl, "topic": p.topic, "partition": p.partition}
             add("burrow_kafka_consumer_partition_lag", p.current_lag, **pl)
+            if p.lso_lag is not None:
+                add("kafkascope_consumer_partition_lso_lag", p.lso_lag, **pl)
             if p.complete == 1.0:
                 add("burrow_kafka_consumer_current_offset", p.end.offset, **pl)
                 add("burrow_kafka_topic_partition_status", int(p.status), **pl)
@@ -201,7 +207,7 @@ class LagAPI:
                 for v in views:
                     topics.setdefault(v.topic, []).append({"offsets": [offset_json(o) for o in v.offsets],
                                                            "owner": v.owner, "client_id": v.client_id,
-                                                           "current-lag": v.current_lag})
+                                                           "current-lag": v.current_lag, "lso-lag": v.lso_lag})
                 return self._ok(url, "consumer detail returned", topics=topics)
             if rest[0] == "consumer" and len(rest) == 3 and rest[2] in ("status", "lag"):
                 g = m.evaluator.group(rest[1], now, show_all=rest[2] == "lag")

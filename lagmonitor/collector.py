@@ -8,11 +8,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from common.clock import SYSTEM
 from lagmonitor import owners, topics
+from lagmonitor.markers import MarkerReader
 from lagmonitor.monitor import LagMonitor
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class Collector:
         self.admin = AdminClient(conf)
         self.consumer = Consumer({**conf, "group.id": "kafkascope-lag-unused", "enable.auto.commit": False,
                                   "enable.partition.eof": False, "allow.auto.create.topics": False})
+        self.markers = MarkerReader(conf) if self.cfg.marker_check_max > 0 else None
         self.partitions: dict[str, int] = {}   # topic → partition count, from the last metadata refresh
         self._next_poll = 0
         self._next_topics = 0
@@ -65,15 +67,35 @@ class Collector:
         request = {TopicPartition(t, p): OffsetSpec.latest() for t, n in self.partitions.items() for p in range(n)}
         if not request:
             return
-        offsets = {}
-        for tp, fut in self.admin.list_offsets(request, request_timeout=10).items():
-            try:
-                offsets[(tp.topic, tp.partition)] = fut.result().offset
-            except KafkaException as e:
-                log.warning("log-end offset of %s-%d: %s", tp.topic, tp.partition, e)
-                self._next_topics = 0   # refresh metadata on the next poll, as Burrow does after an error
+        offsets = self._list_offsets(request, IsolationLevel.READ_UNCOMMITTED, "log-end")
+        # The Last Stable Offset: ListOffsets(LATEST) with read_committed answers it (KIP-98), one more request
+        # per leader per poll. docs/lag-monitor.md §6.
+        stable = self._list_offsets(request, IsolationLevel.READ_COMMITTED, "last stable")
         with self.monitor.lock:
-            self.monitor.broker_offsets(offsets, self.partitions, self.clock())
+            self.monitor.broker_offsets(offsets, self.partitions, self.clock(), stable)
+        self.check_markers()
+
+    def check_markers(self) -> None:
+        """Read the gaps between commits and the LSO that may hold only markers (lagmonitor/markers.py)."""
+        if self.markers is None:
+            return
+        with self.monitor.lock:
+            gaps = self.monitor.storage.marker_candidates(self.cfg.marker_check_max)
+        for topic, partition, start, end in sorted(gaps):
+            if self.markers.nothing_readable(topic, partition, start, end):
+                with self.monitor.lock:
+                    self.monitor.storage.set_markers_only(topic, partition, start, end)
+                    self.monitor.evaluator.invalidate()
+
+    def _list_offsets(self, request: dict, isolation: IsolationLevel, what: str) -> dict[tuple[str, int], int]:
+        out = {}
+        for tp, fut in self.admin.list_offsets(request, isolation_level=isolation, request_timeout=10).items():
+            try:
+                out[(tp.topic, tp.partition)] = fut.result().offset
+            except KafkaException as e:
+                log.warning("%s offset of %s-%d: %s", what, tp.topic, tp.partition, e)
+                self._next_topics = 0   # refresh metadata on the next poll, as Burrow does after an error
+        return out
 
     def refresh_owners(self) -> None:
         """Owners of the consumer-protocol groups seen in __consumer_offsets, from ConsumerGroupDescribe
@@ -151,6 +173,8 @@ class Collector:
             with self.monitor.lock:
                 self.monitor.save()
             self.consumer.close()
+            if self.markers is not None:
+                self.markers.close()
             poller.join(30)   # a poll in flight ends within its request timeouts
 
 

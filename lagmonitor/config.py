@@ -22,6 +22,9 @@ class CollectorConfig:
     offsets_topic: str = "__consumer_offsets"
     group_allowlist: str | None = None
     group_denylist: str | None = None
+    # Ours: a commit up to this many offsets below the LSO is checked by reading the gap (markers only = caught up,
+    # docs/lag-monitor.md §6.2); 0 = never.
+    marker_check_max: int = 100
 
 
 @dataclass(frozen=True)
@@ -45,10 +48,10 @@ _SECTIONS = {
                                 "group-denylist": "group_denylist",
                                 "drop-on-offset-tombstone": "drop_on_offset_tombstone"}),
     "evaluator": (EvaluatorConfig, {"allowed-lag": "allowed_lag", "minimum-complete": "minimum_complete",
-                                    "expire-cache": "expire_cache_s"}),
+                                    "expire-cache": "expire_cache_s", "status-lag": "status_lag"}),
     "collector": (CollectorConfig, {"offset-refresh": "offset_refresh_s", "topic-refresh": "topic_refresh_s",
                                     "offsets-topic": "offsets_topic", "group-allowlist": "group_allowlist",
-                                    "group-denylist": "group_denylist"}),
+                                    "group-denylist": "group_denylist", "marker-check-max": "marker_check_max"}),
 }
 _TOP = {"cluster": "cluster", "http-port": "http_port", "web-config-file": "web_config_file", "state-dir": "state_dir",
         "snapshot-interval": "snapshot_interval_s", "history-dir": "history_dir", "history-flush": "history_flush_s"}
@@ -82,7 +85,10 @@ def load_config(data: dict | None) -> LagConfig:
                 if k not in names:
                     raise ConfigError(f"{key}.{k}: unknown key (known: {', '.join(names)})")
                 sub[names[k]] = _typed(cls, names[k], v, f"{key}.{k}")
-            kwargs[key] = cls(**sub)
+            try:
+                kwargs[key] = cls(**sub)
+            except ValueError as e:   # a value the section refuses (evaluator.status-lag)
+                raise ConfigError(f"{key}.{e}") from e
         elif key in _TOP:
             kwargs[_TOP[key]] = _typed(LagConfig, _TOP[key], value, key)
         else:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lagmonitor.rules import (
+    ConsumerOffset,
     GroupStatus,
     PartitionStatus,
     evaluate_partition,
@@ -21,6 +22,17 @@ class EvaluatorConfig:
     allowed_lag: int = 0
     minimum_complete: float = 0.0
     expire_cache_s: int = 10
+    # Which end the status measures lag to (docs/lag-monitor.md §6): "lso", the Last Stable Offset a
+    # read_committed consumer can reach (KIP-98; the log end on a topic without transactions), or
+    # "high-watermark", Burrow's log end, which counts commit markers no consumer receives.
+    status_lag: str = "lso"
+
+    def __post_init__(self) -> None:
+        if self.status_lag not in STATUS_LAGS:
+            raise ValueError(f"status-lag: expected one of {', '.join(STATUS_LAGS)}, got {self.status_lag!r}")
+
+
+STATUS_LAGS = ("lso", "high-watermark")
 
 
 def lag_seconds(history: Sequence[tuple[int, int]], committed: int, now_ms: int) -> float | None:
@@ -44,6 +56,16 @@ def lag_seconds(history: Sequence[tuple[int, int]], committed: int, now_ms: int)
     return max(0.0, (now_ms - at) / 1000)
 
 
+def status_inputs(v: PartitionView, status_lag: str
+                  ) -> tuple[list[ConsumerOffset | None], list[tuple[int, int]], int]:
+    """The window, end history and current lag Burrow's rules see: the log end's (Burrow's), or with "lso" the
+    Last Stable Offset's where the collector has one, each commit's lag then being its lag to the LSO."""
+    if status_lag != "lso" or not v.stable_history or v.lso_lag is None:
+        return v.offsets, v.broker_history, v.current_lag
+    window = [None if e is None else replace(e, lag=e.lag if e.lso_lag is None else e.lso_lag) for e in v.offsets]
+    return window, v.stable_history, v.lso_lag
+
+
 def evaluate_views(cluster: str, group: str, views: list[PartitionView] | None, now_ms: int,
                    config: EvaluatorConfig) -> GroupStatus:
     """Evaluate every partition of a fetched group and fold them into the group status."""
@@ -52,12 +74,20 @@ def evaluate_views(cluster: str, group: str, views: list[PartitionView] | None, 
     now_s = now_ms // 1000
     parts = []
     for v in views:
-        status, complete, start, end = evaluate_partition(v.offsets, v.broker_offsets, v.current_lag, now_s,
-                                                          config.allowed_lag, config.minimum_complete)
-        secs = lag_seconds(v.broker_history, end.offset, now_ms) if end is not None else None
+        window, history, lag = status_inputs(v, config.status_lag)
+        status, complete, _, _ = evaluate_partition(window, [o for o, _ in history], lag, now_s,
+                                                    config.allowed_lag, config.minimum_complete)
+        start, end = _ends(v.offsets)   # the stored entries, with Burrow's lag, for the JSON
+        secs = None if end is None else 0.0 if lag == 0 else lag_seconds(history, end.offset, now_ms)
         parts.append(PartitionStatus(v.topic, v.partition, status, complete, v.current_lag, start, end, v.owner,
-                                     v.client_id, secs))
+                                     v.client_id, secs, v.lso_lag))
     return group_status(cluster, group, parts)
+
+
+def _ends(offsets: Sequence[ConsumerOffset | None]) -> tuple[ConsumerOffset | None, ConsumerOffset | None]:
+    """First and last entry of the window evaluate_partition keeps (leading nulls dropped)."""
+    kept = [e for e in offsets if e is not None]
+    return (kept[0], kept[-1]) if kept else (None, None)
 
 
 class Evaluator:

@@ -96,12 +96,18 @@ class LagMonitor:
         self._record(now_ms, history.COMMIT, group, topic, partition, offset, order, timestamp)
         self.storage.add_commit(group, topic, partition, offset, timestamp, order, now_ms)
 
-    def broker_offsets(self, offsets: dict[tuple[str, int], int], counts: dict[str, int], now_ms: int) -> None:
-        """One log-end poll: {(topic, partition): offset} and {topic: partition count}."""
+    def broker_offsets(self, offsets: dict[tuple[str, int], int], counts: dict[str, int], now_ms: int,
+                       stable: dict[tuple[str, int], int] | None = None) -> None:
+        """One log-end poll: {(topic, partition): offset}, {topic: partition count} and the Last Stable Offsets
+        {(topic, partition): offset} of the same poll. The LSOs stay out of the history (a replay evaluates
+        against the log end, Burrow's way)."""
         for (topic, partition), offset in sorted(offsets.items()):
             if self.sink:
                 self.sink.broker(now_ms, history.BROKER_OFFSET, topic, partition, offset, counts[topic])
             self.storage.set_broker_offset(topic, partition, offset, now_ms, counts[topic])
+        for (topic, partition), offset in sorted((stable or {}).items()):
+            if topic in counts:
+                self.storage.set_broker_offset(topic, partition, offset, now_ms, counts[topic], stable=True)
 
     def delete_topic(self, topic: str, now_ms: int) -> None:
         if self.sink:

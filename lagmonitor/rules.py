@@ -31,6 +31,9 @@ class ConsumerOffset:
     observed_at: int
     lag: int | None
     order: int = 0
+    # Lag to the Last Stable Offset when the commit was stored (KIP-98; None when no LSO was known): what a
+    # read_committed consumer could have read. Equal to `lag` on a topic without transactions.
+    lso_lag: int | None = None
 
 
 @dataclass(slots=True)
@@ -45,6 +48,7 @@ class PartitionStatus:
     owner: str = ""
     client_id: str = ""
     lag_seconds: float | None = None   # our extra field, not Burrow's
+    lso_lag: int | None = None         # ours: LSO − committed offset (None without an LSO)
 
 
 @dataclass(slots=True)
@@ -58,6 +62,7 @@ class GroupStatus:
     maxlag: PartitionStatus | None = None
     totallag: int = 0
     lag_seconds: float | None = None   # our extra field: the worst partition estimate
+    lso_totallag: int = 0              # ours: the partitions' lag to the LSO, summed
 
 
 # ------------------------------------------------------------------ the rule functions (Burrow's numbering)
@@ -151,6 +156,7 @@ def group_status(cluster: str, group: str, partitions: Sequence[PartitionStatus]
     complete = 0
     for p in partitions:
         result.totallag += p.current_lag
+        result.lso_totallag += p.current_lag if p.lso_lag is None else p.lso_lag
         if p.status > result.status:
             result.status = min(p.status, Status.ERR)
         if result.maxlag is None or p.current_lag > result.maxlag.current_lag:

@@ -62,6 +62,10 @@ class PartitionView:
     current_lag: int
     owner: str
     client_id: str
+    # Last Stable Offsets (KIP-98), (offset, timestamp_ms) oldest → newest, and the lag to the newest; empty and
+    # None when the collector has not got one (a replay, or a broker without read_committed ListOffsets).
+    stable_history: list[tuple[int, int]] = field(default_factory=list)
+    lso_lag: int | None = None
 
     @property
     def broker_offsets(self) -> list[int]:
@@ -79,6 +83,14 @@ class LagStorage:
         self.config = config or StorageConfig()
         self.accept = GroupFilter(self.config.group_allowlist, self.config.group_denylist)
         self.broker: dict[str, list[deque[tuple[int, int]]]] = {}
+        # The same per partition for the Last Stable Offset (ListOffsets with read_committed, KIP-98): a
+        # read_committed consumer's reachable end, below the log end while a transaction is open and by its
+        # markers. docs/lag-monitor.md §6.
+        self.stable: dict[str, list[deque[tuple[int, int]]]] = {}
+        # (topic, partition) → {start: end}: offset ranges the collector read with read_committed and got no
+        # record from (commit/abort markers, aborted records). A group committed at a marker's offset is caught up
+        # although its offset is below the LSO.
+        self.markers_only: dict[tuple[str, int], dict[int, int]] = {}
         self.groups: dict[str, Group] = {}
         # Member count of each group's last group metadata record (kafka_exporter's kafka_consumergroup_members);
         # kept apart from `groups`, which Burrow only creates for partitions whose log end it knows.
@@ -87,18 +99,26 @@ class LagStorage:
     # ---------------------------------------------------------------- broker side
 
     def set_broker_offset(self, topic: str, partition: int, offset: int, timestamp_ms: int,
-                          partition_count: int) -> None:
-        """Record a log-end offset; the topic's partition list is sized to partition_count."""
-        parts = self.broker.setdefault(topic, [])
+                          partition_count: int, stable: bool = False) -> None:
+        """Record a log-end offset (or, with `stable`, a Last Stable Offset); the topic's partition list is sized
+        to partition_count."""
+        parts = (self.stable if stable else self.broker).setdefault(topic, [])
         while len(parts) < partition_count:
             parts.append(deque(maxlen=self.config.intervals))
         del parts[partition_count:]
         if 0 <= partition < partition_count:
             parts[partition].append((offset, timestamp_ms))
+        if stable:   # a range ending below the LSO can no longer cover a gap up to it
+            spans = self.markers_only.get((topic, partition), {})
+            for start in [s for s, e in spans.items() if e < offset]:
+                del spans[start]
 
     def delete_topic(self, topic: str) -> None:
         """A topic gone from the metadata leaves the broker map and every group."""
         self.broker.pop(topic, None)
+        self.stable.pop(topic, None)
+        for key in [k for k in self.markers_only if k[0] == topic]:
+            del self.markers_only[key]
         for g in self.groups.values():
             g.topics.pop(topic, None)
 
@@ -145,11 +165,13 @@ class LagStorage:
             if pos >= 0 and ring[pos].order == order:
                 return False
             pos, appended = pos + 1, False
-        lag = None
+        lag = lso_lag = None
         if appended:
             lag = max(0, self.broker[topic][partition][-1][0] - offset)
+            lso = self._latest_stable(topic, partition)
+            lso_lag = None if lso is None else max(0, lso - offset)
             self.groups[group].last_commit = timestamp
-        entry = ConsumerOffset(offset, timestamp, _whole_second(now_ms), lag, order)
+        entry = ConsumerOffset(offset, timestamp, _whole_second(now_ms), lag, order, lso_lag)
         prev = ring[pos - 1] if pos > 0 else None
         if prev is not None and timestamp - prev.timestamp < cfg.min_distance_s * 1000:
             entry.timestamp = prev.timestamp
@@ -159,6 +181,38 @@ class LagStorage:
         if len(ring) > cfg.intervals:
             del ring[0]
         return True
+
+    def _stable_history(self, topic: str, partition: int) -> list[tuple[int, int]]:
+        parts = self.stable.get(topic)
+        return list(parts[partition]) if parts is not None and partition < len(parts) else []
+
+    def _latest_stable(self, topic: str, partition: int) -> int | None:
+        history = self._stable_history(topic, partition)
+        return history[-1][0] if history else None
+
+    def set_markers_only(self, topic: str, partition: int, start: int, end: int) -> None:
+        """Reading [start, end) with read_committed returned no record."""
+        spans = self.markers_only.setdefault((topic, partition), {})
+        spans[start] = max(end, spans.get(start, end))
+
+    def _markers_only(self, topic: str, partition: int, start: int, end: int) -> bool:
+        spans = self.markers_only.get((topic, partition), {})
+        return any(s <= start and e >= end for s, e in spans.items())
+
+    def marker_candidates(self, max_gap: int) -> set[tuple[str, int, int, int]]:
+        """(topic, partition, committed, LSO) where a group's newest commit is 1..max_gap below the LSO and no
+        known markers-only range covers the gap: the ranges the collector reads to tell markers from lag."""
+        out = set()
+        for g in self.groups.values():
+            for topic, slots in g.topics.items():
+                for p, slot in enumerate(slots):
+                    lso = self._latest_stable(topic, p)
+                    if not slot.ring or lso is None:
+                        continue
+                    committed = slot.ring[-1].offset
+                    if 0 < lso - committed <= max_gap and not self._markers_only(topic, p, committed, lso):
+                        out.add((topic, p, committed, lso))
+        return out
 
     def set_owners(self, group: str, members: list[tuple[str, str, tuple[tuple[str, int], ...]]]) -> None:
         """Group metadata or a ConsumerGroupDescribe answer: (client_id, client_host, assignment) per member;
@@ -215,14 +269,20 @@ class LagStorage:
             broker = self.broker.get(topic)
             for p, slot in enumerate(g.topics[topic]):
                 history = list(broker[p]) if broker is not None and p < len(broker) else []
-                current_lag = 0
+                stable = self._stable_history(topic, p)
+                current_lag, lso_lag = 0, None
                 if slot.ring is None:
                     offsets: list[ConsumerOffset | None] = []
                 else:
                     offsets = [None] * (intervals - len(slot.ring)) + list(slot.ring)
                     if slot.ring and history:
                         current_lag = max(0, history[-1][0] - slot.ring[-1].offset)
-                out.append(PartitionView(topic, p, offsets, history, current_lag, slot.owner, slot.client_id))
+                    if stable:
+                        lso_lag = max(0, stable[-1][0] - slot.ring[-1].offset) if slot.ring else 0
+                        if lso_lag and self._markers_only(topic, p, slot.ring[-1].offset, stable[-1][0]):
+                            lso_lag = 0   # only markers (or aborted records) between: nothing left to read
+                out.append(PartitionView(topic, p, offsets, history, current_lag, slot.owner, slot.client_id,
+                                         stable, lso_lag))
         return out
 
     def topic_offsets(self, topic: str) -> list[int] | None:
@@ -238,9 +298,11 @@ class LagStorage:
     def to_state(self) -> dict:
         """A JSON-able copy of everything stored."""
         def ring(r):
-            return None if r is None else [[e.offset, e.timestamp, e.observed_at, e.lag, e.order] for e in r]
+            return None if r is None else [[e.offset, e.timestamp, e.observed_at, e.lag, e.order, e.lso_lag]
+                                           for e in r]
         return {
             "broker": {t: [list(map(list, d)) for d in parts] for t, parts in self.broker.items()},
+            "stable": {t: [list(map(list, d)) for d in parts] for t, parts in self.stable.items()},
             "groups": {name: {"last_commit": g.last_commit,
                               "topics": {t: [[ring(s.ring), s.owner, s.client_id] for s in slots]
                                          for t, slots in g.topics.items()}}
@@ -252,6 +314,9 @@ class LagStorage:
         """Replace the contents with a to_state() snapshot."""
         n = self.config.intervals
         self.broker = {t: [deque(map(tuple, d), maxlen=n) for d in parts] for t, parts in state["broker"].items()}
+        # absent from snapshots written before the LSO was collected
+        self.stable = {t: [deque(map(tuple, d), maxlen=n) for d in parts]
+                       for t, parts in state.get("stable", {}).items()}
         self.groups = {}
         for name, g in state["groups"].items():
             topics = {t: [PartitionSlot(None if r is None else [ConsumerOffset(*e) for e in r][-n:], owner, cid)
