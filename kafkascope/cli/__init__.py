@@ -29,6 +29,7 @@ from kafkascope.cli import (
     server,
     slo,
     topics,
+    transactions,
     up,
     xmonitor,
     zk_exporter,
@@ -37,7 +38,7 @@ from kafkascope.cli.common import CliError, SubParser, error_text
 
 COMMANDS = (server, topics, console_producer, console_consumer, consumer_groups, configs, producer_perf,
             consumer_perf, e2e_latency, demo, lag, slo, page, cluster, zk_exporter, up, fuzz, dashboards, xmonitor,
-            acls)
+            acls, transactions)
 
 
 def build_parser() -> argparse.ArgumentParser:

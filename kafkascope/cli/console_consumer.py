@@ -21,6 +21,7 @@ from confluent_kafka import (
 from kafkascope.cli import common as client
 from kafkascope.cli.common import CliError, UsageError
 
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 
 
@@ -39,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "print.value, key.separator, line.separator, headers.separator, "
                         "headers.key.separator, null.literal")
     p.add_argument("--consumer-property", action="append", metavar="KEY=VALUE")
+    p.add_argument("--isolation-level", choices=ISOLATION_LEVELS,
+                   help="read_committed: only records of committed transactions, up to the Last Stable Offset "
+                        "(KIP-98); read_uncommitted: everything (the default, as in kafka-console-consumer.sh)")
     p.set_defaults(run=run)
 
 
@@ -104,9 +108,13 @@ def run(args: argparse.Namespace) -> int:
     # Like Kafka: without --group, a throwaway group that commits nothing.
     defaults = {"group.id": args.group or f"console-consumer-{random.randrange(100000)}",
                 "enable.auto.commit": args.group is not None,
-                "auto.offset.reset": "earliest" if args.from_beginning else "latest"}
-    consumer = client.consumer(args, client.parse_assignments(args.consumer_property, "consumer property"),
-                               defaults)
+                "auto.offset.reset": "earliest" if args.from_beginning else "latest",
+                # Kafka's console consumer reads uncommitted by default; librdkafka's default is read_committed
+                "isolation.level": "read_uncommitted"}
+    props = client.parse_assignments(args.consumer_property, "consumer property")
+    if args.isolation_level is not None:   # the flag wins over --consumer-property and the config file
+        props["isolation.level"] = args.isolation_level
+    consumer = client.consumer(args, props, defaults)
     count = 0
     try:
         if args.partition is None:

@@ -13,8 +13,8 @@ from broker.protocol.codec import build, request_class, response_class
 
 
 class WireClient:
-    def __init__(self, port: int, timeout_s: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+    def __init__(self, port: int, timeout_s: float = 10.0, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self._corr = 0
 
     def close(self) -> None:
