@@ -55,6 +55,7 @@ CERT_TICKET_DAYS = 21          # a listener's TLS certificate expires within thi
 CERT_PAGE_DAYS = 3             # ... within this many days (or has expired): page
 DISK_QUEUE_MAX = 10             # node-mixin's NodeDiskIOSaturation: average queue (aqu-sz) over 10 for 30m
 QUORUM_ELECTIONS_PER_30M = 3    # KRaft quorum epoch changes seen by a node in 30 minutes
+HANGING_TXN_FOR = "20m"          # LSO still for longer than transaction.max.timeout.ms (15 min) allows a transaction
 METADATA_LAG_MAX_MS = 10_000    # a broker's last applied metadata record older than this for 5m (idle: ~0.5 s)
 
 # Burn-rate windows (Google SRE Workbook's table, with Sloth's 3x ticket) for a 14-day period.
@@ -313,8 +314,30 @@ def _burn_alerts() -> list[Alert]:
     return a
 
 
+def _transaction_alerts() -> list[Alert]:
+    """A hanging transaction (KIP-890's subject): a partition's Last Stable Offset stands still while its log end
+    moves, from the partition's LastStableOffsetLag (HW - LSO) and LogEndOffset on the same broker."""
+    on = "on(job, instance, topic, partition)"
+    lag, leo = M.partition_lso_lag, M.log_end_offset
+    # LSO = log end - LastStableOffsetLag (the HW on a leader in sync): still over 5m while the log end moved, and
+    # so for HANGING_TXN_FOR
+    return [
+        Alert("KafkaHangingTransaction",
+              f"({lag} > 0) and {on} (delta(({leo} - {on} {lag})[5m:1m]) == 0) "
+              f"and {on} (delta({leo}[5m]) > 0)", "ticket",
+              "Partition {{ $labels.topic }}-{{ $labels.partition }} on {{ $labels.instance }}: an open "
+              "transaction holds its Last Stable Offset ({{ $value }} records behind the log end)",
+              f"The partition's LSO has not moved for {HANGING_TXN_FOR} (longer than transaction.max.timeout.ms "
+              "allows a transaction) while "
+              "records keep arriving: a transaction nobody will end. read_committed consumers (Kafka Streams, "
+              "exactly-once pipelines) stop at the LSO and stop making progress, though their lag monitor "
+              "status stays OK.", HANGING_TXN_FOR, group="kafkascope-transactions"),
+    ]
+
+
 def _alerts() -> list[Alert]:
-    return [*_broker_alerts(), *_host_and_monitor_alerts(), *_security_alerts(), *_kraft_alerts(), *_burn_alerts()]
+    return [*_broker_alerts(), *_host_and_monitor_alerts(), *_security_alerts(), *_kraft_alerts(),
+            *_transaction_alerts(), *_burn_alerts()]
 
 
 def alert_names() -> list[str]:

@@ -61,6 +61,7 @@ class M:
     partition_isr = "kafka_cluster_partition_insyncreplicascount"
     partition_replicas = "kafka_cluster_partition_replicascount"
     partition_under_replicated = "kafka_cluster_partition_underreplicated"
+    partition_lso_lag = "kafka_cluster_partition_laststableoffsetlag"   # leader's HW - LSO (KIP-98)
     free_bytes = "kafkascope_log_logdir_freebytes"
     offline_log_dirs = "kafka_log_logmanager_offlinelogdirectorycount"
     zk_session_state = "kafka_server_sessionexpirelistener_sessionstate"
