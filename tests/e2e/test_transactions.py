@@ -1,22 +1,20 @@
 """confluent-kafka's transactional producer against our standalone broker (KIP-98): commit and abort across
 three partitions, read_committed vs read_uncommitted, fencing by a second producer with the same
-transactional.id, send_offsets_to_transaction visible only on commit, and a kill -9 in the middle of a
-transaction leaving nothing half visible after the restart."""
+transactional.id, an expired transaction aborted by the coordinator (those bodies are shared with the interop
+suite: tests/scenarios/transactions.py), send_offsets_to_transaction visible only on commit, and a kill -9 in the
+middle of a transaction leaving nothing half visible after the restart."""
 
 from __future__ import annotations
 
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, TopicPartition
 
 from common.polling import wait_until
 from kafkascope.local.broker_process import BrokerProcess
-
-TXN_PROPS = {"transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
-             "transaction.state.log.num.partitions": 5,
-             "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
+from tests.scenarios import transactions
+from tests.scenarios.transactions import TXN_PROPS, consume_all, create_topic, producer
 
 
 @pytest.fixture
@@ -26,91 +24,16 @@ def txn_broker(tmp_path):
     b.stop()
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
-
-
-def producer(bootstrap: str, txn_id: str, timeout_ms: int = 60000) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                     "transaction.timeout.ms": timeout_ms, "linger.ms": 0})
-
-
-def consume_all(bootstrap: str, topic: str, isolation: str, expect: int | None = None,
-                timeout_s: float = 15.0, partitions: int = 3) -> list[tuple[int, int, bytes]]:
-    """(partition, offset, value) of every record up to the end, read with `isolation`."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": isolation,
-                  "enable.partition.eof": True})
-    c.subscribe([topic])
-    out: list[tuple[int, int, bytes]] = []
-    eof: set[int] = set()
-
-    def step() -> bool:
-        m = c.poll(0.2)
-        if m is not None:
-            if m.error() is None:
-                out.append((m.partition(), m.offset(), m.value()))
-            elif m.error().code() == -191:  # _PARTITION_EOF
-                eof.add(m.partition())
-        done = len(eof) == partitions if expect is None else len(out) >= expect and len(eof) == partitions
-        return done
-
-    try:
-        wait_until(step, timeout_s, interval_s=0, what=f"{isolation} read of {topic}")
-    finally:
-        c.close()
-    return out
-
-
 def test_commit_and_abort_across_partitions(txn_broker, topic_name):
-    bs = txn_broker.bootstrap
-    create_topic(bs, topic_name)
-    p = producer(bs, "tx-commit-abort")
-    p.init_transactions(30)
-    p.begin_transaction()
-    for i in range(9):
-        p.produce(topic_name, f"c{i}".encode(), partition=i % 3)
-    p.commit_transaction(30)
-    p.begin_transaction()
-    for i in range(6):
-        p.produce(topic_name, f"a{i}".encode(), partition=i % 3)
-    p.flush(10)
-    p.abort_transaction(30)
-    p.begin_transaction()
-    for i in range(3):
-        p.produce(topic_name, f"d{i}".encode(), partition=i % 3)
-    p.commit_transaction(30)
-
-    committed = consume_all(bs, topic_name, "read_committed", expect=12)
-    values = [v for _, _, v in committed]
-    assert sorted(values) == sorted([f"c{i}".encode() for i in range(9)] + [f"d{i}".encode() for i in range(3)])
-    for part in range(3):  # in order within each partition
-        mine = [v for p_, _, v in committed if p_ == part]
-        assert mine == [f"c{i}".encode() for i in range(9) if i % 3 == part] + [f"d{part}".encode()]
-    uncommitted = [v for _, _, v in consume_all(bs, topic_name, "read_uncommitted", expect=18)]
-    assert sorted(uncommitted) == sorted(values + [f"a{i}".encode() for i in range(6)])
+    transactions.commit_and_abort_across_partitions(txn_broker, topic_name)
 
 
 def test_second_producer_fences_the_first(txn_broker, topic_name):
-    bs = txn_broker.bootstrap
-    create_topic(bs, topic_name)
-    first = producer(bs, "tx-fence")
-    first.init_transactions(30)
-    first.begin_transaction()
-    first.produce(topic_name, b"zombie", partition=0)
-    first.flush(10)
-    second = producer(bs, "tx-fence")
-    second.init_transactions(30)  # aborts the first one's transaction and bumps the epoch
-    second.begin_transaction()
-    second.produce(topic_name, b"winner", partition=1)
-    second.commit_transaction(30)
-    with pytest.raises(KafkaException) as e:
-        first.produce(topic_name, b"late", partition=2)
-        first.commit_transaction(10)
-    assert e.value.args[0].fatal() or "fenced" in str(e.value).lower()
-    committed = [v for _, _, v in consume_all(bs, topic_name, "read_committed", expect=1)]
-    assert committed == [b"winner"]
+    transactions.second_producer_fences_the_first(txn_broker, topic_name)
+
+
+def test_expired_transaction_is_aborted_and_the_lso_moves_on(txn_broker, topic_name):
+    transactions.expired_transaction_is_aborted(txn_broker, topic_name)
 
 
 def test_send_offsets_to_transaction_visible_only_on_commit(txn_broker, topic_name):
