@@ -27,6 +27,11 @@ FAST_PROPS = {
     "offsets.topic.num.partitions": 5,
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 1000,
+    # One broker: `__transaction_state` with RF 1 (Kafka's default 3 cannot be placed, on ours as on Kafka), and
+    # timed-out transactions aborted within 0.5 s (Kafka's default check is every 10 s).
+    "transaction.state.log.replication.factor": 1,
+    "transaction.state.log.min.isr": 1,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
 }
 
 
