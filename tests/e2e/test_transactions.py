@@ -95,3 +95,7 @@ def test_kill_mid_transaction_leaves_nothing_half_visible(tmp_path, topic_name):
         assert sorted(again) == [b"after", b"ok0", b"ok1", b"ok2"]
     finally:
         b.stop()
+
+
+def test_pending_transactional_offsets_are_unstable(txn_broker, topic_name):
+    transactions.pending_offsets_are_unstable(txn_broker, topic_name)

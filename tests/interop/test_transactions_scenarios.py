@@ -17,3 +17,7 @@ def test_second_producer_fences_the_first(backend, topic_name):
 
 def test_expired_transaction_is_aborted_and_the_lso_moves_on(backend, topic_name):
     transactions.expired_transaction_is_aborted(backend, topic_name)
+
+
+def test_pending_transactional_offsets_are_unstable(backend, topic_name):
+    transactions.pending_offsets_are_unstable(backend, topic_name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from common.polling import wait_until
@@ -178,3 +178,44 @@ def expired_transaction_is_aborted(broker: Broker, topic: str, timeout_ms: int =
         pass
     else:
         raise AssertionError("the expired transaction committed")
+
+
+OFFSET_FETCH, UNSTABLE_OFFSET_COMMIT = 9, 88
+
+
+def _offset_fetch_stable(port: int, group: str, topic: str, partitions: int) -> list[tuple[int, int]]:
+    """(error_code, committed_offset) per partition of OffsetFetch v7 with require_stable (KIP-447), asked of the
+    group's coordinator (FindCoordinator first)."""
+    with WireClient(port) as w:
+        found = w.call(10, 3, {"key": group, "key_type": 0})
+    assert found.error_code == 0, found
+    with WireClient(int(found.port)) as w:
+        resp = w.call(OFFSET_FETCH, 7, {"group_id": group, "require_stable": True, "topics": [
+            {"name": topic, "partition_indexes": list(range(partitions))}]})
+    assert resp.error_code == 0, resp
+    return [(int(p.error_code), int(p.committed_offset)) for p in resp.topics[0].partitions]
+
+
+def pending_offsets_are_unstable(broker: Broker, topic: str) -> None:
+    """Between TxnOffsetCommit and the transaction's COMMIT marker, OffsetFetch with require_stable answers
+    UNSTABLE_OFFSET_COMMIT for the partitions the transaction commits offsets of (Kafka's
+    GroupMetadataManager.getOffsets); librdkafka asks so with read_committed and retries, so a consumer that
+    (re)joins mid-transaction does not resume from the older offset and read the batch twice."""
+    bs = broker.bootstrap
+    create_topic(bs, topic)
+    group = f"stable-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    try:
+        p = producer(bs, f"tx-stable-{topic}")
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce(topic, b"x", partition=0)
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 5)], c.consumer_group_metadata(), 30)
+        p.flush(10)
+        pending = _offset_fetch_stable(broker.port, group, topic, 3)
+        assert pending == [(UNSTABLE_OFFSET_COMMIT, -1), (0, -1), (0, -1)], pending
+        p.commit_transaction(30)
+        wait_until(lambda: _offset_fetch_stable(broker.port, group, topic, 3) == [(0, 5), (0, -1), (0, -1)], 10,
+                   what="the committed offset, stable")
+    finally:
+        c.close()

@@ -140,6 +140,11 @@ class PendingTxnOffsets:
                 v = decode_offset_commit_value(raw_value)
                 self.add(producer_id, key.group, [(key.topic, key.partition, v.offset, v.leader_epoch, v.metadata)])
 
+    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction commits an offset of this group's partition (Kafka's
+        GroupMetadata.hasPendingOffsetCommitsForTopicPartition, for OffsetFetch require_stable, KIP-447)."""
+        return any((topic, partition) in groups.get(group_id, {}) for groups in self._pending.values())
+
     def groups_of(self, producer_id: int) -> list[str]:
         return list(self._pending.get(producer_id, {}))
 

@@ -208,10 +208,17 @@ def _wanted(topics) -> list[tuple[str, int]] | None:
 
 
 def _fetch_group(ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None,
-                 member: tuple[str | None, int] = (None, -1)) -> list[dict]:
+                 member: tuple[str | None, int] = (None, -1), require_stable: bool = False) -> list[dict]:
     fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, wanted, *member)
     by_topic: dict[str, list[dict]] = {}
     for (topic, partition), (offset, epoch, metadata) in fetched.items():
+        if require_stable and ctx.broker.txn_offsets.has_pending(group_id, topic, partition):
+            # KIP-447: an open transaction commits this offset; the client retries rather than resume from the
+            # older one and read the transaction's input twice (Kafka's GroupMetadataManager.getOffsets).
+            by_topic.setdefault(topic, []).append(
+                {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1,
+                 "metadata": "", "error_code": ErrorCode.unstable_offset_commit})
+            continue
         by_topic.setdefault(topic, []).append(
             {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": epoch,
              "metadata": metadata, "error_code": ErrorCode.none})
@@ -219,13 +226,14 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: list[tuple[str, int
 
 
 async def handle_offset_fetch(ctx: RequestContext, req) -> dict:
-    # require_stable (v7+) needs no wait: this coordinator has no pending transactional offsets.
+    require_stable = ctx.api_version >= 7 and bool(req.require_stable)
+
     def group_entry(group_id: str, topics, member: tuple[str | None, int] = (None, -1)) -> dict:
         wanted = _wanted(topics)   # outside the try: an invalid request is not a per-group error
         if denied := authz.resource_errors(ctx, 9, authz.GROUP, [group_id]).get(group_id):
             return {"group_id": group_id, "topics": [], "error_code": denied}
         try:
-            fetched = _fetch_group(ctx, group_id, wanted, member)
+            fetched = _fetch_group(ctx, group_id, wanted, member, require_stable)
             return {"group_id": group_id, "topics": authz.offset_fetch_topics(ctx, fetched, wanted is None),
                     "error_code": ErrorCode.none}
         except KafkaError as e:
