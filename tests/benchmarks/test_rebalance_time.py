@@ -33,19 +33,22 @@ def test_measure_eager_pause_and_incremental_none():
     eager = {"0": [(90.0, F({0, 1})), (100.3, F()), (100.5, F({0}))],
              "1": [(90.0, F({2, 3})), (100.35, F()), (100.5, F({2}))],
              "new": [(100.52, F({1, 3}))]}
-    assert measure(sub, eager, ["0", "1"]) == {"rebalance_s": pytest.approx(0.52), "pause_s": pytest.approx(0.2)}
+    assert measure(sub, eager, ["0", "1"]) == {"rebalance_s": pytest.approx(0.52), "pause_s": pytest.approx(0.2),
+                                               "after_notice_s": pytest.approx(0.22)}
     incremental = {"0": [(90.0, F({0, 1})), (100.3, F({0}))],
                    "1": [(90.0, F({2, 3})), (100.3, F({2}))],
                    "new": [(100.6, F({1})), (100.9, F({1, 3}))]}
-    assert measure(sub, incremental, ["0", "1"]) == {"rebalance_s": pytest.approx(0.9), "pause_s": 0.0}
+    assert measure(sub, incremental, ["0", "1"]) == {"rebalance_s": pytest.approx(0.9), "pause_s": 0.0,
+                                                     "after_notice_s": pytest.approx(0.6)}
 
 
 def test_summarize_medians_and_ratio_ours_over_kafka():
-    runs = {"kafkascope": {"eager": [{"rebalance_s": x, "pause_s": x / 2} for x in (1.0, 3.0, 2.0)]},
-            "kafka-4.1": {"eager": [{"rebalance_s": x, "pause_s": x} for x in (4.0, 4.0, 9.0)]}}
+    runs = {"kafkascope": {"eager": [{"rebalance_s": x, "pause_s": x / 2, "after_notice_s": x}
+                                     for x in (1.0, 3.0, 2.0)]},
+            "kafka-4.1": {"eager": [{"rebalance_s": x, "pause_s": x, "after_notice_s": 1.0} for x in (4.0, 4.0, 9.0)]}}
     out = summarize(runs)
-    assert out["median"]["kafkascope"]["eager"] == {"rebalance_s": 2.0, "pause_s": 1.0}
-    assert out["ratio_ours_over_kafka"] == {"eager": {"rebalance_s": 0.5, "pause_s": 0.25}}
+    assert out["median"]["kafkascope"]["eager"] == {"rebalance_s": 2.0, "pause_s": 1.0, "after_notice_s": 2.0}
+    assert out["ratio_ours_over_kafka"] == {"eager": {"rebalance_s": 0.5, "pause_s": 0.25, "after_notice_s": 2.0}}
     assert summarize({"kafkascope": runs["kafkascope"]})["ratio_ours_over_kafka"] == {}
 
 
