@@ -75,3 +75,17 @@ def test_our_broker_exports_the_series_the_rule_uses(tmp_path):
         found = wait_until(scraped, 20.0, what=f"{M.partition_lso_lag} of {topic} at 3")
         assert found[M.log_end_offset] == 3
         p.abort_transaction(30)
+
+
+def test_confluent_naming_exports_the_transaction_coordinator_load_times(tmp_path):
+    """The community Confluent transaction-coordinator board's load-time panels (once a known gap of
+    tests/interop/test_community_dashboards.py): their series are there from start, NaN until a
+    `__transaction_state` partition loads, as Kafka's TransactionStateManager registers them."""
+    from kafkascope.local.broker_process import BrokerProcess
+    from kafkascope.local.process import free_port
+
+    port = free_port()
+    with BrokerProcess(tmp_path, prometheus_listener=f"127.0.0.1:{port}", **{"prometheus.naming": "confluent"}):
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    names = {line.split(" ", 1)[0] for line in text.splitlines() if not line.startswith("#")}
+    assert {f"kafka_server_transaction_coordinator_metrics_partition_load_time_{s}" for s in ("max", "avg")} <= names

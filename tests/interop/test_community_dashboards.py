@@ -150,13 +150,8 @@ OURS_ONLY: list[tuple[str, str]] = [
 ]
 
 # Queries with data on Apache Kafka but none on ours, accepted for now: (source, where) -> reason.
-_NO_TXN = ("our broker has no transaction coordinator (transactional APIs are not served); Kafka 3.9's "
-           "TransactionStateManager registers transaction-coordinator-metrics partition-load-time-avg/max at start "
-           "(NaN until a __transaction_state partition loads)")
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("kafka-transaction-coordinator.json", "panel Max Time to load partitions by tx coordinator [A]"): _NO_TXN,
-    ("kafka-transaction-coordinator.json", "panel Avg Time to load partitions by tx coordinator [A]"): _NO_TXN,
-}
+# (The transaction coordinator's partition-load-time panels were here until our broker served transactions.)
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 # ---------------------------------------------------------------------------------------------- Prometheus
