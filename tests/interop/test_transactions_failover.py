@@ -93,7 +93,8 @@ class Copier:
             before_commit()
             self._commit()
             self.commits += 1
-            self.done = {tp.partition: tp.offset for tp in positions}
+            # accumulated: after a rebalance a partition not yet read again has no position to send
+            self.done.update({tp.partition: tp.offset for tp in positions})
         except KafkaException as e:
             self._recover(e.args[0])
 
