@@ -23,6 +23,7 @@ from xmonitor.services.offset_commit import OffsetCommitService
 from xmonitor.services.produce import ProduceService
 from xmonitor.services.sli_sink import SliSinkService
 from xmonitor.services.topic_management import TopicManagementService
+from xmonitor.txn import TransactionalProduceService
 
 log = logging.getLogger("xmonitor")
 
@@ -34,13 +35,22 @@ GIL_SWITCH_INTERVAL_S = 0.0005
 
 class XMonitor:
     def __init__(self, cfg: MonitorConfig, clock: Clock = SYSTEM, run_id: str | None = None) -> None:
+        if cfg.produce_transactional_enabled:   # read back what committed transactions made visible (KIP-98)
+            cfg = cfg.with_overrides(consume_consumer_props={"isolation.level": "read_committed",
+                                                             **cfg.consume_consumer_props})
         self.cfg = cfg.validate()
         self.clock = clock
         self.run_id = run_id or new_run_id()
         self.rec = Recorder(cfg, self.run_id, clock)
         self.topic_management = TopicManagementService(cfg, self.rec, clock) if cfg.topic_management_enabled else None
-        self.produce = ProduceService(cfg, self.rec, self.run_id, clock)
+        self.produce: ProduceService
         self.consume = ConsumeService(cfg, self.rec, clock)
+        if cfg.produce_transactional_enabled:
+            txn = TransactionalProduceService(cfg, self.rec, self.run_id, clock)
+            self.consume.on_probe = txn.on_consumed
+            self.produce = txn
+        else:
+            self.produce = ProduceService(cfg, self.rec, self.run_id, clock)
         self.offset_commit = OffsetCommitService(cfg, self.rec, clock) if cfg.offset_commit_enabled else None
         self.sli_sink = SliSinkService(cfg, self.rec, clock)
         self._http: ThreadingHTTPServer | None = None

@@ -42,6 +42,8 @@ class MonitorConfig:
     # record waits for all the others: benchmarks/xmonitor_agreement.py, xmonitor_overhead.py)
     produce_spread_sends: bool = True
     produce_producer_props: dict[str, Any] = field(default_factory=dict)
+    # ours: each probe round (one record per partition) in a transaction, read back read_committed (xmonitor/txn.py)
+    produce_transactional_enabled: bool = False
     # consume service
     consume_latency_sla_ms: int = 20000         # end-to-end delay above this counts as late (unavailable)
     consume_group_id: str = ""                  # default: xmonitor-<cluster.name>-<topic>
@@ -126,6 +128,7 @@ KEY_OF: dict[str, str] = {
     "produce_treat_zero_throughput_as_unavailable": "produce.treat.zero.throughput.as.unavailable",
     "produce_spread_sends": "produce.spread.sends",
     "produce_producer_props": "produce.producer.props",
+    "produce_transactional_enabled": "produce.transactional.enabled",
     "consume_latency_sla_ms": "consume.latency.sla.ms",
     "consume_group_id": "consume.group.id",
     "consume_loss_grace_ms": "consume.loss.grace.ms",

@@ -8,6 +8,7 @@ later is read from its beginning (it only holds this run's records). Delay = con
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
@@ -34,6 +35,9 @@ class ConsumeService(Service):
         self.consumer = Consumer(conf)
         self.assigned: set[int] = set()
         self._started = False
+        # (partition, index, consumed wall µs) of each decoded probe record: the transactional mode's
+        # visibility delay (xmonitor/txn.py)
+        self.on_probe: Callable[[int, int, int], None] | None = None
 
     def _on_commit(self, err, _partitions) -> None:
         started, self._commit_started = self._commit_started, None
@@ -70,6 +74,8 @@ class ConsumeService(Service):
         except payload.PayloadError:
             self.rec.record_consume_error()
             return
+        if self.on_probe is not None:
+            self.on_probe(msg.partition(), probe.index, now_us)
         outcome = self.accounting.observe(probe, msg.partition(), now_us // 1000)
         self.rec.record_consumed(msg.partition(), outcome, (now_us - probe.time_us) / 1e6, len(value or b""))
 
