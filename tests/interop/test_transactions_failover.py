@@ -61,7 +61,7 @@ class Copier:
     def __init__(self, bootstrap: str, src: str, dst: str) -> None:
         self.bootstrap, self.src, self.dst = bootstrap, src, dst
         self.group = f"eos-{uuid.uuid4().hex[:6]}"
-        self.commits = self.aborts = self.new_producers = 0
+        self.commits = self.aborts = self.new_producers = self.assignments = 0
         self.done: dict[int, int] = {}
         self.consumer = self._consumer()
         self.producer = self._producer()
@@ -69,8 +69,11 @@ class Copier:
     def _consumer(self) -> Consumer:
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
                       "auto.offset.reset": "earliest", "isolation.level": "read_committed", "log_level": 0})
-        c.subscribe([self.src])
+        c.subscribe([self.src], on_assign=self._assigned)
         return c
+
+    def _assigned(self, _consumer: Consumer, _partitions: list[TopicPartition]) -> None:
+        self.assignments += 1  # more than one: the group rebalanced (its coordinator was killed)
 
     def _producer(self) -> Producer:
         p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": TXN_ID,
@@ -196,5 +199,6 @@ def test_exactly_once_over_coordinator_and_leader_kills(tmp_path, impl):
         audit(c.bootstrap, src, dst, copier.group)
         uncommitted = consume_all(c.bootstrap, dst, "read_uncommitted", expect=N, timeout_s=60)
     print(f"\n{impl}: {N} records exactly once in {copier.commits} transactions, {copier.aborts} aborted, "
-          f"{copier.new_producers} new producers, {len(uncommitted)} output records read_uncommitted, "
+          f"{copier.new_producers} new producers, {copier.assignments} assignments, "
+          f"{len(uncommitted)} output records read_uncommitted, "
           f"{time.monotonic() - t0:.0f}s")
