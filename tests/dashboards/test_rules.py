@@ -401,10 +401,11 @@ def test_every_alert_has_a_promtool_test():
     # their cases and promtool runs live in their own modules
     from tests.dashboards.test_kraft_rules import KRAFT
     from tests.dashboards.test_security_rules import SECURITY
+    from tests.dashboards.test_transaction_rules import A as HANGING_TXN
 
     burn = {"KafkaSLOErrorBudgetBurnFast", "KafkaSLOErrorBudgetBurnSlow"}
     assert not set(BASIC) & set(SECURITY) and not (set(BASIC) | set(SECURITY)) & set(KRAFT)
-    assert set(BASIC) | set(SECURITY) | set(KRAFT) | burn == set(build.alert_names())
+    assert set(BASIC) | set(SECURITY) | set(KRAFT) | burn | {HANGING_TXN} == set(build.alert_names())
 
 
 @needs_promtool
