@@ -172,6 +172,14 @@ def fmt(x: object) -> str:
     return str(x)
 
 
+def median_of_passes(passes: list[dict]) -> dict:
+    """Each figure's median over the passes (None where a pass has no value for it)."""
+    import statistics
+
+    return {k: statistics.median(p[k] for p in passes) if all(p[k] is not None for p in passes) else None
+            for k in passes[0]}
+
+
 def print_table(rows: list[tuple[str, ...]]) -> None:
     """A header row, a rule, then the rows; the first column left-aligned, the figures right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

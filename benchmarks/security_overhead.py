@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import emit_json, fmt, print_table, produce, ratio
+from benchmarks._common import emit_json, fmt, median_of_passes, print_table, produce, ratio
 from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
 from benchmarks.consume_throughput import consume
 from common.client_properties import librdkafka_config
@@ -78,9 +77,7 @@ def run_cluster(impl: str, mode: str, args: argparse.Namespace) -> dict:
         finally:
             launcher.shutdown()
     load.append(os.getloadavg()[0])
-    median = {k: statistics.median(p[k] for p in passes) if all(p[k] is not None for p in passes) else None
-              for k in passes[0]}
-    return {"median": median, "passes": passes, "loadavg_1m_start_end": load}
+    return {"median": median_of_passes(passes), "passes": passes, "loadavg_1m_start_end": load}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,13 +38,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import emit_json, fmt, print_table, produce, ratio
+from benchmarks._common import emit_json, fmt, median_of_passes, print_table, produce, ratio
 from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
 from benchmarks.consume_throughput import consume
 from kafkascope.local.apache_kafka import ZK_VERSION, ensure_kafka, tool_command
@@ -151,9 +150,7 @@ def run_impl(impl: str, args: argparse.Namespace) -> dict:
             print(f"  {impl}: pass {i + 1}/{args.repeat}: " + ", ".join(f"{k} {fmt(v)}" for k, v in passes[-1].items()),
                   flush=True)
     load.append(os.getloadavg()[0])
-    median = {k: statistics.median(p[k] for p in passes) if all(p[k] is not None for p in passes) else None
-              for k in passes[0]}
-    return {"median": median, "passes": passes, "loadavg_1m_start_end": load}
+    return {"median": median_of_passes(passes), "passes": passes, "loadavg_1m_start_end": load}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,7 +26,14 @@ from typing import Any
 from broker.replication.client import BrokerConnection
 from kafkascope.local import apache_kafka
 from kafkascope.local import process as proc
-from kafkascope.local.launcher import ClusterError, ClusterLauncher, Member, MemberStatus, port_free
+from kafkascope.local.launcher import (
+    ClusterError,
+    ClusterLauncher,
+    Member,
+    MemberStatus,
+    port_free,
+    refuse_running,
+)
 
 KRAFT_FILE = "kraft.json"
 BROKER, CONTROLLER = "broker", "controller"
@@ -216,10 +223,7 @@ class KRaftLauncher(ClusterLauncher):
         old_controller_ports = {k: v.get("controller_port") for k, v in info.get("nodes", {}).items()}
         with self._locked() as state:
             old = dict(state.members)
-            for m in old.values():
-                if m.os_state() != proc.DEAD:
-                    raise ClusterError(f"{m.kind} {m.id} (pid {m.pid}) of an earlier run is still running "
-                                       f"in {self.data_dir}; `kafkascope cluster down --data-dir {self.data_dir}`")
+            refuse_running(old.values(), self.data_dir)
 
             def port_for(key: str) -> int:
                 nid, _, ctl = key.partition("-")

@@ -32,7 +32,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -115,6 +115,14 @@ class _State:
         members = {k: Member(**v) for k, v in d.get("members", {}).items()}
         return cls(data_dir=d["data_dir"], chroot=d.get("chroot", CHROOT), standalone=d.get("standalone", False),
                    impl=d.get("impl", "kafkascope"), security=d.get("security"), launcher_pid=d.get("launcher_pid"), launcher_started=d.get("launcher_started"), members=members)
+
+
+def refuse_running(members: Iterable[Member], data_dir: Path) -> None:
+    """prepare() on a data dir whose processes of an earlier run still run would start a second cluster on it."""
+    for m in members:
+        if m.os_state() != proc.DEAD:
+            raise ClusterError(f"{m.kind} {m.id} (pid {m.pid}) of an earlier run is still running "
+                               f"in {data_dir}; `kafkascope cluster down --data-dir {data_dir}`")
 
 
 def port_free(port: int) -> bool:
@@ -313,10 +321,7 @@ class ClusterLauncher:
         Ports recorded by an earlier run on this dir are kept when they are still free."""
         with self._locked() as state:
             old = dict(state.members)
-            for m in old.values():
-                if m.os_state() != proc.DEAD:
-                    raise ClusterError(f"{m.kind} {m.id} (pid {m.pid}) of an earlier run is still running "
-                                       f"in {self.data_dir}; `kafkascope cluster down --data-dir {self.data_dir}`")
+            refuse_running(old.values(), self.data_dir)
 
             def port_for(key: str) -> int:
                 if key in old and port_free(old[key].port):
