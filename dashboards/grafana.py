@@ -247,7 +247,10 @@ def consumer_lag() -> Board:
     d.row("Groups")
     d.panel("Group status (0 NOTFOUND, 1 OK, 2 WARN, 3 ERR)",
             [(f"max by (consumer_group) ({M.burrow_status}{{{lag}}})", "{{consumer_group}}")], kind="table", w=8)
-    d.panel("Total lag per group", [(f"sum by (consumer_group) ({M.burrow_lag_total})", "{{consumer_group}}")])
+    d.panel("Total lag per group (to the log end, Burrow's)",
+            [(f"sum by (consumer_group) ({M.burrow_lag_total})", "{{consumer_group}}")])
+    d.panel("Total lag per group to the Last Stable Offset (what the status measures)",
+            [(f"sum by (consumer_group) ({M.lso_lag_total})", "{{consumer_group}}")])
     d.panel("Lag seconds per group", [(f"max by (consumer_group) ({M.lag_seconds})", "{{consumer_group}}")],
             unit="s")
     d.row("Partitions")

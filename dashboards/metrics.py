@@ -120,6 +120,7 @@ class M:
     burrow_partition_status = "burrow_kafka_topic_partition_status"
     lag_seconds = "kafkascope_consumer_lag_seconds"
     partition_lag_seconds = "kafkascope_consumer_partition_lag_seconds"
+    lso_lag_total = "kafkascope_consumer_lso_lag_total"   # lag to the Last Stable Offset (docs/lag-monitor.md §6)
     consumergroup_lag_sum = "kafka_consumergroup_lag_sum"   # per topic; kafka_consumergroup_lag has -1 entries
     # ZooKeeper ensemble exporter
     zk_up = "zk_up"
