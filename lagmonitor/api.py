@@ -66,7 +66,8 @@ _HELP = {
     "kafkascope_consumer_lag_seconds": "Estimated seconds the group's worst partition is behind",
     "kafkascope_consumer_partition_lso_lag": "Records the group is behind the partition's Last Stable Offset "
                                              "(ListOffsets read_committed, KIP-98; the log end without transactions)",
-    "kafkascope_consumer_lso_lag_total": "The sum of the group's partition lags to the Last Stable Offset",
+    "kafkascope_consumer_lso_lag_total": "The sum of the group's partition lags to the Last Stable Offset (to the "
+                                         "log end for a partition whose LSO is not known)",
 }
 
 
