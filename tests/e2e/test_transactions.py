@@ -40,7 +40,11 @@ def test_send_offsets_to_transaction_visible_only_on_commit(txn_broker, topic_na
     bs = txn_broker.bootstrap
     create_topic(bs, topic_name)
     group = f"eos-{uuid.uuid4().hex[:6]}"
-    admin_consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    # read_uncommitted: librdkafka then asks OffsetFetch without require_stable; under its default read_committed
+    # the pending offsets answer UNSTABLE_OFFSET_COMMIT and committed() retries until the commit (KIP-447), as on
+    # Kafka (tests/scenarios/transactions.py: pending_offsets_are_unstable).
+    admin_consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False,
+                               "isolation.level": "read_uncommitted"})
     meta = admin_consumer.list_topics(topic_name, 10)
     assert len(meta.topics[topic_name].partitions) == 3
 
