@@ -1,0 +1,386 @@
+"""The cost curve in partitions (issue 20): ours vs Apache Kafka 3.9 (ZooKeeper mode), 3 brokers, same run.
+
+    python -m benchmarks.partition_scale [--sizes 1000,3000,10000] [--impls kafkascope,apache-kafka] [--rf 3]
+
+For each implementation and each size N a fresh cluster is started with the `kafkascope cluster` launcher
+(kafkascope/local/launcher.ClusterLauncher: one ZooKeeper, ``--brokers`` brokers; the clusters run one after the
+other, never at once), then, measured from this process:
+
+* create: one CreateTopics of N partitions spread over topics of 100 partitions (RF ``--rf``), until every
+  partition has a leader and a full ISR (polled via Metadata);
+* Metadata: the time of a Metadata request for all topics (librdkafka's list_topics; median of 5);
+* scrape: ``GET /metrics`` of each broker (ours: ``prometheus.listener``; Kafka: the jmx_exporter agent the
+  launcher attaches, launcher.metrics_url), time and size, median of 3 after one unrecorded scrape, mean over
+  the brokers;
+* memory: growth of the brokers' RSS (/proc/PID/status VmRSS, the whole process tree) from before the topics
+  existed to after, per partition replica hosted;
+* failover: kill -9 of a broker (not the controller) leading about a third of the partitions; time until every
+  partition has a live leader (polled via Metadata). It includes the ZooKeeper session timeout (the controller
+  learns of the death only when the session expires), ``--zk-session-timeout-ms`` for both (default 6000);
+* restart: that broker started again; time from the spawn until it is back in every ISR;
+* controlled shutdown: SIGTERM of the broker leading the most partitions, until the process has exited.
+
+Prints one table per figure with the ratio ours/Kafka at each size and the growth factor between sizes, with its
+exponent (log growth / log size step: 1.0 is linear, above 1 grows faster than linearly). The last line is one
+JSON object. Every wait is bounded (the bounds grow with N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import emit_json, fmt, print_table, ratio
+from common.polling import wait_until
+from kafkascope.local import process as proc
+from kafkascope.local.apache_kafka import ZK_VERSION, ensure_kafka
+from kafkascope.local.broker_process import proc_status_kb
+from kafkascope.local.launcher import ClusterLauncher
+
+PER_TOPIC = 100
+SUPERLINEAR_EXPONENT = 1.15  # noise margin: two runs on a loaded 2-core box differ by more than 10 %
+
+# (key, label, unit); smaller is better for every figure. Per-unit figures ("per" in the key) stay flat when the
+# total grows linearly, so the faster-than-linear check reads their totals instead (rss_growth_mb).
+FIGURES = [
+    ("create_s", "create N partitions (s)", "s"),
+    ("metadata_ms", "Metadata, all topics (ms)", "ms"),
+    ("scrape_ms", "/metrics scrape per broker (ms)", "ms"),
+    ("scrape_kb", "/metrics size per broker (kB)", "kB"),
+    ("rss_growth_mb", "RSS growth, all brokers together (MB)", "MB"),
+    ("rss_kib_per_replica", "RSS growth per partition replica (KiB)", "KiB"),
+    ("failover_s", "leader failover after kill -9 (s)", "s"),
+    ("restart_s", "restart after kill -9 until in every ISR (s)", "s"),
+    ("shutdown_s", "controlled shutdown, SIGTERM to exit (s)", "s"),
+]
+
+
+# ---- pure parts (unit-tested in tests/benchmarks/test_partition_scale.py) ---------------------------------------
+
+def topic_plan(partitions: int, per_topic: int = PER_TOPIC, prefix: str = "scale") -> list[tuple[str, int]]:
+    """N partitions as topics of `per_topic` partitions (the last one takes the remainder)."""
+    if partitions <= 0 or per_topic <= 0:
+        raise ValueError("partitions and per_topic must be positive")
+    plan, left, i = [], partitions, 0
+    while left > 0:
+        n = min(per_topic, left)
+        plan.append((f"{prefix}-{i:04d}", n))
+        left -= n
+        i += 1
+    return plan
+
+
+def growth(by_size: dict[int, float | None]) -> list[dict]:
+    """Between consecutive sizes: value factor, size factor and the exponent log(factor)/log(size factor)
+    (1 = linear; None where a value is missing or not positive)."""
+    sizes = sorted(by_size)
+    out = []
+    for a, b in zip(sizes, sizes[1:], strict=False):
+        va, vb = by_size[a], by_size[b]
+        factor = vb / va if va and vb and va > 0 and vb > 0 else None
+        exponent = math.log(factor) / math.log(b / a) if factor is not None and b != a else None
+        out.append({"from": a, "to": b, "factor": None if factor is None else round(factor, 3),
+                    "size_factor": round(b / a, 3),
+                    "exponent": None if exponent is None else round(exponent, 3),
+                    "superlinear": None if exponent is None else exponent > SUPERLINEAR_EXPONENT})
+    return out
+
+
+def prometheus_series(body: bytes) -> int:
+    """Samples in a Prometheus text exposition (lines that are neither blank nor comments)."""
+    return sum(1 for line in body.splitlines() if line.strip() and not line.lstrip().startswith(b"#"))
+
+
+def children_of(stats: Iterable[tuple[int, int]], root: int) -> set[int]:
+    """`root` and all its descendants, from (pid, ppid) pairs."""
+    kids: dict[int, list[int]] = {}
+    for pid, ppid in stats:
+        kids.setdefault(ppid, []).append(pid)
+    seen, todo = {root}, [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            if c not in seen:
+                seen.add(c)
+                todo.append(c)
+    return seen
+
+
+def parse_ppid(stat_text: str) -> int:
+    """The ppid field of /proc/PID/stat (after the parenthesised command name, which may hold spaces)."""
+    return int(stat_text.rsplit(")", 1)[1].split()[1])
+
+
+def leaders_by_broker(partitions: dict[tuple[str, int], tuple[int, list[int]]]) -> dict[int, int]:
+    """(topic, partition) -> (leader, isr) into leader id -> partitions led."""
+    out: dict[int, int] = {}
+    for leader, _isr in partitions.values():
+        out[leader] = out.get(leader, 0) + 1
+    return out
+
+
+def all_led(partitions: dict[tuple[str, int], tuple[int, list[int]]], expected: int, dead: int | None) -> bool:
+    """Every one of `expected` partitions has a leader that is not the `dead` broker."""
+    return len(partitions) == expected and all(ld >= 0 and ld != dead for ld, _ in partitions.values())
+
+
+def all_in_isr(partitions: dict[tuple[str, int], tuple[int, list[int]]], expected: int, rf: int,
+               broker: int | None = None) -> bool:
+    """Every partition led with an ISR of `rf` (and containing `broker` when given)."""
+    return len(partitions) == expected and all(
+        ld >= 0 and len(isr) == rf and (broker is None or broker in isr) for ld, isr in partitions.values())
+
+
+# ---- I/O ---------------------------------------------------------------------------------------------------------
+
+def tree_rss_kb(pid: int) -> int:
+    """VmRSS of `pid` and its descendants (a launcher may start the broker under a wrapper)."""
+    pairs = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                pairs.append((int(d.name), parse_ppid((d / "stat").read_text())))
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+    total = 0
+    for p in children_of(pairs, pid):
+        try:
+            total += proc_status_kb(p, "VmRSS")
+        except (OSError, KeyError):
+            continue
+    return total
+
+
+class _Launcher(ClusterLauncher):
+    """Our brokers get a `prometheus.listener` each (the launcher gives one only to Kafka's jmx_exporter)."""
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.prom_ports: dict[int, int] = {}
+
+    def _broker_config(self, broker_id: int, port: int, rack: str | None, zk_connect: str | None) -> dict:
+        props = super()._broker_config(broker_id, port, rack, zk_connect)
+        if self.impl == "kafkascope":
+            mport = self.prom_ports.setdefault(broker_id, proc.free_port())
+            props["prometheus.listener"] = f"127.0.0.1:{mport}"
+        return props
+
+    def scrape_url(self, broker_id: int) -> str | None:
+        if broker_id in self.prom_ports:
+            return f"http://127.0.0.1:{self.prom_ports[broker_id]}/metrics"
+        return self.metrics_url(broker_id)
+
+
+def snapshot(admin: Any, timeout_s: float = 30.0) -> tuple[dict[tuple[str, int], tuple[int, list[int]]], int]:
+    """Every partition of the scale-* topics -> (leader, isr), and the controller id."""
+    md = admin.list_topics(timeout=timeout_s)
+    parts = {(t, p): (m.leader, list(m.isrs)) for t, tm in md.topics.items() if t.startswith("scale-") and
+             tm.error is None for p, m in tm.partitions.items()}
+    return parts, md.controller_id
+
+
+def timed_wait(pred: Callable[[], bool], timeout_s: float, what: str) -> float:
+    t0 = time.perf_counter()
+    wait_until(pred, timeout_s, 0.1, what=what, retry_on=(Exception,))
+    return time.perf_counter() - t0
+
+
+def scrape(url: str, n: int = 3) -> tuple[float, int, int]:
+    """(median ms, bytes, series) over `n` scrapes after one unrecorded one."""
+    urllib.request.urlopen(url, timeout=60).read()
+    times, body = [], b""
+    for _ in range(n):
+        t = time.perf_counter()
+        body = urllib.request.urlopen(url, timeout=60).read()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times), len(body), prometheus_series(body)
+
+
+def create_all(admin: Any, size: int, rf: int, bound: float) -> float:
+    from confluent_kafka.admin import NewTopic
+
+    plan = topic_plan(size)
+    t0 = time.perf_counter()
+    futs = admin.create_topics([NewTopic(t, n, rf) for t, n in plan], operation_timeout=bound)
+    for f in futs.values():
+        f.result(bound)
+    wait_until(lambda: all_in_isr(snapshot(admin)[0], size, rf), bound, 0.2,
+               what=f"{size} partitions led with a full ISR", retry_on=(Exception,))
+    return time.perf_counter() - t0
+
+
+def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
+    """One fresh cluster, every figure at `size` partitions."""
+    from confluent_kafka.admin import AdminClient
+
+    bound = 120 + size * 0.06  # generous: Kafka creates ~100 partitions/s here under load
+    out: dict[str, Any] = {"loadavg_1m_start": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory(prefix=f"partition-scale-{impl}-") as tmp:
+        # the same session timeout for both (the launcher gives Kafka 6 s; ours defaults to Kafka's 18 s): a killed
+        # broker's leaders move only once its ZooKeeper session expires, so it bounds the failover from below
+        c = _Launcher(Path(tmp), brokers=args.brokers, impl=impl,
+                      broker_props={"zookeeper.session.timeout.ms": args.zk_session_timeout_ms})
+        try:
+            c.start_all(timeout_s=120)
+            # log_level 2: the refused connections to the killed broker are expected
+            admin = AdminClient({"bootstrap.servers": c.bootstrap, "log_level": 2})
+            ids = c.broker_ids
+            rss0 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
+            out["create_s"] = create_all(admin, size, args.rf, bound)
+            mds = []
+            for _ in range(5):
+                t = time.perf_counter()
+                admin.list_topics(timeout=bound)
+                mds.append((time.perf_counter() - t) * 1000)
+            out["metadata_ms"] = statistics.median(mds)
+            out.update(_scrapes(c, ids))
+            rss1 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
+            out["rss_mb_per_broker"] = round(statistics.fmean(rss1.values()) / 1024, 1)
+            out["rss_growth_mb"] = (sum(rss1.values()) - sum(rss0.values())) / 1024
+            out["rss_kib_per_replica"] = (sum(rss1.values()) - sum(rss0.values())) / (size * args.rf)
+            out.update(_kill_and_restart(c, admin, size, args.rf, bound))
+            out.update(_controlled_shutdown(c, admin, bound))
+        finally:
+            c.shutdown()
+    out["loadavg_1m_end"] = os.getloadavg()[0]
+    return out
+
+
+def _scrapes(c: _Launcher, ids: list[int]) -> dict:
+    per = []
+    for b in ids:
+        url = c.scrape_url(b)
+        if url:
+            per.append(scrape(url))
+    if not per:
+        return {"scrape_ms": None, "scrape_kb": None, "scrape_series": None}
+    return {"scrape_ms": statistics.fmean(p[0] for p in per), "scrape_kb": statistics.fmean(p[1] for p in per) / 1000,
+            "scrape_series": round(statistics.fmean(p[2] for p in per))}
+
+
+def _kill_and_restart(c: _Launcher, admin: Any, size: int, rf: int, bound: float) -> dict:
+    parts, controller = snapshot(admin)
+    led = leaders_by_broker(parts)
+    candidates = [b for b in c.broker_ids if b != controller] or c.broker_ids
+    victim = min(candidates, key=lambda b: abs(led.get(b, 0) - size / len(c.broker_ids)))
+    c.kill(victim)
+    failover = timed_wait(lambda: all_led(snapshot(admin, 10)[0], size, victim), bound,
+                          f"every partition led by a live broker after killing {victim}")
+    t0 = time.perf_counter()
+    c.start(victim, timeout_s=bound)
+    wait_until(lambda: all_in_isr(snapshot(admin, 10)[0], size, rf, victim), bound, 0.2,
+               what=f"broker {victim} back in every ISR", retry_on=(Exception,))
+    return {"failover_s": failover, "restart_s": time.perf_counter() - t0, "killed": victim,
+            "killed_led": led.get(victim, 0), "controller": controller}
+
+
+def _controlled_shutdown(c: _Launcher, admin: Any, bound: float) -> dict:
+    parts, _ = snapshot(admin)
+    led = leaders_by_broker(parts)
+    target = max(c.broker_ids, key=lambda b: led.get(b, 0))
+    t0 = time.perf_counter()
+    how = c.stop(target, timeout_s=bound)
+    return {"shutdown_s": time.perf_counter() - t0 if how == "stopped" else None, "shutdown_how": how,
+            "shutdown_led": led.get(target, 0)}
+
+
+# ---- report ------------------------------------------------------------------------------------------------------
+
+def figure_rows(key: str, impls: list[str], sizes: list[int], res: dict[str, dict[int, dict]]) -> list[tuple]:
+    """Rows for one figure: size, each impl's value, ours/Kafka, and each impl's growth from the previous size."""
+    head = ("partitions", *impls, "ours/Kafka", *(f"{i} growth (exp)" for i in impls))
+    rows: list[tuple] = [head]
+    grow = {i: {g["to"]: g for g in growth({s: res[i].get(s, {}).get(key) for s in sizes})} for i in impls}
+    for s in sizes:
+        vals = [res[i].get(s, {}).get(key) for i in impls]
+        r = ratio(res.get("kafkascope", {}).get(s, {}).get(key), res.get("apache-kafka", {}).get(s, {}).get(key))
+        gcols = []
+        for i in impls:
+            g = grow[i].get(s)
+            if g is None:
+                gcols.append("")       # the first size: nothing to grow from
+            else:
+                gcols.append("n/a" if g["factor"] is None else f"x{fmt(g['factor'])} ({fmt(g['exponent'])})")
+        rows.append((f"{s:,}", *(fmt(None if v is None else round(v, 3)) for v in vals), fmt(r), *gcols))
+    return rows
+
+
+def superlinear(impls: list[str], sizes: list[int], res: dict[str, dict[int, dict]]) -> list[str]:
+    """'impl figure a->b (exponent)' for every step growing faster than linearly."""
+    out = []
+    for key, _label, _unit in FIGURES:
+        if "_per_" in key:
+            continue
+        for i in impls:
+            for g in growth({s: res[i].get(s, {}).get(key) for s in sizes}):
+                if g["superlinear"]:
+                    out.append(f"{i} {key} {g['from']}->{g['to']} (exponent {g['exponent']})")
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.partition_scale", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1000,3000,10000", help="partition counts, comma-separated")
+    p.add_argument("--impls", default="kafkascope,apache-kafka")
+    p.add_argument("--rf", type=int, default=3)
+    p.add_argument("--brokers", type=int, default=3)
+    p.add_argument("--zk-session-timeout-ms", type=int, default=6000,
+                   help="zookeeper.session.timeout.ms of every broker, both implementations (default 6000)")
+    return p
+
+
+def parse_sizes(text: str) -> list[int]:
+    sizes = sorted({int(s) for s in text.split(",") if s.strip()})
+    if not sizes or sizes[0] <= 0:
+        raise argparse.ArgumentTypeError(f"--sizes: positive partition counts expected, got {text!r}")
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = build_parser()
+    args = p.parse_args(argv)
+    try:
+        sizes = parse_sizes(args.sizes)
+    except (ValueError, argparse.ArgumentTypeError) as e:
+        p.error(str(e))
+    if not 1 <= args.rf <= args.brokers:
+        p.error(f"--rf must be between 1 and --brokers ({args.brokers})")
+    impls = [i.strip() for i in args.impls.split(",") if i.strip()]
+    if "apache-kafka" in impls:
+        ensure_kafka(ZK_VERSION)
+    res: dict[str, dict[int, dict]] = {i: {} for i in impls}
+    for size in sizes:
+        for impl in impls:
+            print(f"  {impl} @ {size:,} partitions (load {os.getloadavg()[0]:.1f}) ...", flush=True)
+            try:
+                res[impl][size] = measure_size(impl, size, args)
+            except Exception as e:  # one size failing (e.g. the machine cannot hold it) keeps the others
+                res[impl][size] = {"error": f"{type(e).__name__}: {e}"[:500]}
+            print(f"  {impl} @ {size:,}: " + ", ".join(f"{k} {fmt(v if not isinstance(v, float) else round(v, 3))}"
+                                                       for k, v in res[impl][size].items()), flush=True)
+    print(f"\npartition cost curve, {args.brokers} brokers, RF={args.rf}, ours vs Apache Kafka {ZK_VERSION} "
+          f"(ZooKeeper mode); growth 'xF (e)': factor from the previous size, exponent e (1 = linear)")
+    for key, label, _unit in FIGURES:
+        print(f"\n{label}")
+        print_table(figure_rows(key, impls, sizes, res))
+    worse = superlinear(impls, sizes, res)
+    print(f"\nfaster than linear (exponent > {SUPERLINEAR_EXPONENT:.2f}): {'; '.join(worse) or 'none'}")
+    result = {"settings": {**vars(args), "sizes": sizes}, "results": {i: {str(s): v for s, v in r.items()}
+                                                                       for i, r in res.items()},
+              "growth": {i: {k: growth({s: res[i].get(s, {}).get(k) for s in sizes}) for k, _, _ in FIGURES}
+                         for i in impls},
+              "superlinear": worse}
+    emit_json("partition_scale", result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
