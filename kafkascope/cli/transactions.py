@@ -2,10 +2,10 @@
 TransactionsCommand), with its flags and its tables.
 
 confluent-kafka 2.16 has no admin call for ListTransactions (API 66), DescribeTransactions (65) or
-DescribeProducers (61), so these go over our raw wire client (kio schemas) to the brokers the cluster metadata
-names: ListTransactions to every broker (each answers for the transaction coordinators it hosts),
+DescribeProducers (61), so these go as single requests (kafkascope/local/broker_request.py, with the TLS and SASL
+of --command-config) to the brokers the cluster metadata names: ListTransactions to every broker (each answers for the transaction coordinators it hosts),
 DescribeTransactions to the coordinator FindCoordinator(key type 1) names, DescribeProducers to the partition's
-leader. That client speaks PLAINTEXT only.
+leader.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from confluent_kafka import KafkaError
 
 from kafkascope.cli import common as client
 from kafkascope.cli.common import CliError, UsageError
-from kafkascope.local.wire import WireClient
+from kafkascope.local import broker_request
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
 DESCRIBE_HEADERS = ("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
@@ -107,11 +107,10 @@ class Brokers:
     to a chosen broker."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        conf = client.client_config(args)
-        protocol = str(conf.get("security.protocol", "plaintext")).lower()
-        if protocol != "plaintext":
-            raise CliError(f"security.protocol={protocol} is not supported by `kafkascope transactions`: "
-                           "confluent-kafka has no transactions admin API and our wire client speaks PLAINTEXT")
+        try:
+            self.security = broker_request.client_security(client.client_config(args))
+        except broker_request.UnsupportedSecurity as e:
+            raise CliError(f"{e} by `kafkascope transactions`") from None
         self.metadata = client.admin(args).list_topics(timeout=client.TIMEOUT_S)
         self.brokers: dict[int, tuple[str, int]] = {b.id: (str(b.host), int(b.port))
                                                      for b in self.metadata.brokers.values()}
@@ -119,10 +118,9 @@ class Brokers:
     def call(self, broker: int, api_key: int, version: int, body: dict[str, Any]) -> Any:
         host, port = self.brokers[broker]
         try:
-            with WireClient(port, timeout_s=client.TIMEOUT_S, host=host) as w:
-                w.send(api_key, version, body, client_id=CLIENT_ID)
-                return w.recv(api_key, version)
-        except OSError as e:
+            return broker_request.request_sync(host, port, self.security, api_key, version, body, client.TIMEOUT_S,
+                                               CLIENT_ID)
+        except (OSError, EOFError, TimeoutError) as e:
             raise CliError(f"broker {broker} at {host}:{port}: {e}") from None
 
     def leader(self, topic: str, partition: int) -> int:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.network.client_security import ClientSecurity
-from broker.replication.client import BrokerConnection
 from broker.security import scram
 from common import jaas
+from kafkascope.local import broker_request
 
 MODES = ("sasl_ssl",)
 LISTENER = "SASL_SSL"
@@ -283,9 +283,5 @@ async def _retrying(call: Callable[[], Awaitable[Any]]) -> Any:
 
 async def _request(port: int, security: ClientSecurity, api_key: int, version: int, body: dict,
                    timeout_s: float = 5.0) -> Any:
-    conn = BrokerConnection("127.0.0.1", port, "kafkascope-security", security)
-    await conn.connect(timeout_s)
-    try:
-        return await conn.request(api_key, version, body, timeout_s)
-    finally:
-        conn.close()
+    return await broker_request.request("127.0.0.1", port, security, api_key, version, body, timeout_s,
+                                        "kafkascope-security")

@@ -15,6 +15,7 @@ from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess
 from kafkascope.local.process import free_port
 from kafkascope.local.security import make_certs
+from tests.scenarios.transactions import TXN_PROPS
 
 ADMIN, ADMIN_PW = "admin", "admin-secret"
 ALICE, ALICE_PW = "alice", "alice-secret"
@@ -78,6 +79,7 @@ def secured(tmp_path_factory):
         store.set(SCRAM_USER, mech, scram.generate_credential(mech, SCRAM_PW))
     proc = BrokerProcess(d, port=ports["PLAINTEXT"], prometheus_listener=f"127.0.0.1:{free_port()}")
     proc.props.update(broker_props(ports, certs))
+    proc.props.update(TXN_PROPS)   # a standalone broker's transaction state log, as Kafka needs it configured
     with proc:
         for p in ports.values():
             wait_for_port("127.0.0.1", p, lambda: proc.proc is not None and proc.proc.poll() is None, 10)

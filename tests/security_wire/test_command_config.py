@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from confluent_kafka import Producer
+
 from common.client_properties import load
 from kafkascope.local.cluster import wait_for
 from lagmonitor.rules import Status
@@ -63,3 +65,24 @@ def test_lag_monitor_over_sasl_ssl(secured, tmp_path):
             s.close()
     finally:
         running.close()
+
+
+def test_transactions_tool_over_sasl_ssl(secured, tmp_path):
+    """`kafkascope transactions` sends its requests itself (confluent-kafka has no admin call for them): the same
+    TLS and SCRAM login as the other tools."""
+    bootstrap, props = secured.bootstrap("SASL_SSL"), _java_properties(secured, tmp_path)
+    conf = {**load(props), "bootstrap.servers": bootstrap}
+    tid = "cmd-config-txn"
+    p = Producer({**conf, "transactional.id": tid})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("cmd-config-txn", b"open")
+    p.flush(30)
+    try:
+        r = _kafkascope("transactions", "--bootstrap-server", bootstrap, "--command-config", str(props), "--list")
+        assert r.returncode == 0, r.stderr
+        rows = [line.split() for line in r.stdout.splitlines()]
+        assert rows[0][:2] == ["TransactionalId", "Coordinator"]
+        assert [row[0] for row in rows[1:]] == [tid] and rows[1][-1] == "Ongoing"
+    finally:
+        p.abort_transaction(30)
