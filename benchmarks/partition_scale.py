@@ -58,6 +58,7 @@ FIGURES = [
     ("rss_growth_mb", "RSS growth, all brokers together (MB)", "MB"),
     ("rss_kib_per_replica", "RSS growth per partition replica (KiB)", "KiB"),
     ("failover_s", "leader failover after kill -9 (s)", "s"),
+    ("failover_beyond_session_s", "failover less the ZooKeeper session timeout (s)", "s"),
     ("restart_s", "restart after kill -9 until in every ISR (s)", "s"),
     ("shutdown_s", "controlled shutdown, SIGTERM to exit (s)", "s"),
 ]
@@ -246,6 +247,8 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
             out["rss_growth_mb"] = (sum(rss1.values()) - sum(rss0.values())) / 1024
             out["rss_kib_per_replica"] = (sum(rss1.values()) - sum(rss0.values())) / (size * args.rf)
             out.update(_kill_and_restart(c, admin, size, args.rf, bound))
+            # the controller's own share: the session expiry is a constant both sides wait for
+            out["failover_beyond_session_s"] = out["failover_s"] - args.zk_session_timeout_ms / 1000
             out.update(_controlled_shutdown(c, admin, bound))
         finally:
             c.shutdown()
