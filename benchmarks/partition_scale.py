@@ -209,7 +209,8 @@ def create_all(admin: Any, size: int, rf: int, bound: float) -> float:
 
     plan = topic_plan(size)
     t0 = time.perf_counter()
-    futs = admin.create_topics([NewTopic(t, n, rf) for t, n in plan], operation_timeout=bound)
+    # request_timeout: librdkafka's default (socket.timeout.ms, 60 s) is shorter than creating 10,000 partitions
+    futs = admin.create_topics([NewTopic(t, n, rf) for t, n in plan], operation_timeout=bound, request_timeout=bound)
     for f in futs.values():
         f.result(bound)
     wait_until(lambda: all_in_isr(snapshot(admin)[0], size, rf), bound, 0.2,
@@ -228,28 +229,36 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
         # broker's leaders move only once its ZooKeeper session expires, so it bounds the failover from below
         c = _Launcher(Path(tmp), brokers=args.brokers, impl=impl,
                       broker_props={"zookeeper.session.timeout.ms": args.zk_session_timeout_ms})
+        phase = "start"
         try:
             c.start_all(timeout_s=120)
             # log_level 2: the refused connections to the killed broker are expected
             admin = AdminClient({"bootstrap.servers": c.bootstrap, "log_level": 2})
             ids = c.broker_ids
             rss0 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
+            phase = "create"
             out["create_s"] = create_all(admin, size, args.rf, bound)
+            phase = "metadata"
             mds = []
             for _ in range(5):
                 t = time.perf_counter()
                 admin.list_topics(timeout=bound)
                 mds.append((time.perf_counter() - t) * 1000)
             out["metadata_ms"] = statistics.median(mds)
+            phase = "scrape"
             out.update(_scrapes(c, ids))
             rss1 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
             out["rss_mb_per_broker"] = round(statistics.fmean(rss1.values()) / 1024, 1)
             out["rss_growth_mb"] = (sum(rss1.values()) - sum(rss0.values())) / 1024
             out["rss_kib_per_replica"] = (sum(rss1.values()) - sum(rss0.values())) / (size * args.rf)
+            phase = "kill -9, failover and restart"
             out.update(_kill_and_restart(c, admin, size, args.rf, bound))
             # the controller's own share: the session expiry is a constant both sides wait for
             out["failover_beyond_session_s"] = out["failover_s"] - args.zk_session_timeout_ms / 1000
+            phase = "controlled shutdown"
             out.update(_controlled_shutdown(c, admin, bound))
+        except Exception as e:  # keep what was measured; the table shows n/a from here on
+            out["error"] = f"{phase}: {type(e).__name__}: {e}"[:500]
         finally:
             c.shutdown()
     out["loadavg_1m_end"] = os.getloadavg()[0]
