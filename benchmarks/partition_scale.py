@@ -209,7 +209,6 @@ def create_all(admin: Any, size: int, rf: int, bound: float) -> float:
 
     plan = topic_plan(size)
     t0 = time.perf_counter()
-    # request_timeout: librdkafka's default (socket.timeout.ms, 60 s) is shorter than creating 10,000 partitions
     futs = admin.create_topics([NewTopic(t, n, rf) for t, n in plan], operation_timeout=bound, request_timeout=bound)
     for f in futs.values():
         f.result(bound)
@@ -233,7 +232,9 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
         try:
             c.start_all(timeout_s=120)
             # log_level 2: the refused connections to the killed broker are expected
-            admin = AdminClient({"bootstrap.servers": c.bootstrap, "log_level": 2})
+            # socket.timeout.ms: librdkafka's 60 s default times out a CreateTopics of 10,000 partitions on our broker
+            admin = AdminClient({"bootstrap.servers": c.bootstrap, "log_level": 2,
+                                 "socket.timeout.ms": min(int(bound * 1000), 300_000)})  # its maximum
             ids = c.broker_ids
             rss0 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
             phase = "create"
