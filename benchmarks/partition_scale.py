@@ -217,6 +217,13 @@ def create_all(admin: Any, size: int, rf: int, bound: float) -> float:
     return time.perf_counter() - t0
 
 
+def _progress(impl: str, size: int, done: str, out: dict) -> None:
+    """The figures so far, as each phase ends: an interrupted run (a 10,000-partition phase that does not end
+    in time) still leaves them in the log."""
+    print(f"    {impl} @ {size:,} after {done}: " + ", ".join(f"{k} {fmt(round(v, 3) if isinstance(v, float) else v)}"
+                                                         for k, v in out.items()), flush=True)
+
+
 def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
     """One fresh cluster, every figure at `size` partitions."""
     from confluent_kafka.admin import AdminClient
@@ -239,6 +246,7 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
             rss0 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
             phase = "create"
             out["create_s"] = create_all(admin, size, args.rf, bound)
+            _progress(impl, size, phase, out)
             phase = "metadata"
             mds = []
             for _ in range(5):
@@ -246,16 +254,19 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
                 admin.list_topics(timeout=bound)
                 mds.append((time.perf_counter() - t) * 1000)
             out["metadata_ms"] = statistics.median(mds)
+            _progress(impl, size, phase, out)
             phase = "scrape"
             out.update(_scrapes(c, ids))
             rss1 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
             out["rss_mb_per_broker"] = round(statistics.fmean(rss1.values()) / 1024, 1)
             out["rss_growth_mb"] = (sum(rss1.values()) - sum(rss0.values())) / 1024
             out["rss_kib_per_replica"] = (sum(rss1.values()) - sum(rss0.values())) / (size * args.rf)
+            _progress(impl, size, phase, out)
             phase = "kill -9, failover and restart"
             out.update(_kill_and_restart(c, admin, size, args.rf, bound))
             # the controller's own share: the session expiry is a constant both sides wait for
             out["failover_beyond_session_s"] = out["failover_s"] - args.zk_session_timeout_ms / 1000
+            _progress(impl, size, phase, out)
             phase = "controlled shutdown"
             out.update(_controlled_shutdown(c, admin, bound))
         except Exception as e:  # keep what was measured; the table shows n/a from here on
