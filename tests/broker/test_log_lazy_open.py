@@ -53,7 +53,9 @@ def test_loaded_and_created_partitions_hold_no_descriptor(tmp_path, clock):
     before = open_fds()
     again.load_all()
     again.get_or_create("new", 0)
-    assert open_fds() == before and open_files_under(tmp_path) == []
+    # no descriptor is held for the partitions; the process may close unrelated ones meanwhile (threads of
+    # earlier tests), so the count must not grow rather than stay equal
+    assert open_fds() <= before and open_files_under(tmp_path) == []
     plog = again.get("many", 7)
     assert plog.log_end_offset == 1
     plog.append_as_leader(batch(ts=clock.now_ms()), 0)
