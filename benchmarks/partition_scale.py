@@ -40,10 +40,9 @@ from typing import Any
 
 from benchmarks._common import emit_json, fmt, print_table, ratio
 from common.polling import wait_until
-from kafkascope.local import process as proc
 from kafkascope.local.apache_kafka import ZK_VERSION, ensure_kafka
 from kafkascope.local.broker_process import proc_status_kb
-from kafkascope.local.launcher import ClusterLauncher
+from kafkascope.local.stack.local import MetricsClusterLauncher
 
 PER_TOPIC = 100
 SUPERLINEAR_EXPONENT = 1.15  # noise margin: two runs on a loaded 2-core box differ by more than 10 %
@@ -159,26 +158,6 @@ def tree_rss_kb(pid: int) -> int:
     return total
 
 
-class _Launcher(ClusterLauncher):
-    """Our brokers get a `prometheus.listener` each (the launcher gives one only to Kafka's jmx_exporter)."""
-
-    def __init__(self, *a: Any, **kw: Any) -> None:
-        super().__init__(*a, **kw)
-        self.prom_ports: dict[int, int] = {}
-
-    def _broker_config(self, broker_id: int, port: int, rack: str | None, zk_connect: str | None) -> dict:
-        props = super()._broker_config(broker_id, port, rack, zk_connect)
-        if self.impl == "kafkascope":
-            mport = self.prom_ports.setdefault(broker_id, proc.free_port())
-            props["prometheus.listener"] = f"127.0.0.1:{mport}"
-        return props
-
-    def scrape_url(self, broker_id: int) -> str | None:
-        if broker_id in self.prom_ports:
-            return f"http://127.0.0.1:{self.prom_ports[broker_id]}/metrics"
-        return self.metrics_url(broker_id)
-
-
 def snapshot(admin: Any, timeout_s: float = 30.0) -> tuple[dict[tuple[str, int], tuple[int, list[int]]], int]:
     """Every partition of the scale-* topics -> (leader, isr), and the controller id."""
     md = admin.list_topics(timeout=timeout_s)
@@ -233,8 +212,8 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"partition-scale-{impl}-") as tmp:
         # the same session timeout for both (the launcher gives Kafka 6 s; ours defaults to Kafka's 18 s): a killed
         # broker's leaders move only once its ZooKeeper session expires, so it bounds the failover from below
-        c = _Launcher(Path(tmp), brokers=args.brokers, impl=impl,
-                      broker_props={"zookeeper.session.timeout.ms": args.zk_session_timeout_ms})
+        c = MetricsClusterLauncher(Path(tmp), brokers=args.brokers, impl=impl,
+                                   broker_props={"zookeeper.session.timeout.ms": args.zk_session_timeout_ms})
         phase = "start"
         try:
             c.start_all(timeout_s=120)
@@ -277,7 +256,7 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
     return out
 
 
-def _scrapes(c: _Launcher, ids: list[int]) -> dict:
+def _scrapes(c: MetricsClusterLauncher, ids: list[int]) -> dict:
     per = []
     for b in ids:
         url = c.scrape_url(b)
@@ -289,7 +268,7 @@ def _scrapes(c: _Launcher, ids: list[int]) -> dict:
             "scrape_series": round(statistics.fmean(p[2] for p in per))}
 
 
-def _kill_and_restart(c: _Launcher, admin: Any, size: int, rf: int, bound: float) -> dict:
+def _kill_and_restart(c: MetricsClusterLauncher, admin: Any, size: int, rf: int, bound: float) -> dict:
     parts, controller = snapshot(admin)
     led = leaders_by_broker(parts)
     candidates = [b for b in c.broker_ids if b != controller] or c.broker_ids
@@ -305,7 +284,7 @@ def _kill_and_restart(c: _Launcher, admin: Any, size: int, rf: int, bound: float
             "killed_led": led.get(victim, 0), "controller": controller}
 
 
-def _controlled_shutdown(c: _Launcher, admin: Any, bound: float) -> dict:
+def _controlled_shutdown(c: MetricsClusterLauncher, admin: Any, bound: float) -> dict:
     parts, _ = snapshot(admin)
     led = leaders_by_broker(parts)
     target = max(c.broker_ids, key=lambda b: led.get(b, 0))

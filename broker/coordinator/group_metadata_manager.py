@@ -60,6 +60,14 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def coordinator_partition(key: str, partitions: int) -> int:
+    """The internal-topic partition that owns a group id or transactional id: Kafka's
+    Utils.abs(key.hashCode) % partitions, where abs(Integer.MIN_VALUE) is 0 (GroupMetadataManager and
+    TransactionStateManager.partitionFor)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
 def offsets_view(stored: dict[TopicPartition, OffsetAndMetadata], partitions: list[TopicPartition] | None
                  ) -> dict[TopicPartition, tuple[int, int, str | None]]:
     """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "")."""
@@ -88,9 +96,8 @@ class GroupMetadataManager:
     # ------------------------------------------------------------ ownership and the cache
 
     def partition_for(self, group_id: str) -> int:
-        """Kafka: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where abs(Integer.MIN_VALUE) is 0."""
-        h = java_string_hash(group_id)
-        return (0 if h == -(1 << 31) else abs(h)) % self._config.offsets_topic_num_partitions
+        """Kafka: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions."""
+        return coordinator_partition(group_id, self._config.offsets_topic_num_partitions)
 
     def owns(self, group_id: str) -> bool:
         return self.partition_for(group_id) in self._owned

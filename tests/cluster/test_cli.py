@@ -39,17 +39,18 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-def _cleanup(up: subprocess.Popen, data_dir: Path) -> None:
-    """On a failed test: let the launcher stop its cluster, then stop whatever cluster.json still names."""
+def _cleanup(up: subprocess.Popen, data_dir: Path, attach=ClusterLauncher.attach, wait_s: float = 30) -> None:
+    """On a failed test: let the launcher stop its cluster, then stop whatever cluster.json still names
+    (`attach`: the launcher class's, e.g. kraft.attach for a KRaft cluster)."""
     if up.poll() is None:
         up.send_signal(signal.SIGINT)
         try:
-            up.wait(30)
+            up.wait(wait_s)
         except subprocess.TimeoutExpired:
             up.kill()
             up.wait(10)
     if (data_dir / "cluster.json").exists():
-        ClusterLauncher.attach(data_dir).shutdown()
+        attach(data_dir).shutdown()
 
 
 class _Lines:

@@ -17,6 +17,7 @@ from kafkascope.cli import main
 from kafkascope.local import kraft
 from kafkascope.local.apache_kafka import DEFAULT_VERSION
 from tests.cluster.test_cli import ROOT, _Lines, _processes_mentioning
+from tests.cluster.test_cli import _cleanup as cli_cleanup
 from tests.interop.conftest import apache_kafka_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -24,15 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 def _cleanup(up: subprocess.Popen, data_dir) -> None:
     """On a failed test: stop the launcher, then whatever kraft.json and cluster.json still name."""
-    if up.poll() is None:
-        up.send_signal(signal.SIGINT)
-        try:
-            up.wait(60)
-        except subprocess.TimeoutExpired:
-            up.kill()
-            up.wait(10)
-    if (data_dir / "cluster.json").exists():
-        kraft.attach(data_dir).shutdown()
+    cli_cleanup(up, data_dir, attach=kraft.attach, wait_s=60)
 
 
 def _status(data_dir, capsys) -> dict:

@@ -12,16 +12,8 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 
-stop = threading.Event()
-
-
-def _watch_stdin() -> None:
-    for line in sys.stdin:
-        if line.strip() == "close":
-            break
-    stop.set()
+from tests.e2e.member_control import stop, watch_stdin
 
 
 def main() -> None:
@@ -29,7 +21,7 @@ def main() -> None:
 
     bootstrap, topic, group = sys.argv[1:4]
     instance = sys.argv[4] if len(sys.argv) > 4 else None
-    threading.Thread(target=_watch_stdin, daemon=True).start()
+    watch_stdin()
     # session.timeout.ms, heartbeat.interval.ms and the assignor are the broker's under this protocol.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False,

@@ -10,16 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import threading
 
-stop = threading.Event()
-
-
-def _watch_stdin() -> None:
-    for line in sys.stdin:
-        if line.strip() == "close":
-            break
-    stop.set()
+from tests.e2e.member_control import stop, watch_stdin
 
 
 def report(parts) -> None:
@@ -80,7 +72,7 @@ def run_aiokafka(bootstrap: str, topic: str, group: str, session_ms: int) -> Non
 
 def main() -> None:
     client, bootstrap, topic, group, session_ms = sys.argv[1:6]
-    threading.Thread(target=_watch_stdin, daemon=True).start()
+    watch_stdin()
     {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}[client](
         bootstrap, topic, group, int(session_ms))
     print("closed", flush=True)

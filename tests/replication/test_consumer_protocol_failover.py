@@ -9,7 +9,11 @@ import uuid
 from kafkascope.local.cluster import wait_for
 from kafkascope.local.wire import WireClient
 from tests.replication.helpers import create_topic, metadata, produce_to_leader, topic_name
-from tests.replication.test_group_failover import _coordinator, _offsets_partition, _replicated_commits
+from tests.replication.test_group_failover import (
+    _coordinator,
+    _offsets_partition,
+    kill_coordinator_once_replicated,
+)
 
 SESSION_MS = 6000
 PARTS = 3
@@ -63,13 +67,7 @@ def test_consumer_group_resumes_on_the_new_coordinator(cluster_factory):
         assert metadata(c, ["__consumer_offsets"]).part("__consumer_offsets", op).leader == coord
         before = _described(c.broker(coord).port, group)
         assert before.error_code == 0 and len(before.members) == 1 and before.group_epoch >= 3
-        port = c.broker(coord).port
-        wait_for(lambda: _replicated_commits(port, group, op) == committed, 10, what="commit replicated")
-        c.broker(coord).kill()
-
-        survivor = next(b.port for b in c.brokers if b.broker_id != coord)
-        new = wait_for(lambda: (n := _coordinator(survivor, group)) != coord and (n,), SESSION_MS / 1000 + 15,
-                       what="a new coordinator")[0]
+        new = kill_coordinator_once_replicated(c, coord, group, op, committed, SESSION_MS / 1000 + 15)
         after = wait_for(lambda: (d := _described(c.broker(new).port, group)).error_code == 0 and d, 20,
                          what="the group on the new coordinator")
         # Rebuilt from the records, not rejoined: the same member id, and no epoch older than before.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from broker.coordinator.group_coordinator import java_string_hash
+from broker.coordinator.group_metadata_manager import coordinator_partition
 from broker.coordinator.offsets_schema import OffsetCommitKey, decode_key, decode_offset_commit_value
 from kafkascope.local.cluster import wait_for
 from kafkascope.local.wire import WireClient
@@ -26,8 +26,7 @@ def _coordinator(port: int, group: str) -> int:
 
 
 def _offsets_partition(group: str) -> int:
-    h = java_string_hash(group)
-    return (0 if h == -(1 << 31) else abs(h)) % OFFSETS_PARTITIONS
+    return coordinator_partition(group, OFFSETS_PARTITIONS)
 
 
 def _replicated_commits(port: int, group: str, p: int) -> dict[tuple[str, int], int]:
@@ -39,6 +38,18 @@ def _replicated_commits(port: int, group: str, p: int) -> dict[tuple[str, int], 
         if isinstance(k, OffsetCommitKey) and k.group == group and r.value is not None:
             out[(k.topic, k.partition)] = decode_offset_commit_value(r.value).offset
     return out
+
+
+def kill_coordinator_once_replicated(c, coord: int, group: str, op: int, committed: dict, wait_s: float) -> int:
+    """Wait until `committed` is on every ISR member of the group's offsets partition `op` (the broker answers
+    OffsetCommit at once; Kafka would only answer once the commit is replicated), kill -9 the coordinator, and
+    return the new coordinator a surviving broker names within `wait_s`."""
+    port = c.broker(coord).port
+    wait_for(lambda: _replicated_commits(port, group, op) == committed, 10, what="commit replicated")
+    c.broker(coord).kill()
+    survivor = next(b.port for b in c.brokers if b.broker_id != coord)
+    return wait_for(lambda: (n := _coordinator(survivor, group)) != coord and (n,), wait_s,
+                    what="a new coordinator")[0]
 
 
 def test_group_keeps_consuming_when_its_coordinator_dies(cluster_factory):
@@ -69,16 +80,8 @@ def test_group_keeps_consuming_when_its_coordinator_dies(cluster_factory):
         coord = _coordinator(c.brokers[0].port, group)
         op = _offsets_partition(group)
         assert metadata(c, ["__consumer_offsets"]).part("__consumer_offsets", op).leader == coord
-        # the commit is on every ISR member before the kill (the broker answers OffsetCommit at once; Kafka
-        # would only answer once the commit is replicated)
-        port = c.broker(coord).port
-        wait_for(lambda: _replicated_commits(port, group, op) == committed, 10, what="commit replicated")
-        c.broker(coord).kill()
-
         # a new coordinator, on a surviving broker, which knows the committed offsets
-        survivor = next(b.port for b in c.brokers if b.broker_id != coord)
-        new = wait_for(lambda: (n := _coordinator(survivor, group)) != coord and (n,), SESSION_MS / 1000 + 15,
-                       what="a new coordinator")[0]
+        new = kill_coordinator_once_replicated(c, coord, group, op, committed, SESSION_MS / 1000 + 15)
         assert new != coord
         probe = Consumer({**conf, "group.id": group})
         try:

@@ -5,12 +5,12 @@ partition, where the producer commits it."""
 
 from __future__ import annotations
 
-from broker.coordinator.group_metadata_manager import java_string_hash
+from broker.coordinator.group_metadata_manager import coordinator_partition
 from broker.log.records import Record, build_batch
 from kafkascope.local.cluster import wait_for
 from kafkascope.local.wire import WireClient
-from tests.e2e.test_transactions import consume_all, producer
 from tests.replication.helpers import create_topic, leader, metadata, topic_name, wait_healthy
+from tests.scenarios.transactions import consume_all, producer, transaction
 
 SESSION_MS = 6000
 INVALID_TXN_STATE = 48
@@ -31,8 +31,7 @@ def stray_transactional_produce(c, topic: str, partition: int, txn_id: str) -> i
 
 
 def state_partition(txn_id: str) -> int:
-    h = java_string_hash(txn_id)
-    return (0 if h == -(1 << 31) else abs(h)) % STATE_PARTITIONS
+    return coordinator_partition(txn_id, STATE_PARTITIONS)
 
 
 def test_transactions_survive_the_coordinators_broker(cluster_factory):
@@ -43,15 +42,8 @@ def test_transactions_survive_the_coordinators_broker(cluster_factory):
     txn_id = "cluster-app"
     p = producer(c.bootstrap, txn_id)
     p.init_transactions(60)
-    p.begin_transaction()
-    for i in range(9):
-        p.produce(topic, f"c{i}".encode(), partition=i % 3)
-    p.commit_transaction(60)
-    p.begin_transaction()
-    for i in range(3):
-        p.produce(topic, f"a{i}".encode(), partition=i)
-    p.flush(10)
-    p.abort_transaction(60)
+    transaction(p, topic, "c", 9, commit=True, timeout_s=60)
+    transaction(p, topic, "a", 3, commit=False, timeout_s=60)
     leaders = {leader(c, topic, i) for i in range(3)}
     coordinator = leader(c, "__transaction_state", state_partition(txn_id))
     assert leaders - {coordinator}, "every partition led by the coordinator: no WriteTxnMarkers was sent"

@@ -76,6 +76,20 @@ def end_offset(port: int, topic: str, partition: int, isolation: int) -> int:
     return int(p.offset)
 
 
+def transaction(p, topic: str, prefix: str, n: int, commit: bool, partitions: int = 3,
+                timeout_s: float = 30) -> None:
+    """One transaction of `n` records `<prefix><i>`, record i to partition i % partitions; committed or aborted
+    (after a flush, so the aborted records are in the log)."""
+    p.begin_transaction()
+    for i in range(n):
+        p.produce(topic, f"{prefix}{i}".encode(), partition=i % partitions)
+    if commit:
+        p.commit_transaction(timeout_s)
+    else:
+        p.flush(10)
+        p.abort_transaction(timeout_s)
+
+
 def commit_and_abort_across_partitions(broker: Broker, topic: str) -> None:
     """A committed, an aborted and a committed transaction over three partitions: read_committed sees the two
     committed ones, in produce order per partition; read_uncommitted sees every record."""
@@ -83,19 +97,9 @@ def commit_and_abort_across_partitions(broker: Broker, topic: str) -> None:
     create_topic(bs, topic)
     p = producer(bs, f"tx-commit-abort-{topic}")
     p.init_transactions(30)
-    p.begin_transaction()
-    for i in range(9):
-        p.produce(topic, f"c{i}".encode(), partition=i % 3)
-    p.commit_transaction(30)
-    p.begin_transaction()
-    for i in range(6):
-        p.produce(topic, f"a{i}".encode(), partition=i % 3)
-    p.flush(10)
-    p.abort_transaction(30)
-    p.begin_transaction()
-    for i in range(3):
-        p.produce(topic, f"d{i}".encode(), partition=i % 3)
-    p.commit_transaction(30)
+    transaction(p, topic, "c", 9, commit=True)
+    transaction(p, topic, "a", 6, commit=False)
+    transaction(p, topic, "d", 3, commit=True)
 
     committed = consume_all(bs, topic, "read_committed", expect=12)
     assert len(committed) == 12, committed

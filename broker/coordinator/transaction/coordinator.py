@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from broker.coordinator.group_metadata_manager import java_string_hash
+from broker.coordinator.group_metadata_manager import coordinator_partition
 from broker.coordinator.transaction import log_schema
 from broker.coordinator.transaction.metadata import COMPLETED, TransactionMetadata, TxnState, TxnTransit
 from broker.errors import ErrorCode, KafkaError
@@ -66,8 +66,7 @@ class TransactionCoordinator:
 
     def partition_for(self, transactional_id: str) -> int:
         """Kafka's TransactionStateManager.partitionFor: abs(String.hashCode) % num partitions."""
-        h = java_string_hash(transactional_id)
-        return (0 if h == -(1 << 31) else abs(h)) % self._config.transaction_state_log_num_partitions
+        return coordinator_partition(transactional_id, self._config.transaction_state_log_num_partitions)
 
     def _lookup(self, transactional_id: str) -> tuple[dict[str, TransactionMetadata], int]:
         p = self.partition_for(transactional_id)

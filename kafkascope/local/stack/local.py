@@ -36,7 +36,8 @@ DEMO_REPORT_EVERY = "5m"
 
 
 class MetricsClusterLauncher(ClusterLauncher):
-    """ClusterLauncher whose brokers serve /metrics (prometheus.listener) on their own free port."""
+    """ClusterLauncher whose brokers serve /metrics (prometheus.listener) on their own free port (Apache Kafka's
+    brokers have the jmx_exporter agent instead: `scrape_url` names either)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -48,6 +49,8 @@ class MetricsClusterLauncher(ClusterLauncher):
 
     def _broker_config(self, broker_id: int, port: int, rack, zk_connect) -> dict:
         props = super()._broker_config(broker_id, port, rack, zk_connect)
+        if self.impl != "kafkascope":
+            return props
         mport = self.metrics_ports.get(broker_id)
         if not mport or not port_free(mport):
             mport = self.metrics_ports[broker_id] = proc.free_port()
@@ -59,6 +62,12 @@ class MetricsClusterLauncher(ClusterLauncher):
         super().prepare()
         (self.data_dir / "metrics-ports.json").write_text(json.dumps(self.metrics_ports))
         return self
+
+    def scrape_url(self, broker_id: int) -> str | None:
+        """Plain-HTTP /metrics of a broker: ours from prometheus.listener, Kafka's from its jmx_exporter agent."""
+        if broker_id in self.metrics_ports:
+            return f"http://127.0.0.1:{self.metrics_ports[broker_id]}/metrics"
+        return self.metrics_url(broker_id)
 
     def broker_metrics_targets(self) -> list[str]:
         return [f"127.0.0.1:{self.metrics_ports[b]}" for b in self.broker_ids]
