@@ -19,7 +19,7 @@ from dashboards import build, grafana
 from dashboards.metrics import KRAFT_ONLY, M
 from kafkascope.local.process import free_port
 from tests.interop.conftest import apache_kafka_or_skip
-from tests.interop.test_community_dashboards import Prometheus
+from tests.interop.live_prometheus import Prometheus
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 SCRAPE_S = 1
