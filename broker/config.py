@@ -241,6 +241,7 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.consumer.min.heartbeat.interval.ms": ("group_consumer_min_heartbeat_interval_ms", _int(1)),
     "group.consumer.max.heartbeat.interval.ms": ("group_consumer_max_heartbeat_interval_ms", _int(1)),
     "group.consumer.assignors": ("group_consumer_assignors", _assignors),
+    "group.consumer.max.size": ("group_consumer_max_size", _int(1)),
     "group.coordinator.rebalance.protocols": ("group_coordinator_rebalance_protocols", _rebalance_protocols),
     "log.cleaner.enable": ("log_cleaner_enable", _bool),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int(0)),
@@ -358,6 +359,7 @@ class BrokerConfig:
     group_consumer_min_heartbeat_interval_ms: int = 5_000
     group_consumer_max_heartbeat_interval_ms: int = 15_000
     group_consumer_assignors: str = "uniform,range"
+    group_consumer_max_size: int = 2**31 - 1   # Kafka's default, Integer.MAX_VALUE
     group_coordinator_rebalance_protocols: str = "classic,consumer"
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15_000

@@ -105,9 +105,12 @@ class GroupAdmin:
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
                        ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        """OffsetDelete: refuse topics the consumer group still subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
+        """OffsetDelete: refuse topics the consumer group still subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); a classic
+        group using another protocol type must be empty (NON_EMPTY_GROUP), as Kafka's validateOffsetDelete."""
         if not self.owns(group_id):
             return ErrorCode.not_coordinator, {}
+        if (consumer_group := self.consumer.group(group_id)) is not None:   # KIP-848: deletable at any time
+            return ErrorCode.none, self.consumer.delete_offsets(consumer_group, partitions)
         group = self.group_manager.group(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return ErrorCode.group_id_not_found, {}

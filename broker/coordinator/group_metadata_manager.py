@@ -114,6 +114,15 @@ class GroupMetadataManager:
         """Drop a group from the cache without writing anything (it becomes a consumer-protocol group)."""
         return self._groups.pop(group_id, None)
 
+    def drop_converted(self, group_id: str) -> Group | None:
+        """An empty classic group becoming a consumer group: forget it and tombstone its GroupMetadata record (only
+        a group that completed a rebalance wrote one), keeping its offsets for the consumer group."""
+        group = self._groups.pop(group_id, None)
+        if group is not None and group.generation_id > 0:
+            self._log.append(self.partition_for(group_id), [(encode_key(GroupMetadataKey(group_id)), None)],
+                             topic_stats=False)
+        return group
+
     def groups(self) -> list[Group]:
         return list(self._groups.values())
 

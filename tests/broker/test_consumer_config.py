@@ -37,3 +37,18 @@ def test_assignors_and_protocols():
         BrokerConfig.from_properties({"group.coordinator.rebalance.protocols": "consumer"})
     assert BrokerConfig.from_properties(
         {"group.coordinator.rebalance.protocols": "classic"}).group_coordinator_rebalance_protocols == "classic"
+
+
+def test_group_consumer_max_size():
+    """Kafka's default is Integer.MAX_VALUE (no limit) and its minimum 1; the coordinator's settings carry it."""
+    from broker.coordinator.consumer.service import ConsumerGroupService
+    from broker.coordinator.group_metadata_manager import GroupMetadataManager
+    from common.clock import ManualClock
+
+    assert BrokerConfig.from_properties({}).group_consumer_max_size == 2**31 - 1
+    with pytest.raises(ConfigError, match="group.consumer.max.size"):
+        BrokerConfig.from_properties({"group.consumer.max.size": "0"})
+    c = BrokerConfig.from_properties({"group.consumer.max.size": "3"})
+    clock = ManualClock()
+    service = ConsumerGroupService(c, clock, GroupMetadataManager(c, clock, None))   # type: ignore[arg-type]
+    assert service.coordinator.settings.max_size == 3

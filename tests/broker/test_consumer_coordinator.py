@@ -158,29 +158,92 @@ def test_static_member_that_does_not_return_is_removed_after_the_session():
 
 
 def test_invalid_requests():
+    """Kafka 4.1's throwIfConsumerGroupHeartbeatRequestIsInvalid: what a (re)join must carry, in Kafka's order."""
     g = Group()
+    join = {"rebalance_timeout_ms": 1, "subscribed_topic_names": ["t"], "owned": {}}
     cases = [
-        (HeartbeatRequest("", "m", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"]), "GroupId"),
-        (HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"]), "MemberId"),
-        (HeartbeatRequest("g", "m", 0, subscribed_topic_names=["t"]), "RebalanceTimeoutMs"),
-        (HeartbeatRequest("g", "m", 0, rebalance_timeout_ms=1), "SubscribedTopicNames"),
+        (HeartbeatRequest("", "m", 0, **join), "GroupId"),
+        (HeartbeatRequest("", "", 0, **join), "MemberId"),            # the member id is checked first
+        (HeartbeatRequest("g", "m", 0, subscribed_topic_names=["t"], owned={}), "RebalanceTimeoutMs"),
+        (HeartbeatRequest("g", "m", 0, rebalance_timeout_ms=1, owned={}), "SubscribedTopicRegex"),
+        (HeartbeatRequest("g", "m", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"]), "TopicPartitions"),
+        (HeartbeatRequest("g", "m", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"],
+                          owned={"t": frozenset({0})}), "TopicPartitions"),
+        (HeartbeatRequest("g", "m", 0, instance_id="", **join), "InstanceId"),
+        (HeartbeatRequest("g", "m", 0, rack_id="", **join), "RackId"),
         (HeartbeatRequest("g", "m", -2, rebalance_timeout_ms=1), "InstanceId"),
         (HeartbeatRequest("g", "m", -3), "MemberEpoch"),
     ]
     for req, words in cases:
         r = g.coord.heartbeat(req, TOPICS, 0)
-        assert r.error == ErrorCode.invalid_request and words in r.message
-    r = g.coord.heartbeat(HeartbeatRequest("g", "m", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"],
-                                           server_assignor="sticky"), TOPICS, 0)
+        assert r.error == ErrorCode.invalid_request and words in r.message, (req, r)
+    for epoch in (3, -1):   # v0 may leave the member id to the coordinator only when joining
+        r = g.coord.heartbeat(HeartbeatRequest("g", "", epoch), TOPICS, 0, api_version=0)
+        assert (r.error, r.message) == (ErrorCode.invalid_request, "MemberId can't be empty.")
+    r = g.coord.heartbeat(HeartbeatRequest("g", "m", 0, server_assignor="sticky", **join), TOPICS, 0)
     assert r.error == ErrorCode.unsupported_assignor
-    assert g.coord.heartbeat(HeartbeatRequest("g", "m", 3), TOPICS, 0).error == ErrorCode.group_id_not_found
+    r = g.coord.heartbeat(HeartbeatRequest("g", "m", 3), TOPICS, 0)
+    assert (r.error, r.message) == (ErrorCode.group_id_not_found, "Consumer group g not found.")
+    assert g.coord.groups == {}
+
+
+def test_names_and_regex_together_subscribe_to_both():
+    """Kafka does not refuse a subscription by names and regex at once: the member gets both."""
+    g = Group()
+    r = g.hb("m1", subscribed_topic_names=["t"], subscribed_topic_regex="oth.*")
+    assert r.error == ErrorCode.none and set(r.assignment) == {"t", "other"}
 
 
 def test_v0_generates_the_member_id():
     g = Group()
-    r = g.coord.heartbeat(HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"]),
-                          TOPICS, 0, api_version=0)
+    r = g.coord.heartbeat(HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"],
+                                           owned={}), TOPICS, 0, api_version=0)
     assert r.error == ErrorCode.none and len(r.member_id) == 22
+
+
+def test_group_consumer_max_size():
+    """Kafka's throwIfConsumerGroupIsFull: a newcomer to a full group gets GROUP_MAX_SIZE_REACHED, members go on;
+    a static member returning under a new member id is a newcomer too, as in Kafka."""
+    g = Group(max_size=2)
+    g.hb("m1")
+    g.hb("m2", instance_id="i2")
+    r = g.hb("m3")
+    assert (r.error, r.message) == (ErrorCode.group_max_size_reached,
+                                    "The consumer group has reached its maximum capacity of 2 members.")
+    assert set(g.group().members) == {"m1", "m2"}
+    converge(g, ["m1", "m2"])
+    assert g.hb("m1").error == ErrorCode.none
+    assert g.hb("m2", epoch=-2, instance_id="i2").error == ErrorCode.none     # still holds its slot
+    assert g.hb("m2b", instance_id="i2").error == ErrorCode.group_max_size_reached
+    assert g.hb("m1", epoch=-1).error == ErrorCode.none
+    assert g.hb("m3").error == ErrorCode.none
+
+
+def test_known_member_rejoining_with_epoch_zero_keeps_its_partitions():
+    """KAFKA-19233: after FENCED_MEMBER_EPOCH (or a lost answer) a member rejoins with its id and epoch 0; it keeps
+    its epoch and gets its current assignment in full, without a new group epoch."""
+    g = Group()
+    g.hb("m1")
+    g.hb("m2")
+    converge(g, ["m1", "m2"])
+    before = dict(g.owned["m1"])
+    group_epoch, member_epoch = g.group().group_epoch, g.epochs["m1"]
+    assert g.hb("m1", epoch=member_epoch + 5).error == ErrorCode.fenced_member_epoch
+    r = g.hb("m1", epoch=0)
+    assert (r.error, r.member_epoch, r.assignment) == (ErrorCode.none, member_epoch, before)
+    assert g.group().group_epoch == group_epoch
+
+
+def test_static_member_heartbeat_names_its_instance():
+    """Kafka's throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced on a regular heartbeat."""
+    g = Group()
+    g.hb("a1", instance_id="a")
+    r = g.hb("a1", instance_id="zz")
+    assert (r.error, r.message) == (ErrorCode.unknown_member_id, "Instance id zz is unknown.")
+    g.hb("a1", epoch=-2, instance_id="a")
+    g.hb("a2", instance_id="a")
+    r = g.hb("a1", epoch=1, instance_id="a")
+    assert r.error == ErrorCode.fenced_instance_id and r.message.endswith("was fenced by member a2.")
 
 
 def test_regex_subscription_follows_new_topics():

@@ -23,16 +23,20 @@ from broker.coordinator.consumer.reconcile import (
 )
 from broker.errors import ErrorCode
 
+# Kafka's default group.consumer.max.size: Integer.MAX_VALUE, i.e. no limit.
+UNLIMITED_GROUP_SIZE = 2**31 - 1
+
 
 @dataclass(frozen=True)
 class ConsumerGroupSettings:
     """group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, group.consumer.assignors (the first
-    is the default) and whether `consumer` is among group.coordinator.rebalance.protocols."""
+    is the default), group.consumer.max.size and whether `consumer` is among group.coordinator.rebalance.protocols."""
 
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
     assignors: tuple[str, ...] = ("uniform", "range")
     enabled: bool = True
+    max_size: int = UNLIMITED_GROUP_SIZE
 
 
 @dataclass
@@ -96,29 +100,31 @@ class ConsumerGroupCoordinator:
     # ------------------------------------------------------------ ConsumerGroupHeartbeat
 
     def validate(self, req: HeartbeatRequest, api_version: int) -> HeartbeatResult | None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid: INVALID_REQUEST / UNSUPPORTED_ASSIGNOR."""
+        """Kafka 4.1's throwIfConsumerGroupHeartbeatRequestIsInvalid, in its order and with its messages:
+        INVALID_REQUEST / UNSUPPORTED_ASSIGNOR."""
         bad = ErrorCode.invalid_request
+        # v1 (KIP-1082): the client always names itself; v0 only when it is not joining or leaving statically.
+        if not req.member_id and (api_version >= 1 or req.member_epoch > 0
+                                  or req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH):
+            return _error(bad, "MemberId can't be empty.")
         if not req.group_id:
             return _error(bad, "GroupId can't be empty.")
         if req.instance_id is not None and not req.instance_id:
             return _error(bad, "InstanceId can't be empty.")
         if req.rack_id is not None and not req.rack_id:
             return _error(bad, "RackId can't be empty.")
-        if not req.member_id and (api_version >= 1 or req.member_epoch != JOIN_GROUP_MEMBER_EPOCH):
-            return _error(bad, "MemberId can't be empty.")
-        if req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            return _error(bad, "MemberEpoch is invalid.")
-        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and req.instance_id is None:
-            return _error(bad, "InstanceId can't be null.")
         if req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
             if req.rebalance_timeout_ms == -1:
                 return _error(bad, "RebalanceTimeoutMs must be provided in first request.")
-            if req.owned:
+            if req.owned is None or req.owned:   # a full request: owned partitions present, and none yet
                 return _error(bad, "TopicPartitions must be empty when (re-)joining.")
             if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-                return _error(bad, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-        if req.subscribed_topic_names and req.subscribed_topic_regex:
-            return _error(bad, "SubscribedTopicNames and SubscribedTopicRegex cannot be used together.")
+                return _error(bad, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                              "(re-)joining.")
+        elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and req.instance_id is None:
+            return _error(bad, "InstanceId can't be null.")
+        elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            return _error(bad, "MemberEpoch is invalid.")
         if req.server_assignor is not None and req.server_assignor not in self.settings.assignors:
             return _error(ErrorCode.unsupported_assignor,
                           f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
@@ -139,8 +145,10 @@ class ConsumerGroupCoordinator:
             return self._leave(group, req, now_ms)
         if group is None:
             if req.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
-                return _error(ErrorCode.group_id_not_found, f"Group {req.group_id} not found.")
+                return _error(ErrorCode.group_id_not_found, f"Consumer group {req.group_id} not found.")
             group = self.create(req.group_id)
+        if full := self._full(group, req.member_id):
+            return full
         if not req.member_id:
             req = replace(req, member_id=new_member_id())  # v0: the coordinator names the member
         found = self._member_for(group, req)
@@ -154,6 +162,15 @@ class ConsumerGroupCoordinator:
                 group.remove_member(member.member_id)
             return _error(ErrorCode.invalid_regular_expression, str(e), req.member_id)
 
+    def _full(self, group: ConsumerGroup, member_id: str) -> HeartbeatResult | None:
+        """Kafka's throwIfConsumerGroupIsFull (group.consumer.max.size): only members already in the group get in;
+        like Kafka, a static member coming back under a new member id counts as a newcomer."""
+        limit = self.settings.max_size
+        if len(group.members) >= limit and (not member_id or member_id not in group.members):
+            return _error(ErrorCode.group_max_size_reached,
+                          f"The consumer group has reached its maximum capacity of {limit} members.", member_id)
+        return None
+
     def _member_for(self, group: ConsumerGroup, req: HeartbeatRequest
                     ) -> HeartbeatResult | tuple[ConsumerMember, bool]:
         """The member this heartbeat is about, and whether it is (re)joining; or the error that fences it."""
@@ -162,8 +179,9 @@ class ConsumerGroupCoordinator:
             if static is not None:
                 if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and static.member_id != req.member_id:
                     return _error(ErrorCode.unreleased_instance_id,
-                                  f"Static member {static.member_id} with instance id {req.instance_id} is not "
-                                  "released yet.", req.member_id)
+                                  f"Static member {req.member_id} with instance id {req.instance_id} cannot join "
+                                  f"the group because the instance id is owned by {static.member_id} member.",
+                                  req.member_id)
                 # KIP-345 in KIP-848: the returning instance takes over the old member's assignment and epoch.
                 group.remove_member(static.member_id)
                 epoch = static.previous_member_epoch if static.member_epoch < 0 else static.member_epoch
@@ -171,27 +189,32 @@ class ConsumerGroupCoordinator:
                 group.target[req.member_id] = target
                 return replace(static, member_id=req.member_id, member_epoch=epoch, state=MemberState.STABLE,
                                pending_revocation={}, rebalance_deadline_ms=None), False
-            if req.member_id in group.members:
-                # A member that rejoins with epoch 0 has lost its partitions: it starts afresh.
-                group.remove_member(req.member_id)
+            if (known := group.members.get(req.member_id)) is not None:
+                # KAFKA-19233: a known member rejoining with epoch 0 (after FENCED_MEMBER_EPOCH, or a lost answer)
+                # keeps its state; the full answer hands it its current assignment again.
+                return known, False
             return ConsumerMember(req.member_id, instance_id=req.instance_id), True
+        if req.instance_id is not None:
+            if static is None:
+                return _error(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.",
+                              req.member_id)
+            if static.member_id != req.member_id:
+                return _error(ErrorCode.fenced_instance_id, f"Static member {req.member_id} with instance id "
+                              f"{req.instance_id} was fenced by member {static.member_id}.", req.member_id)
         member = group.members.get(req.member_id)
-        if req.instance_id is not None and static is not None and static.member_id != req.member_id:
-            return _error(ErrorCode.fenced_instance_id,
-                          f"Static member {req.member_id} with instance id {req.instance_id} was replaced.",
-                          req.member_id)
         if member is None:
             return _error(ErrorCode.unknown_member_id, f"Member {req.member_id} is not a member of group "
                           f"{req.group_id}.", req.member_id)
         if req.member_epoch > member.member_epoch or (
                 req.member_epoch < member.member_epoch
                 and (req.member_epoch != member.previous_member_epoch or not is_subset(req.owned, member.assigned))):
-            # Kafka's throwIfMemberEpochIsInvalid: the previous epoch is accepted when the member's answer with
-            # the new one may have been lost and it owns nothing it should not.
+            # Kafka's throwIfConsumerGroupMemberEpochIsInvalid: the previous epoch is accepted when the member's
+            # answer with the new one may have been lost and it owns nothing it should not.
             which = "greater" if req.member_epoch > member.member_epoch else "smaller"
             return _error(ErrorCode.fenced_member_epoch,
-                          f"The consumer group member has a {which} member epoch ({req.member_epoch}) "
-                          f"than the one known by the group coordinator ({member.member_epoch}).", req.member_id)
+                          f"The consumer group member has a {which} member epoch ({req.member_epoch}) than the one "
+                          f"known by the group coordinator ({member.member_epoch}). The member must abandon all "
+                          "its partitions and rejoin.", req.member_id)
         return member, False
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerMember, is_new: bool, req: HeartbeatRequest,
@@ -244,7 +267,7 @@ class ConsumerGroupCoordinator:
                               req.member_id)
             if static.member_id != req.member_id:
                 return _error(ErrorCode.fenced_instance_id, f"Static member {req.member_id} with instance id "
-                              f"{req.instance_id} was replaced.", req.member_id)
+                              f"{req.instance_id} was fenced by member {static.member_id}.", req.member_id)
             # The slot and its partitions stay until the session times out, for the instance to come back to.
             group.set_member(replace(static, previous_member_epoch=static.member_epoch,
                                      member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -316,8 +339,8 @@ class ConsumerGroupCoordinator:
 
 
 def settings_from(session_timeout_ms: int, heartbeat_interval_ms: int, assignors: str,
-                  protocols: str) -> ConsumerGroupSettings:
+                  protocols: str, max_size: int = UNLIMITED_GROUP_SIZE) -> ConsumerGroupSettings:
     """The settings from the broker keys' values (already range-checked by the config)."""
     return ConsumerGroupSettings(session_timeout_ms, heartbeat_interval_ms,
                                  tuple(assignor_names(assignors.split(","))),
-                                 "consumer" in {p.strip() for p in protocols.split(",")})
+                                 "consumer" in {p.strip() for p in protocols.split(",")}, max_size)

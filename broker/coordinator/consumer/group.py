@@ -87,6 +87,16 @@ class ConsumerGroup:
             out[mid] = frozenset(names)
         return out
 
+    def is_subscribed_to_topic(self, topic: str, topics: Mapping[str, int]) -> bool:
+        """Kafka's ModernGroup.isSubscribedToTopic: some member subscribes to the topic by name (existing or not)
+        or through a regex that resolves to it (`topics` are the existing ones)."""
+        for m in self.members.values():
+            if topic in m.subscribed_topic_names:
+                return True
+        if topic not in topics:
+            return False
+        return any(topic in names for names in self.resolve_subscriptions({topic: topics[topic]}).values())
+
     def subscription_metadata(self, topics: Mapping[str, int]) -> dict[str, int]:
         subscribed = set().union(*self.resolve_subscriptions(topics).values()) if self.members else set()
         return {t: topics[t] for t in sorted(subscribed)}

@@ -76,7 +76,8 @@ class ConsumerGroupService:
         self._written: dict[str, dict[bytes, bytes]] = {}   # per group: the records the log holds now
         self.coordinator = ConsumerGroupCoordinator(settings_from(
             config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
-            config.group_consumer_assignors, config.group_coordinator_rebalance_protocols))
+            config.group_consumer_assignors, config.group_coordinator_rebalance_protocols,
+            config.group_consumer_max_size))
 
     @property
     def enabled(self) -> bool:
@@ -112,8 +113,10 @@ class ConsumerGroupService:
         return result
 
     def _convert(self, group_id: str) -> None:
-        """Kafka's offline upgrade: an empty classic group becomes a consumer group with the same offsets."""
-        classic = self._manager.forget(group_id)
+        """Kafka's offline upgrade: an empty classic group becomes a consumer group with the same offsets. Its
+        GroupMetadata record is tombstoned (Kafka's maybeDeleteEmptyClassicGroup), else a reload would bring the
+        classic group back once the consumer group is gone."""
+        classic = self._manager.drop_converted(group_id)
         group = self.coordinator.create(group_id)
         if classic is not None:
             group.offsets = classic.offsets
@@ -151,6 +154,30 @@ class ConsumerGroupService:
         """OffsetCommit by a member: its current epoch, v9+ (Kafka's ConsumerGroup.validateOffsetCommit)."""
         return self.coordinator.validate_offset_commit(group, member_id, member_epoch, api_version)
 
+    def delete_offsets(self, group: ConsumerGroup, partitions: list[tuple[str, int]]
+                       ) -> dict[tuple[str, int], ErrorCode]:
+        """OffsetDelete on a consumer group (Kafka's OffsetMetadataManager.deleteOffsets): a topic the group
+        subscribes to keeps its offsets (GROUP_SUBSCRIBED_TO_TOPIC); any other partition is answered NONE and its
+        offset, if there is one, tombstoned."""
+        topics = {name: n for name, (_, n) in self._topics().items()} if self._topics is not None else {}
+        results: dict[tuple[str, int], ErrorCode] = {}
+        deleted = []
+        for tp in partitions:
+            if group.is_subscribed_to_topic(tp[0], topics):
+                results[tp] = ErrorCode.group_subscribed_to_topic
+                continue
+            results[tp] = ErrorCode.none
+            if group.offsets.pop(tp, None) is not None:
+                deleted.append(tp)
+        self._tombstone_offsets(group.group_id, deleted)
+        return results
+
+    def _tombstone_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> None:
+        if partitions and self._log is not None:
+            self._log.append(self._manager.partition_for(group_id),
+                             [(encode_key(OffsetCommitKey(group_id, *tp)), None) for tp in partitions],
+                             topic_stats=False)
+
     def expire_offsets(self, retention_ms: int) -> None:
         """Kafka's offset expiry for consumer groups: an offset of a topic the group does not subscribe to (every
         topic, once the group is empty) expires `retention_ms` after its commit; an empty group left without
@@ -162,10 +189,7 @@ class ConsumerGroupService:
                 wall >= o.expire_timestamp if o.expire_timestamp >= 0 else wall - o.commit_timestamp >= retention_ms)]
             for tp in expired:
                 del group.offsets[tp]
-            if expired and self._log is not None:
-                self._log.append(self._manager.partition_for(group.group_id),
-                                 [(encode_key(OffsetCommitKey(group.group_id, *tp)), None) for tp in expired],
-                                 topic_stats=False)
+            self._tombstone_offsets(group.group_id, expired)
             if not group.members and not group.offsets:
                 del self.coordinator.groups[group.group_id]
                 self._persist(group.group_id)
