@@ -10,11 +10,12 @@ UNKNOWN = "unknown"
 UNKNOWN_CLIENT = (UNKNOWN, UNKNOWN)  # ClientInformation.EMPTY: every connection starts as this
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # ApiVersionsRequest.isValid
 
-# Kafka 3.9's "deprecatedVersions" of each request schema (clients/src/main/resources/common/message/*Request.json):
-# api key -> highest deprecated version; every range starts at 0.
+# Kafka 3.9's "deprecatedVersions" of each request schema (clients/src/main/resources/common/message/*Request.json,
+# as kafka-clients-3.9.2.jar has them): api key -> highest deprecated version; every range starts at 0. KIP-896's
+# removals in 4.0 (e.g. Metadata 0-3, Produce 0-2) are not 3.9's deprecations: Metadata has none in 3.9.
 DEPRECATED_UP_TO = {
-    0: 6, 1: 3, 2: 0, 3: 3, 8: 1, 9: 0, 10: 0, 11: 1, 17: 0, 19: 1, 20: 0, 23: 1, 29: 0, 30: 0, 31: 0, 32: 0,
-    34: 0, 35: 0, 38: 0, 39: 0, 40: 0, 41: 0, 42: 0,
+    0: 2, 1: 3, 2: 0, 8: 1, 9: 0, 19: 1, 20: 0, 23: 1, 29: 0, 30: 0, 31: 0, 32: 0,
+    34: 0, 35: 0, 38: 0, 39: 0, 40: 0, 41: 0,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from broker.log.records import Record, build_batch
+from broker.metrics.clients import DEPRECATED_UP_TO
 from common.polling import wait_until_async
 from kafkascope.local.wire import WireClient
 from tests.broker.inproc import inproc_broker, metric, names
@@ -54,16 +55,18 @@ def connections(b, name: str, version: str):
                   clientSoftwareVersion=version, listener="PLAINTEXT", networkProcessor="0")
 
 
-async def test_connections_per_client_software_and_deprecated_requests(tmp_path):
+async def test_connections_per_client_software_and_deprecated_requests(tmp_path, monkeypatch):
     """KIP-511: every connection counts as unknown/unknown until a valid ApiVersions v3+ names it; KIP-724:
-    requests of versions Kafka 3.9 deprecates are marked per request, version and client software."""
+    requests of versions Kafka 3.9 deprecates are marked per request, version and client software. None of the
+    versions 3.9 deprecates is still decodable (kio has Kafka 4's schemas, KIP-896 removed them), so the marking
+    is shown with Metadata v1 entered in the table for the test."""
     async with inproc_broker(tmp_path) as (b, port):
         def clients() -> list[WireClient]:
             k1, k2 = answered(port, name="kcat", version="1.7.0"), answered(port, name="kcat", version="1.7.0")
             old = WireClient(port)
             old.call(API_VERSIONS, 2, {})                          # no software fields before v3
             bad = answered(port, name="bad name!", version="1")     # invalid: not registered
-            k1.call(METADATA, 1, {"topics": []})                   # deprecated in 3.9 (v0-3)
+            k1.call(METADATA, 1, {"topics": []})                   # not deprecated in 3.9 (no Metadata version is)
             k1.call(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
                                    "include_topic_authorized_operations": False})
             return [k1, k2, old, bad]
@@ -72,6 +75,9 @@ async def test_connections_per_client_software_and_deprecated_requests(tmp_path)
         assert connections(b, "kcat", "1.7.0").read() == 2
         assert connections(b, "unknown", "unknown").read() == 2   # the v2 one and the invalid one
         assert connections(b, "bad name!", "1") is None
+        assert names(b, "kafka.network", "RequestMetrics", "DeprecatedRequestsPerSec") == []
+        monkeypatch.setitem(DEPRECATED_UP_TO, METADATA, 1)
+        await asyncio.to_thread(lambda: conns[0].call(METADATA, 1, {"topics": []}))
         deprecated = names(b, "kafka.network", "RequestMetrics", "DeprecatedRequestsPerSec")
         assert [dict(n.tags) for n in deprecated] == [{"request": "Metadata", "version": "1",
                                                         "clientSoftwareName": "kcat", "clientSoftwareVersion": "1.7.0"}]

@@ -31,7 +31,10 @@ def test_a_gauge_at_zero_stays_until_room_is_needed():
 
 
 def test_deprecated_versions_are_kafka_39s():
-    assert is_deprecated(3, 3) and not is_deprecated(3, 4)      # Metadata 0-3
-    assert is_deprecated(0, 6) and not is_deprecated(0, 7)      # Produce 0-6
-    assert is_deprecated(11, 1) and not is_deprecated(11, 2)    # JoinGroup 0-1
+    # kafka-clients-3.9.2.jar, common/message/*Request.json "deprecatedVersions"
+    assert is_deprecated(0, 2) and not is_deprecated(0, 3)      # Produce 0-2
+    assert is_deprecated(1, 3) and not is_deprecated(1, 4)      # Fetch 0-3
+    assert is_deprecated(8, 1) and not is_deprecated(8, 2)      # OffsetCommit 0-1
+    assert not is_deprecated(3, 0)                              # Metadata: none (the cluster launcher probes v1)
+    assert not is_deprecated(11, 0) and not is_deprecated(10, 0)  # JoinGroup, FindCoordinator: none
     assert not is_deprecated(18, 0)                             # ApiVersions: none
