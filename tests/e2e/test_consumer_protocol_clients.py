@@ -1,7 +1,8 @@
 """confluent-kafka 2.16 consumers with group.protocol=consumer (KIP-848) against our broker process: a group of three
 splits the partitions, a member leaves and one joins without the others losing theirs, a killed member's
 partitions move after the (short, broker-side) session timeout, commits land and read back; the admin client
-describes and lists the group by its type.  The first two scenarios are shared with Apache Kafka 4.1
+describes and lists the group by its type, offsets and the group are deleted, a full group refuses a newcomer.
+The first four scenarios are shared with Apache Kafka 4.1
 (tests/scenarios/consumer_protocol.py, tests/interop/test_consumer_protocol_kafka4.py)."""
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def test_group_splits_leaves_joins_and_survives_a_kill(broker):
 def test_commits_and_committed_offsets(broker):
     # a fresh broker: the group is the only one listed
     assert consumer_protocol.commits_read_back(broker, "c", "cg") == [("cg", "CONSUMER")]
+
+
+def test_offsets_and_group_deleted(broker):
+    consumer_protocol.offsets_and_group_deleted(broker, "d", "dg")
+
+
+def test_full_group_refuses_a_newcomer(broker):
+    consumer_protocol.full_group_refuses_a_newcomer(broker, "f", "fg")
 
 
 def test_regex_subscription_follows_new_topics(broker):

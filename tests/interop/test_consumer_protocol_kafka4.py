@@ -51,3 +51,11 @@ def test_group_splits_leaves_joins_and_survives_a_kill(kafka41):
 
 def test_commits_and_committed_offsets(kafka41):
     consumer_protocol.commits_read_back(_Kafka41(kafka41), *_names("c"))
+
+
+def test_offsets_and_group_deleted(kafka41):
+    consumer_protocol.offsets_and_group_deleted(_Kafka41(kafka41), *_names("d"))
+
+
+def test_full_group_refuses_a_newcomer(kafka41):
+    consumer_protocol.full_group_refuses_a_newcomer(_Kafka41(kafka41), *_names("f"))

@@ -1,7 +1,8 @@
 """Consumer groups on the new rebalance protocol (KIP-848, `group.protocol=consumer`) through confluent-kafka 2.16:
 a group of three splits the partitions, a member leaves and one joins incrementally (the others never lose what
-they keep: no stop-the-world), a kill -9'd member's partitions move after the broker-side session timeout, and
-commits read back through the admin client.
+they keep: no stop-the-world), a kill -9'd member's partitions move after the broker-side session timeout,
+commits read back through the admin client, OffsetDelete and DeleteGroups on such a group, and a full group
+(`group.consumer.max.size`) refusing a newcomer.
 
 Run by tests/e2e/test_consumer_protocol_clients.py (our broker) and tests/interop/test_consumer_protocol_kafka4.py
 (Apache Kafka 4.1, single-node KRaft). Under this protocol the session timeout and heartbeat interval are the
@@ -15,22 +16,26 @@ import json
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kafkascope.local.wire import WireClient
 from tests.e2e.helpers import create_topic, wait_until
 from tests.scenarios import Broker
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION_MS = 4000
 PARTITIONS = 6
+MAX_SIZE = 3   # group.consumer.max.size: no other scenario has more than three members at once
 # Kafka's minimums are 45 s (session) and 5 s (heartbeat); lowered on both brokers so a kill is noticed in seconds.
 BROKER_PROPS = {"group.consumer.session.timeout.ms": SESSION_MS,
                 "group.consumer.min.session.timeout.ms": 1000,
                 "group.consumer.heartbeat.interval.ms": 500,
                 "group.consumer.min.heartbeat.interval.ms": 100,
+                "group.consumer.max.size": MAX_SIZE,
                 "group.initial.rebalance.delay.ms": 0}
 
 
@@ -163,3 +168,96 @@ def commits_read_back(broker: Broker, topic: str, group: str) -> list[tuple[str,
         return listed
     finally:
         m.close()
+
+
+def _offsets(admin: AdminClient, group: str, tps: list[TopicPartition]) -> dict[tuple[str, int], int]:
+    fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group]
+    return {(tp.topic, tp.partition): tp.offset for tp in fut.result(10).topic_partitions}
+
+
+def _offset_delete(port: int, group: str, partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+    """OffsetDelete v0 on the raw wire (confluent-kafka has no binding for it): (error, per-partition errors)."""
+    topics: dict[str, list[int]] = {}
+    for t, p in partitions:
+        topics.setdefault(t, []).append(p)
+    with WireClient(port) as w:
+        r = w.call(47, 0, {"group_id": group, "topics": [
+            {"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in topics.items()]})
+    return r.error_code, {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+
+
+def _delete_group_error(admin: AdminClient, group: str) -> int:
+    try:
+        admin.delete_consumer_groups([group])[group].result(10)
+    except KafkaException as e:
+        return e.args[0].code()
+    return KafkaError.NO_ERROR
+
+
+def offsets_and_group_deleted(broker: Broker, topic: str, group: str) -> None:
+    """OffsetDelete on a consumer group with a member subscribed to `topic`: `topic`'s offsets stay
+    (GROUP_SUBSCRIBED_TO_TOPIC), those of a topic it does not subscribe to go (committed before the member joined,
+    into the then classic group it converts). DeleteGroups: NON_EMPTY_GROUP while the member is in, then the group
+    and its offsets go."""
+    other = topic + "-other"
+    create_topic(broker.port, topic, 2)
+    create_topic(broker.port, other, 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(4):
+        p.produce(topic, value=b"%d" % i, partition=i % 2)
+    assert p.flush(10) == 0
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(other, 0, 3)])]
+                                       )[group].result(10)
+    wanted = [TopicPartition(topic, 0), TopicPartition(topic, 1), TopicPartition(other, 0)]
+    m = Member(broker.bootstrap, topic, group)
+    try:
+        wait_until(lambda: m.committed == {0: 2, 1: 2}, 60, what="the member committed all it read")
+        assert _offsets(admin, group, wanted) == {(topic, 0): 2, (topic, 1): 2, (other, 0): 3}
+        error, answered = _offset_delete(broker.port, group, [(topic, 0), (other, 0)])
+        assert (error, answered) == (0, {(topic, 0): KafkaError.GROUP_SUBSCRIBED_TO_TOPIC, (other, 0): 0})
+        assert _offsets(admin, group, wanted) == {(topic, 0): 2, (topic, 1): 2, (other, 0): -1001}
+        assert _delete_group_error(admin, group) == KafkaError.NON_EMPTY_GROUP
+    finally:
+        m.close()
+    assert _delete_group_error(admin, group) == KafkaError.NO_ERROR
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+    assert set(_offsets(admin, group, wanted).values()) == {-1001}
+
+
+def _heartbeat(port: int, group: str, member_id: str, epoch: int, topic: str) -> tuple[int, int]:
+    """One raw ConsumerGroupHeartbeat v1 (a join carries the full subscription): (error code, member epoch)."""
+    body = {"group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+            "rebalance_timeout": -1, "subscribed_topic_names": None, "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": None}
+    if epoch == 0:
+        body.update(rebalance_timeout=30_000, subscribed_topic_names=[topic], topic_partitions=[])
+    with WireClient(port) as w:
+        r = w.call(68, 1, body)
+    return r.error_code, r.member_epoch
+
+
+def full_group_refuses_a_newcomer(broker: Broker, topic: str, group: str) -> None:
+    """group.consumer.max.size = MAX_SIZE: once MAX_SIZE members are in, a new member id gets
+    GROUP_MAX_SIZE_REACHED while the members heartbeat on; after one leaves the newcomer gets in."""
+    create_topic(broker.port, topic, 1)
+    with WireClient(broker.port) as w:   # Kafka creates __consumer_offsets on the first FindCoordinator
+        w.call(10, 4, {"key_type": 0, "coordinator_keys": [group]})
+    ids = [str(uuid.uuid4()) for _ in range(MAX_SIZE + 1)]
+    epochs: dict[str, int] = {}
+
+    def joined(member_id: str) -> bool:
+        error, epoch = _heartbeat(broker.port, group, member_id, 0, topic)
+        epochs[member_id] = epoch
+        return error == 0     # retried only while the coordinator loads (COORDINATOR_NOT_AVAILABLE, ...)
+
+    for member_id in ids[:MAX_SIZE]:
+        wait_until(lambda mid=member_id: joined(mid), 30, what=f"member {member_id} joined")
+    newcomer = ids[MAX_SIZE]
+    assert _heartbeat(broker.port, group, newcomer, 0, topic)[0] == KafkaError.GROUP_MAX_SIZE_REACHED
+    first = ids[0]
+    assert _heartbeat(broker.port, group, first, epochs[first], topic)[0] == 0
+    assert _heartbeat(broker.port, group, first, -1, topic)[0] == 0
+    assert _heartbeat(broker.port, group, newcomer, 0, topic)[0] == 0
+    for member_id in ids[1:]:
+        _heartbeat(broker.port, group, member_id, -1, topic)
