@@ -3,7 +3,8 @@
 State lives in `group_state.Group`; this module adds the membership protocol and its waiting (JoinGroup/SyncGroup
 answers arrive when the rebalance completes) and the timers (session, rebalance, pending-member and offset expiry,
 all read from the injected clock). The group cache, the offsets and their persistence to `__consumer_offsets` are
-the GroupMetadataManager's (group_metadata_manager.py). Everything runs on one event loop, so no method awaits
+the GroupMetadataManager's (group_metadata_manager.py); the offset requests' checks are group_offsets.py's, the
+admin requests group_admin.py's, the KIP-848 groups consumer/service.py's. Everything runs on one event loop, so no method awaits
 between reading and changing a group.
 """
 
@@ -19,21 +20,11 @@ from broker.config import BrokerConfig
 from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
 from broker.coordinator.consumer.service import ConsumerGroupService, TopicTable
 from broker.coordinator.group_admin import GroupAdmin, GroupDescription, MemberDescription
-from broker.coordinator.group_metadata_manager import (
-    GroupMetadataManager,
-    OffsetsLog,
-    java_string_hash,
-    offsets_view,
-)
-from broker.coordinator.group_state import (
-    Group,
-    GroupState,
-    Member,
-    OffsetAndMetadata,
-    new_member_id,
-)
+from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog, java_string_hash
+from broker.coordinator.group_offsets import GroupOffsets
+from broker.coordinator.group_state import Group, GroupState, Member, member_error, new_member_id
 from broker.coordinator.pending_answers import JoinResult, PendingAnswers, SyncResult
-from broker.errors import ErrorCode, KafkaError
+from broker.errors import ErrorCode
 from common.clock import Clock
 
 # Named here too for the coordinator's users: OffsetsLog and java_string_hash are the GroupMetadataManager's,
@@ -60,6 +51,7 @@ class GroupCoordinator:
         self.group_manager = GroupMetadataManager(config, clock, offsets_log)
         self.consumer = ConsumerGroupService(config, clock, self.group_manager, offsets_log, topics)   # KIP-848
         self.admin = GroupAdmin(self.group_manager, self.consumer, clock)
+        self.offsets = GroupOffsets(self.group_manager, self.consumer, clock)
         self._pending = PendingAnswers()
         self._next_expire = self._now() + config.offsets_retention_check_interval_ms
         self._wakeup = asyncio.Event()
@@ -142,7 +134,7 @@ class GroupCoordinator:
 
         if member_id in group.pending_members:
             return self._add_member_and_rebalance(group, new_member)
-        error = self._member_error(group, member_id, group_instance_id)
+        error = member_error(group, member_id, group_instance_id)
         if error is not None:
             return JoinResult(error, member_id)
         member = group.members[member_id]
@@ -323,14 +315,6 @@ class GroupCoordinator:
     def _resolve_sync(self, group: Group, member_id: str, result: SyncResult) -> None:
         self._pending.resolve_sync(group.group_id, member_id, result)
 
-    def _member_error(self, group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
-        problem = group.validate_member(member_id, group_instance_id)
-        if problem == "fenced":
-            return ErrorCode.fenced_instance_id
-        if problem == "unknown":
-            return ErrorCode.unknown_member_id
-        return None
-
     # ------------------------------------------------------------ SyncGroup, Heartbeat, LeaveGroup
 
     async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
@@ -353,7 +337,7 @@ class GroupCoordinator:
             return SyncResult(ErrorCode.unknown_member_id)
         if group.is_(GroupState.DEAD):
             return SyncResult(ErrorCode.coordinator_not_available)
-        error = self._member_error(group, member_id, group_instance_id)
+        error = member_error(group, member_id, group_instance_id)
         if error is not None:
             return SyncResult(error)
         if generation_id != group.generation_id:
@@ -399,7 +383,7 @@ class GroupCoordinator:
             return ErrorCode.unknown_member_id
         if group.is_(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
-        error = self._member_error(group, member_id, group_instance_id)
+        error = member_error(group, member_id, group_instance_id)
         if error is not None:
             return error
         if group.is_(GroupState.EMPTY):
@@ -430,7 +414,7 @@ class GroupCoordinator:
                 continue
             if not member_id and instance_id is not None:
                 member_id = group.static_member_id(instance_id) or ""
-            error = self._member_error(group, member_id, instance_id)
+            error = member_error(group, member_id, instance_id)
             if error is not None:
                 errors.append(error)
                 continue
@@ -446,86 +430,25 @@ class GroupCoordinator:
         self._wakeup.set()
         return result
 
-    # ------------------------------------------------------------ offsets
+    # ------------------------------------------------------------ offsets (group_offsets.py)
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                        offsets: list[tuple[str, int, int, int, str | None]], api_version: int = 9
                        ) -> dict[tuple[str, int], ErrorCode]:
-        """Commit (topic, partition, offset, leader_epoch, metadata) tuples. Consumers without group management
-        (assign()) commit with generation -1 and an empty member id, accepted while the group has no members."""
-        def all_(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
-            return {(t, p): error for t, p, *_ in offsets}
-
-        if not self.owns(group_id):
-            return all_(ErrorCode.not_coordinator)
-        if (consumer_group := self.consumer.group(group_id)) is not None:
-            # OffsetCommit v9+: the generation is the member epoch (STALE_MEMBER_EPOCH when behind).
-            error = self.consumer.commit_error(consumer_group, member_id, generation_id, api_version)
-            return all_(error) if error is not None else self.group_manager.store_offsets(consumer_group, offsets)
-        group = self.group_manager.group(group_id)
-        if group is None:
-            if generation_id >= 0:
-                return all_(ErrorCode.illegal_generation)
-            group = self.group_manager.add_group(group_id)
-        if group.is_(GroupState.DEAD):
-            return all_(ErrorCode.coordinator_not_available)
-        if not (generation_id < 0 and group.is_(GroupState.EMPTY)):
-            if group.is_(GroupState.COMPLETING_REBALANCE):
-                return all_(ErrorCode.rebalance_in_progress)
-            error = self._member_error(group, member_id, group_instance_id)
-            if error is not None:
-                return all_(error)
-            if generation_id != group.generation_id:
-                return all_(ErrorCode.illegal_generation)
-            group.members[member_id].last_heartbeat = self._now()
-
-        return self.group_manager.store_offsets(group, offsets)
+        return self.offsets.commit_offsets(group_id, generation_id, member_id, group_instance_id, offsets,
+                                           api_version)
 
     def txn_offset_commit_error(self, group_id: str, generation_id: int, member_id: str,
                                 group_instance_id: str | None) -> ErrorCode | None:
-        """TxnOffsetCommit v3+ with group metadata (KIP-447): a classic group's member must be known and of the
-        current generation (Kafka's GroupCoordinator.handleTxnCommitOffsets); without (generation -1, empty
-        member id) anything goes, as before KIP-447."""
-        if not self.owns(group_id):
-            return ErrorCode.not_coordinator
-        group = self.group_manager.group(group_id)
-        if group is None or self.consumer.group(group_id) is not None:
-            return None
-        if member_id or group_instance_id:
-            error = self._member_error(group, member_id, group_instance_id)
-            if error is not None:
-                return error
-        if generation_id >= 0 and generation_id != group.generation_id:
-            return ErrorCode.illegal_generation
-        return None
+        return self.offsets.txn_offset_commit_error(group_id, generation_id, member_id, group_instance_id)
 
     def commit_transactional_offsets(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]]
                                      ) -> None:
-        """TxnOffsetCommit offsets whose transaction committed (the COMMIT marker reached the group's offsets
-        partition; Kafka's GroupMetadata.completePendingTxnOffsetCommit): already in the log as transactional
-        records, they only enter the cache, whatever the membership."""
-        if not self.owns(group_id):
-            return
-        group = self.consumer.group(group_id) or self.group_manager.group(group_id) \
-            or self.group_manager.add_group(group_id)
-        now = self._wall()
-        for topic, partition, offset, leader_epoch, metadata in offsets:
-            group.offsets[(topic, partition)] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now)
+        self.offsets.commit_transactional_offsets(group_id, offsets)
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None, member_id: str | None = None,
                       member_epoch: int = -1) -> dict[tuple[str, int], tuple[int, int, str | None]]:
-        """(offset, leader_epoch, metadata) per partition; None asks for all; unknown ones get (-1, -1, "").
-
-        Raises NOT_COORDINATOR for a group this broker does not coordinate, and for a consumer group the member
-        check of OffsetFetch v9 (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH)."""
-        if not self.owns(group_id):
-            raise KafkaError(ErrorCode.not_coordinator)
-        if (consumer_group := self.consumer.group(group_id)) is not None:
-            error = self.consumer.coordinator.validate_offset_fetch(consumer_group, member_id, member_epoch)
-            if error is not None:
-                raise KafkaError(error)
-            return offsets_view(consumer_group.offsets, partitions)
-        return self.group_manager.get_offsets(group_id, partitions)
+        return self.offsets.fetch_offsets(group_id, partitions, member_id, member_epoch)
 
     # ------------------------------------------------------------ admin (group_admin.py)
 

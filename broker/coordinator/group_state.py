@@ -18,6 +18,8 @@ from kio.schema.consumer_protocol_subscription.v2.data import ConsumerProtocolSu
 from kio.schema.consumer_protocol_subscription.v3.data import ConsumerProtocolSubscription as SubscriptionV3
 from kio.serial import entity_reader
 
+from broker.errors import ErrorCode
+
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -353,3 +355,13 @@ def decode_subscription_topics(metadata: bytes) -> set[str] | None:
     except Exception:  # arbitrary client bytes; any decode failure means "unknown"
         return None
     return set(sub.topics)
+
+
+def member_error(group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
+    """Kafka's validateCurrentMember as an error code: FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID or None."""
+    problem = group.validate_member(member_id, group_instance_id)
+    if problem == "fenced":
+        return ErrorCode.fenced_instance_id
+    if problem == "unknown":
+        return ErrorCode.unknown_member_id
+    return None
