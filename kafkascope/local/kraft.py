@@ -27,6 +27,7 @@ from broker.replication.client import BrokerConnection
 from kafkascope.local import apache_kafka
 from kafkascope.local import process as proc
 from kafkascope.local.launcher import (
+    KRAFT_FILE,
     ClusterError,
     ClusterLauncher,
     Member,
@@ -35,7 +36,6 @@ from kafkascope.local.launcher import (
     refuse_running,
 )
 
-KRAFT_FILE = "kraft.json"
 BROKER, CONTROLLER = "broker", "controller"
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM = 55  # KIP-595 DescribeQuorum; a broker forwards it to the active controller

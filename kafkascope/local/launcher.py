@@ -48,6 +48,7 @@ CHROOT = "/kafkascope"
 ZK_ID = "zk"
 IMPLS = ("kafkascope", "apache-kafka")
 STATE_FILE = "cluster.json"
+KRAFT_FILE = "kraft.json"   # written by kraft.KRaftLauncher beside STATE_FILE: the directory holds a KRaft cluster
 LOCK_FILE = "cluster.lock"
 
 
@@ -181,8 +182,13 @@ class ClusterLauncher:
 
     @classmethod
     def attach(cls, data_dir: Path | str) -> ClusterLauncher:
-        """A launcher for the cluster already described by data_dir/cluster.json (as a CLI invocation uses)."""
+        """A launcher for the cluster already described by data_dir/cluster.json (as a CLI invocation uses); a KRaft
+        cluster's directory (kraft.json beside it) is refused with a pointer to kraft.attach."""
         data_dir = Path(data_dir).resolve()
+        if cls is ClusterLauncher and (data_dir / KRAFT_FILE).exists():
+            # kraft.py builds on this module, so the dispatch is kraft.attach's (what the CLI uses).
+            raise ClusterError(f"{data_dir} holds a KRaft cluster ({KRAFT_FILE}): attach it with "
+                               "kafkascope.local.kraft.attach")
         path = data_dir / STATE_FILE
         if not path.exists():
             raise ClusterError(f"no cluster in {data_dir} ({STATE_FILE} not found; run `kafkascope cluster up`)")
