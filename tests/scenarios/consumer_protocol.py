@@ -207,13 +207,19 @@ def offsets_and_group_deleted(broker: Broker, topic: str, group: str) -> None:
         p.produce(topic, value=b"%d" % i, partition=i % 2)
     assert p.flush(10) == 0
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(other, 0, 3)])]
-                                       )[group].result(10)
+
+    def committed_by_admin() -> bool:    # a fresh Kafka answers COORDINATOR_LOAD_IN_PROGRESS per partition first
+        done = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+            group, [TopicPartition(other, 0, 3)])])[group].result(10)
+        return all(tp.error is None for tp in done.topic_partitions)
+
+    wait_until(committed_by_admin, 30, what="the admin's commit to the not yet existing group")
     wanted = [TopicPartition(topic, 0), TopicPartition(topic, 1), TopicPartition(other, 0)]
     m = Member(broker.bootstrap, topic, group)
     try:
         wait_until(lambda: m.committed == {0: 2, 1: 2}, 60, what="the member committed all it read")
-        assert _offsets(admin, group, wanted) == {(topic, 0): 2, (topic, 1): 2, (other, 0): 3}
+        got = _offsets(admin, group, wanted)
+        assert got == {(topic, 0): 2, (topic, 1): 2, (other, 0): 3}, got
         error, answered = _offset_delete(broker.port, group, [(topic, 0), (other, 0)])
         assert (error, answered) == (0, {(topic, 0): KafkaError.GROUP_SUBSCRIBED_TO_TOPIC, (other, 0): 0})
         assert _offsets(admin, group, wanted) == {(topic, 0): 2, (topic, 1): 2, (other, 0): -1001}
