@@ -255,6 +255,7 @@ def test_regex_subscription_follows_new_topics():
     assert g.owned["m1"] == {"other": frozenset({0, 1}), "orders": frozenset({0})}
     r = g.hb("m2", subscribed_topic_regex="(")
     assert r.error == ErrorCode.invalid_regular_expression and "m2" not in g.group().members
+    assert r.message.startswith("SubscribedTopicRegex `(` is not a valid regular expression: ")
 
 
 def test_new_partitions_bump_the_group_epoch():

@@ -4,6 +4,8 @@ conversion, OffsetCommit v9 by member epoch."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from kio.schema.errors import ErrorCode
 
@@ -96,6 +98,10 @@ def test_errors(h):
     assert beat(c, r.member_id, 9, version=0).error_code == ErrorCode.fenced_member_epoch
     assert beat(c, "X", 0, subscribed_topic_regex="(", subscribed_topic_names=None).error_code == \
         ErrorCode.invalid_regular_expression
+    gone = [{"topic_id": uuid.UUID(int=1), "partitions": [0]}]   # no such topic
+    r = beat(c, "Y", 0, topic_partitions=gone)
+    assert (r.error_code, r.error_message) == (ErrorCode.invalid_request,
+                                               "TopicPartitions must be empty when (re-)joining.")
 
 
 def test_session_timeout_moves_partitions(h):

@@ -37,7 +37,8 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as e:
-        raise InvalidRegex(f"Invalid regular expression {pattern!r}: {e}") from None
+        # Kafka's throwIfRegularExpressionIsInvalid message (its description is RE2/J's, ours Python's).
+        raise InvalidRegex(f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {e}.") from None
 
 
 @dataclass

@@ -42,9 +42,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req) -> dict:
     counts, names, ids = _topics(ctx)
     owned = None
     if req.topic_partitions is not None:
-        # A partition of a topic deleted meanwhile is simply no longer owned.
-        owned = {names[tp.topic_id]: frozenset(tp.partitions) for tp in req.topic_partitions
-                 if tp.topic_id in names}
+        # A topic deleted meanwhile keeps a name no topic can have ('<' is not a legal character): as in Kafka,
+        # which compares ids, it is never part of an assignment, and a join that lists it is INVALID_REQUEST.
+        owned = {names.get(tp.topic_id, f"<unknown topic {tp.topic_id}>"): frozenset(tp.partitions)
+                 for tp in req.topic_partitions}
     regex = getattr(req, "subscribed_topic_regex", None)   # v1+
     request = HeartbeatRequest(
         req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id, ms(req.rebalance_timeout),
