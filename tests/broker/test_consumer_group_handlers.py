@@ -93,7 +93,8 @@ def test_errors(h):
     r = beat(c, "", 0, version=0)
     assert r.error_code == ErrorCode.none and r.member_id                      # v0: the coordinator does
     assert beat(c, "X", 0, server_assignor="nope").error_code == ErrorCode.unsupported_assignor
-    assert beat(c, "X", 5).error_code == ErrorCode.unknown_member_id
+    unknown = beat(c, "X", 5)
+    assert (unknown.error_code, unknown.member_id, unknown.member_epoch) == (ErrorCode.unknown_member_id, None, 0)
     assert beat(c, "X", 5, group="other").error_code == ErrorCode.group_id_not_found
     assert beat(c, r.member_id, 9, version=0).error_code == ErrorCode.fenced_member_epoch
     assert beat(c, "X", 0, subscribed_topic_regex="(", subscribed_topic_names=None).error_code == \

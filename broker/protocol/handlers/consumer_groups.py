@@ -27,8 +27,12 @@ def _topics(ctx: RequestContext) -> tuple[dict[str, int], dict[uuid.UUID, str], 
 
 
 def _heartbeat_response(result: HeartbeatResult, ids: Mapping[str, uuid.UUID]) -> dict:
+    if result.error != ErrorCode.none:
+        # Kafka's GroupCoordinatorService answers an error with the code and message only: no member id, epoch 0.
+        return {"throttle_time": 0, "error_code": result.error, "error_message": result.message,
+                "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
     assignment = None
-    if result.error == ErrorCode.none and result.assignment is not None:
+    if result.assignment is not None:
         assignment = {"topic_partitions": [{"topic_id": ids[t], "partitions": sorted(ps)}
                                            for t, ps in sorted(result.assignment.items()) if ps and t in ids]}
     return {"throttle_time": 0, "error_code": result.error, "error_message": result.message,
