@@ -14,6 +14,8 @@ gauge family), so a scrape reads values only for attributes that are exported, a
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 from collections.abc import Iterator
 
@@ -268,9 +270,32 @@ def build_prometheus_registry(registry: Registry, naming_spec: str = naming.STRI
     return prom
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off for a bounded, synchronous piece of work that allocates a lot and frees it
+    all by reference counting. Why: a scrape allocates a few objects per series; every 70,000 or so of them
+    CPython runs a collection of the older generations, whose cost is the whole heap's size (which grows with
+    the partitions too), so the scrape grew faster than linearly (1,000 → 3,000 partitions: exponent 1.47;
+    at 10,000 partitions two thirds of the scrape were full collections). Nothing the scrape makes is cyclic."""
+    if not gc.isenabled():  # someone else paused it: leave it as it is
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def render(prom: CollectorRegistry) -> bytes:
     """The Prometheus text exposition (format 0.0.4)."""
     if not isinstance(prom, PrometheusRegistry):
         return generate_latest(prom)
+    with gc_paused():
+        return _page(prom)
+
+
+def _page(prom: PrometheusRegistry) -> bytes:
+    """A function of its own so that everything the page was made of is freed before the collector is back on."""
     jmx = families_text(prom.ours.families()).encode()
     return jmx + generate_latest(_Collected(prom.ours.extras())) + generate_latest(prom.others)

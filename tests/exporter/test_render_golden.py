@@ -6,6 +6,7 @@ rewrites it; only do that for an intended change of the page)."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 from pathlib import Path
 
@@ -74,6 +75,41 @@ def test_page_is_byte_for_byte_the_golden_page():
 def test_second_scrape_is_the_same_page():
     prom = build_prometheus_registry(broker_shaped_registry(), process=False)
     assert render(prom) == render(prom)
+
+
+def test_no_cyclic_collection_runs_during_a_scrape_and_the_collector_is_back_on_after():
+    """Why the scrape was superlinear: full collections of a heap that grows with the partitions ran inside it."""
+    prom = build_prometheus_registry(broker_shaped_registry(), process=False)
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(200, 1, 1)  # without the pause, a page of 2,900 series runs dozens of collections
+    render(prom)  # the first scrape keeps what it matched (new long-lived objects)
+    gc.callbacks.append(seen)
+    try:
+        gc.collect()  # start from empty generations, whatever the set-up left
+        collections.clear()
+        render(prom)
+        during = list(collections)
+        gc.collect(0)
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*threshold)
+    assert during in ([], [0])  # at most the one young collection when the collector is switched back on
+    assert gc.isenabled() and collections
+
+
+def test_a_scrape_leaves_a_paused_collector_paused():
+    gc.disable()
+    try:
+        render(build_prometheus_registry(broker_shaped_registry(), process=False))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 if __name__ == "__main__":
