@@ -479,14 +479,22 @@ def stale_entries(listed: Listed, has: RunResult, lacks: RunResult) -> list[str]
     return problems
 
 
-def check_fault_panels_and_alerts(runs: dict[str, RunResult]) -> None:
+def check_fault_panels_and_alerts(runs: dict[str, RunResult], kafka_reporters: dict[str, int] | None = None) -> None:
+    """The fault panels show the same values on both (and what each cluster's Metadata says), the same alerts are
+    active. kafka_reporters: panels that sum a cluster-wide gauge which that many of Kafka's nodes each report (a
+    KRaft cluster's controllers all do); Kafka's value is divided by it first."""
     ours, kafka = runs["kafkascope"], runs["apache-kafka"]
     assert kafka.fault_stable, f"Apache Kafka's fault panels never settled: {kafka.fault}"
     assert ours.fault_stable, f"our fault panels never settled: {ours.fault} (Kafka: {kafka.fault})"
     assert (kafka.fault[URP_TITLE] or 0) > 0 and (kafka.fault[OFFLINE_TITLE] or 0) > 0
-    assert ours.fault == kafka.fault, f"fault panels differ: ours {ours.fault} vs Kafka {kafka.fault}"
-    for name, r in runs.items():  # and each says what its own brokers' Metadata says
-        wrong = {t: (v, r.fault_metadata[METADATA_OF[t]]) for t, v in r.fault.items()
+    per_node = {t: (v / kafka_reporters[t] if v is not None and t in (kafka_reporters or {}) else v)
+                for t, v in kafka.fault.items()}
+    assert ours.fault == per_node, (f"fault panels differ: ours {ours.fault} vs Kafka {kafka.fault}"
+                                    + (f" (divided by its reporting nodes {kafka_reporters})" if kafka_reporters
+                                       else ""))
+    for name, values, r in (("kafkascope", ours.fault, ours), ("apache-kafka", per_node, kafka)):
+        # and each says what its own brokers' Metadata says
+        wrong = {t: (v, r.fault_metadata[METADATA_OF[t]]) for t, v in values.items()
                  if t in METADATA_OF and v != r.fault_metadata[METADATA_OF[t]]}
         assert not wrong, f"{name}: panel vs Metadata {wrong}"
     assert set(ours.alerts) == set(kafka.alerts), f"active alerts: ours {ours.alerts} vs Kafka {kafka.alerts}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.interop import community_queries as cq
 from tests.interop import held_out as ho
 
@@ -62,3 +64,18 @@ def test_rate_problems_allow_5_percent():
     kafka = _run("apache-kafka", {}, {"cd-a": 20.0, "cd-b": 20.0, "cd-c": 20.0})
     ours = _run("kafkascope", {}, {"cd-a": 19.1, "cd-b": 18.9, "cd-c": 20.0})
     assert ho.rate_problems(ours, kafka) == ["cd-b: ours 18.9 vs Kafka 20.0"]
+
+
+def test_fault_panels_compare_per_reporting_node_where_told():
+    def run(impl: str, offline: float) -> ho.RunResult:
+        return ho.RunResult(impl, "strimzi", fault={ho.URP_TITLE: 22.0, ho.OFFLINE_TITLE: offline},
+                            fault_stable=True, fault_metadata={"under_replicated": 22, "offline": 1},
+                            alerts={"OfflinePartitions": "firing"})
+
+    runs = {"apache-kafka": run("apache-kafka", 2.0), "kafkascope": run("kafkascope", 1.0)}
+    with pytest.raises(AssertionError, match="fault panels differ"):
+        ho.check_fault_panels_and_alerts(runs)
+    ho.check_fault_panels_and_alerts(runs, kafka_reporters={ho.OFFLINE_TITLE: 2})
+    runs["kafkascope"].fault[ho.OFFLINE_TITLE] = 2.0  # ours counting twice is still wrong
+    with pytest.raises(AssertionError):
+        ho.check_fault_panels_and_alerts(runs, kafka_reporters={ho.OFFLINE_TITLE: 2})
