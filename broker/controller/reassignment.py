@@ -7,11 +7,13 @@ Used by AlterPartitionReassignments (ZkMetadata) and by the controller for the l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError
+from kazoo.exceptions import BadVersionError, NoNodeError
 
 from broker.controller import zk_paths as zp
 from broker.controller.assignment import validate_manual_assignment
@@ -19,6 +21,11 @@ from broker.controller.cache import MetadataCache
 from broker.controller.watches import refresh_topic
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import PartitionResults
+
+if TYPE_CHECKING:
+    from broker.controller.controller import Controller
+
+log = logging.getLogger(__name__)
 
 Targets = Mapping[int, Sequence[int] | None]
 
@@ -98,3 +105,59 @@ def alter_reassignments(zk: KazooClient, cache: MetadataCache,
         for p, result in _alter_topic(zk, cache, t, parts, live).items():
             results[(t, p)] = result
     return results
+
+
+def process_legacy_reassignment(c: Controller, live: set[int]) -> None:
+    """/admin/reassign_partitions (kafka-reassign-partitions with --zookeeper): start each listed
+    partition (skipping one already moving); delete the znode once all are done."""
+    zk = c.zk
+    try:
+        data, stat = zk.get(zp.REASSIGN_PARTITIONS)
+    except NoNodeError:
+        return
+    try:
+        wanted = zp.decode_reassignment(data)
+    except (ValueError, KeyError):
+        log.warning("controller %d: unreadable %s deleted", c.me, zp.REASSIGN_PARTITIONS)
+        c._commit(lambda tx: tx.delete(zp.REASSIGN_PARTITIONS, version=stat.version))
+        return
+    pending = {}
+    start: dict[tuple[str, int], tuple[int, ...]] = {}
+    for (t, p), target in wanted.items():
+        a = c.cache.assignment(t)
+        if a is None or p not in a.partitions or not target or not set(target) <= live:
+            log.warning("controller %d: reassignment of %s-%d to %s ignored", c.me, t, p, list(target))
+            continue
+        if a.reassigning(p):
+            if a.target(p) == target:
+                pending[(t, p)] = target
+            else:
+                log.warning("controller %d: %s-%d is already being reassigned; %s ignored", c.me, t, p,
+                            list(target))
+            continue
+        if a.partitions[p] != target:
+            pending[(t, p)] = target
+            start[(t, p)] = target
+    if start:
+        results = alter_reassignments(c.zk, c.cache, start)
+        for key, (code, _msg) in results.items():
+            if code != ErrorCode.none:
+                pending.pop(key, None)
+    if not pending:
+        c._commit(lambda tx: tx.delete(zp.REASSIGN_PARTITIONS))
+
+def finish_legacy_reassignment(c: Controller, t: str, p: int) -> None:
+    zk = c.zk
+    try:
+        data, stat = zk.get(zp.REASSIGN_PARTITIONS)
+    except NoNodeError:
+        return
+    wanted = zp.decode_reassignment(data)
+    if (t, p) not in wanted:
+        return
+    del wanted[(t, p)]
+    if wanted:
+        c._commit(lambda tx: tx.set_data(zp.REASSIGN_PARTITIONS, zp.encode_reassignment(wanted),
+                                            version=stat.version))
+    else:
+        c._commit(lambda tx: tx.delete(zp.REASSIGN_PARTITIONS, version=stat.version))

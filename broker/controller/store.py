@@ -332,7 +332,8 @@ class ZkMetadata:
             log.warning("ISR update %s-%d failed: %r", topic, partition, e)
             return None
         new = replace(new, version=stat.version)
-        self.cache.put_state(topic, partition, new, deliver=False)
+        if self.cache.put_state(topic, partition, new, deliver=False):
+            self.events.put("state")  # the controller reacts to ISR changes (a reassignment completes)
         return new
 
     def alter_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None],

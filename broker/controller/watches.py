@@ -17,6 +17,7 @@ from broker.controller import zk_paths as zp
 from broker.controller.cache import MetadataCache
 from broker.controller.events import ControllerEventQueue
 from broker.controller.state import PartitionState
+from broker.controller.state_watches import StateWatches
 from broker.metadata import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,8 @@ class ZkWatcher:
         self.events = events
         self._lock = threading.Lock()
         self._watched_topics: set[str] = set()
-        cache.on_new_partitions(self._watch_states)
+        self._states = StateWatches(zk, self._on_state)
+        cache.on_new_partitions(self._states.watch)
 
     def start(self) -> None:
         """Set the watches (each fires once at once with the current data)."""
@@ -124,11 +126,6 @@ class ZkWatcher:
         self.cache.put_configs(t, zp.decode_topic_config(data), notify=True)
         return None
 
-    def _watch_states(self, t: str, topic_id: uuid.UUID, partitions: list[int]) -> None:
-        for p in partitions:
-            self.zk.DataWatch(zp.state_path(t, p),
-                              lambda d, s, e=None, p=p: self._on_state(t, p, topic_id, d, s))
-
     def _on_state(self, t: str, p: int, tid: uuid.UUID, data: bytes | None, stat) -> bool | None:
         a = self.cache.known_partition(t, p, tid)
         if a is None:
@@ -140,8 +137,8 @@ class ZkWatcher:
         except (ValueError, KeyError):
             log.exception("bad state znode %s/%d", t, p)
             return None
-        self.cache.put_state(t, p, s, topic_id=tid)
-        self.events.put("state")
+        if self.cache.put_state(t, p, s, topic_id=tid):  # not already known (the controller's own write)
+            self.events.put("state")
         return None
 
     def _on_delete_requests(self, children: list[str]) -> None:
