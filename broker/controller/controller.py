@@ -34,6 +34,7 @@ from broker.controller import zk_paths as zp
 from broker.controller.cache import MetadataCache
 from broker.controller.elect_leaders import PREFERRED, elect_leaders
 from broker.controller.events import ControllerEventQueue
+from broker.controller.new_partitions import create_states
 from broker.controller.reassignment import finish_legacy_reassignment, process_legacy_reassignment
 from broker.controller.state import NO_LEADER, PartitionState
 from broker.controller.watches import refresh_state, refresh_topic
@@ -239,6 +240,10 @@ class Controller:
             log.warning("controller %d resigns: %s", self.me, why)
         self.active = False
 
+    def fenced(self) -> Fenced:
+        """The exception that makes the controller resign (for the pipelined writers in other modules)."""
+        return Fenced()
+
     def _commit(self, build: Callable[[Any], None]) -> list:
         """Run a multi-op behind a /controller_epoch version check; results of `build`'s ops."""
         tx = self.zk.transaction()
@@ -356,31 +361,6 @@ class Controller:
             except Exception:
                 log.exception("leader election hook failed")
 
-    def _create_state(self, t: str, p: int, replicas: Sequence[int], live: set[int]) -> None:
-        started = time.monotonic()
-        d = election.initial(replicas, live)
-        if d is None:
-            return
-        zk = self.zk
-        parents = [path for path in (zp.partitions_path(t), zp.partition_path(t, p)) if not zk.exists(path)]
-        s = PartitionState(replicas=tuple(replicas), leader=d.leader, leader_epoch=0, isr=d.isr,
-                           controller_epoch=self.epoch, version=0)
-
-        def build(tx) -> None:
-            for path in parents:
-                tx.create(path, b"")
-            tx.create(zp.state_path(t, p), zp.encode_state(s))
-        res = self._commit(build)
-        if any(isinstance(r, NoNodeError) for r in res):
-            return  # the topic went away
-        if any(isinstance(r, NodeExistsError) for r in res):
-            refresh_state(self.zk, self.cache, t, p)
-            return
-        if isinstance(res[-1], Exception):
-            raise res[-1]
-        self.cache.put_state(t, p, s)
-        self._elected(started)
-
     # ------------------------------------------------------------ reconcile
 
     def _reconcile(self) -> None:
@@ -402,29 +382,22 @@ class Controller:
         self._process_preferred_znode(live)
         writes: list[tuple[str, int, Decide]] = []
         reassigning: list[tuple[str, int]] = []
+        missing: list[tuple[str, int, tuple[int, ...]]] = []
         for t, a in cache.assignments().items():
             if t in cache.pending_deletes():
                 continue
             unclean = self._unclean(t)
             for p, replicas in a.partitions.items():
-                cur = cache.partition_state(t, p)
-                if cur is None:
-                    try:
-                        self.zk.get(zp.state_path(t, p))
-                        refresh_state(self.zk, cache, t, p)
-                        cur = cache.partition_state(t, p)
-                    except NoNodeError:
-                        self._create_state(t, p, replicas, live)
-                        continue
-                    if cur is None:
-                        continue
+                if cache.partition_state(t, p) is None:
+                    missing.append((t, p, replicas))
+                    continue
                 def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
                     return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
                 writes.append((t, p, decide))
                 if a.reassigning(p):
                     reassigning.append((t, p))
+        again = create_states(self, missing, live, PIPELINE) > 0  # those that existed: reconcile them next
         self._write_states(writes)
-        again = False
         for t, p in reassigning:
             again |= self._maybe_complete_reassignment(t, p, live, shutting)
         self._answer_shutdowns(shutting)

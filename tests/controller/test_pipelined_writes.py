@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from broker.controller import zk_paths as zp
 from broker.controller.cache import MetadataCache
@@ -118,3 +118,76 @@ def test_a_newer_controller_epoch_fences_the_batch():
     with pytest.raises(Fenced):
         c._reconcile_with({2, 3})
     assert all(s.leader == 1 for s in c.cache.partition_states().values())
+
+
+class Answered:
+    def __init__(self, zk: CreatingZk, value: object = None, error: Exception | None = None) -> None:
+        self.zk, self.value, self.error = zk, value, error
+
+    def get(self, timeout: float | None = None) -> object:
+        self.zk.awaited()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class CreateTx:
+    def __init__(self, zk: CreatingZk) -> None:
+        self.zk = zk
+        self.creates: list[str] = []
+
+    def check(self, path: str, version: int) -> None:
+        pass
+
+    def create(self, path: str, data: bytes) -> None:
+        self.creates.append(path)
+
+    def commit_async(self) -> Answered:
+        self.zk.sent += 1
+        results: list = [True]
+        for path in self.creates:
+            if path in self.zk.nodes:
+                results.append(NodeExistsError())
+            else:
+                self.zk.nodes.add(path)
+                results.append(path)
+        return Answered(self.zk, results)
+
+
+class CreatingZk:
+    """A ZooKeeper where only the topic znode exists: every state (and its parents) is to be created."""
+
+    def __init__(self) -> None:
+        self.nodes: set[str] = {zp.topic_path("t")}
+        self.sent = 0
+        self.sent_before_first_answer: int | None = None
+
+    def awaited(self) -> None:
+        if self.sent_before_first_answer is None:
+            self.sent_before_first_answer = self.sent
+
+    def get_async(self, path: str, watch=None) -> Answered:
+        self.sent += 1
+        return Answered(self, error=NoNodeError())
+
+    def exists_async(self, path: str, watch=None) -> Answered:
+        self.sent += 1
+        return Answered(self, Stat(0) if path in self.nodes else None)
+
+    def transaction(self) -> CreateTx:
+        return CreateTx(self)
+
+    def get(self, path: str, watch=None) -> tuple[bytes, Stat]:
+        raise NoNodeError()  # no admin znodes
+
+
+def test_new_partitions_states_are_created_as_a_pipeline():
+    zk = CreatingZk()
+    c = controller(ScriptedZk(), 0)
+    c.zk = zk  # type: ignore[assignment]
+    c.cache.put_assignment("t", zp.TopicAssignment(uuid.uuid4(), {p: (1, 2, 3) for p in range(300)}, version=0))
+    c._reconcile_with({2, 3})
+    assert zk.sent_before_first_answer == 300  # the reads of all 300 states before the first answer
+    assert zk.nodes >= {zp.partitions_path("t")} | {zp.state_path("t", p) for p in range(300)}
+    states = c.cache.partition_states()
+    assert len(states) == 300 and all((s.leader, s.isr, s.leader_epoch) == (2, (2, 3), 0) for s in states.values())
