@@ -1,10 +1,21 @@
-"""Delayed operations keyed by partition: a waiter completes when any of its keys is touched, or expires."""
+"""Delayed operations keyed by partition: a waiter completes when any of its keys is touched, or expires.
+
+Kafka's DelayedFetch and DelayedProduce are completed by the thread that appends or moves the high watermark
+(DelayedOperationPurgatory.checkAndComplete). Here the notifier resolves the waiter's future, and the waiting
+handler resumes on the event loop's very next turn: the waiter awaits that future itself, with the timeout a
+timer that resolves it too (asyncio.wait_for would add a turn: its own waiter is resolved by a callback of ours).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
+
+
+def _resolve(fut: asyncio.Future[bool], woken: bool) -> None:
+    if not fut.done():
+        fut.set_result(woken)
 
 
 class Purgatory:
@@ -18,17 +29,17 @@ class Purgatory:
     async def wait(self, keys: Iterable[Hashable], timeout_s: float, kind: str = "Fetch") -> bool:
         """Wait until one of `keys` is notified (True) or `timeout_s` passes (False)."""
         keys = list(keys)
-        fut = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
         for k in keys:
             self._watchers[k].add(fut)
         self._delayed[kind] += 1
         self._watched[kind] += len(keys)
+        timer = loop.call_later(max(timeout_s, 0.0), _resolve, fut, False)
         try:
-            await asyncio.wait_for(fut, timeout_s)
-            return True
-        except TimeoutError:
-            return False
+            return await fut
         finally:
+            timer.cancel()
             self._delayed[kind] -= 1
             self._watched[kind] -= len(keys)
             for k in keys:
@@ -40,8 +51,7 @@ class Purgatory:
 
     def notify(self, key: Hashable) -> None:
         for fut in self._watchers.pop(key, ()):
-            if not fut.done():
-                fut.set_result(None)
+            _resolve(fut, True)
 
     def delayed(self, kind: str) -> int:
         return self._delayed[kind]

@@ -1,6 +1,5 @@
 """Produce (0) and InitProducerId (22), with a transactional id through the transaction coordinator."""
 
-import asyncio
 from time import perf_counter
 
 from broker.coordinator.transaction.broker_io import verify_txn_partition
@@ -63,13 +62,15 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
         else:
             entry["error_code"] = outcome
     if waiting:
+        # One deadline for the request (Kafka's DelayedProduce has one timeout), partitions awaited in turn: the
+        # request is answered once the last is decided either way, and a single partition resumes on the turn
+        # after its high watermark moves (asyncio.gather would add a task and two turns).
         parked = perf_counter()
-        errors = await asyncio.gather(*(broker.replicas.wait_for_replication(part, last, ms(req.timeout) / 1000,
-                                                                             leadership)
-                                        for _, part, last, leadership in waiting))
+        deadline = broker.clock.monotonic() + ms(req.timeout) / 1000
+        for entry, part, last, leadership in waiting:
+            remaining = max(deadline - broker.clock.monotonic(), 0.0)
+            entry["error_code"] = await broker.replicas.wait_for_replication(part, last, remaining, leadership)
         ctx.remote_s += perf_counter() - parked
-        for (entry, *_), error in zip(waiting, errors, strict=True):
-            entry["error_code"] = error
     if acks == 0:
         return None
     return {"responses": topics, "throttle_time": 0}

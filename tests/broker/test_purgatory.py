@@ -1,0 +1,62 @@
+"""The purgatory without servers: a waiter resumes on the loop's next turn after a notify, as Kafka's
+DelayedFetch/DelayedProduce complete in the notifying thread, and its timer is the only other way out."""
+
+import asyncio
+
+from broker.purgatory import Purgatory
+
+
+async def _one_turn() -> None:
+    """Let every callback already scheduled run once (sleep(0) queues this task behind them)."""
+    await asyncio.sleep(0)
+
+
+async def test_a_notified_waiter_resumes_on_the_next_turn_of_the_loop():
+    p = Purgatory()
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0)], 30))
+    await _one_turn()
+    assert p.delayed("Fetch") == 1 and not waiter.done()
+    p.notify(("leo", "t", 0))
+    await _one_turn()  # asyncio.wait_for needed two turns here: its waiter, then the task
+    assert waiter.done() and waiter.result() is True
+    assert p.delayed("Fetch") == 0 and p.watched("Fetch") == 0 and len(p) == 0
+
+
+async def test_a_waiter_times_out_by_its_timer_and_leaves_no_watch_behind():
+    p = Purgatory()
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    assert await p.wait([("hw", "t", 0), ("hw", "t", 1)], 0.02, kind="Produce") is False
+    assert loop.time() - start >= 0.015
+    assert p.delayed("Produce") == 0 and p.watched("Produce") == 0 and len(p) == 0
+
+
+async def test_any_key_wakes_and_other_keys_do_not():
+    p = Purgatory()
+    waiter = asyncio.create_task(p.wait([("hw", "t", 0), ("hw", "t", 1)], 30, kind="Produce"))
+    await _one_turn()
+    assert p.watched("Produce") == 2
+    p.notify(("hw", "other", 0))
+    await _one_turn()
+    assert not waiter.done()
+    p.notify(("hw", "t", 1))
+    assert await asyncio.wait_for(waiter, 1) is True
+    assert len(p) == 0
+
+
+async def test_a_cancelled_waiter_cancels_its_timer_and_unwatches():
+    p = Purgatory()
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0)], 30))
+    await _one_turn()
+    waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
+    assert waiter.cancelled()
+    assert p.delayed("Fetch") == 0 and len(p) == 0
+    p.notify(("leo", "t", 0))  # nothing left to wake
+
+
+async def test_a_notify_racing_the_timeout_is_answered_once():
+    p = Purgatory()
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0)], 0))
+    p.notify(("leo", "t", 0))  # not yet watching: the waiter has not run
+    assert await waiter is False
