@@ -96,6 +96,9 @@ class MetadataStore(Protocol):
     def topics(self) -> dict[str, TopicInfo]: ...
     def topic(self, name: str) -> TopicInfo | None: ...
     def partition_state(self, topic: str, partition: int) -> PartitionState | None: ...
+    def topic_generation(self, name: str) -> int:
+        """A number that changes whenever the topic's partitions, assignment or partition states may have
+        (the key under which encoded Metadata answers are kept); never reused for another topic of that name."""
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str],
                      assignment: Mapping[int, Sequence[int]] | None = None) -> TopicInfo: ...
     def delete_topic(self, name: str) -> TopicInfo: ...
@@ -147,6 +150,8 @@ class LocalMetadata:
         self._me = me
         self.controller_id = me.node_id
         self._topics: dict[str, TopicInfo] = {}
+        self._generations: dict[str, int] = {}
+        self._generation = 0
         self._listener: ClusterListener | None = None
         self._acls: LocalAclStorage | None = None
         self._scram: LocalScramCredentials | None = None
@@ -179,6 +184,13 @@ class LocalMetadata:
         if info is None or not 0 <= partition < info.partitions:
             return None
         return self._leader_state()
+
+    def topic_generation(self, name: str) -> int:
+        return self._generations.get(name, 0)
+
+    def _changed(self, name: str) -> None:
+        self._generation += 1
+        self._generations[name] = self._generation
 
     def _leader_state(self) -> PartitionState:
         """This broker leads every partition, alone in its ISR."""
@@ -271,6 +283,7 @@ class LocalMetadata:
                              f"{len(self.brokers())}.")
         info = TopicInfo(name, uuid.uuid4(), partitions, replication_factor, dict(configs))
         self._topics[name] = info
+        self._changed(name)
         self._save()
         self._announce(name)
         return info
@@ -279,6 +292,7 @@ class LocalMetadata:
         info = self._topics.pop(name, None)
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        self._changed(name)
         self._save()
         if self._listener is not None:
             self._listener.on_topic_deleted(name)
@@ -292,6 +306,7 @@ class LocalMetadata:
             raise KafkaError(ErrorCode.invalid_partitions,
                              f"Topic currently has {info.partitions} partitions, {total} would not be an increase.")
         info.partitions = total
+        self._changed(name)
         self._save()
         self._announce(name)
         return info

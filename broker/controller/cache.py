@@ -44,6 +44,8 @@ class MetadataCache:
         self._raw: dict[tuple[str, int], PartitionState] = {}
         self._delivered: dict[tuple[str, int], PartitionState] = {}
         self._known: dict[tuple[str, int], uuid.UUID] = {}  # partitions seen, by the topic id they belong to
+        self._generations: dict[str, int] = {}  # topic -> generation (see topic_generation)
+        self._generation = 0
         self._pending_deletes: frozenset[str] = frozenset()
         self._shutdown_requests: frozenset[int] = frozenset()
         self.controller_id = -1
@@ -87,6 +89,11 @@ class MetadataCache:
     def _poke(self) -> None:
         """Wake `wait_until` without a listener call."""
         self._deliver(None)
+
+    def _bump(self, t: str) -> None:
+        """With `_lock` held: the topic's assignment or a partition state changed."""
+        self._generation += 1
+        self._generations[t] = self._generation
 
     def _emit_state(self, t: str, p: int) -> None:
         s = self._compose(t, p)
@@ -151,6 +158,7 @@ class MetadataCache:
             if old is not None and old.version >= a.version:
                 return
             self._assign[t] = a
+            self._bump(t)
             self._rebuild_topic(t)
             for p in a.partitions:
                 if self._known.get((t, p)) != a.topic_id:
@@ -170,6 +178,7 @@ class MetadataCache:
     def _drop(self, t: str) -> None:
         if self._assign.pop(t, None) is None:
             return
+        self._bump(t)
         self._topics.pop(t, None)
         self._configs.pop(t, None)
         for d in (self._raw, self._delivered, self._known):
@@ -211,6 +220,7 @@ class MetadataCache:
             if a is None or (topic_id is not None and self._known.get((t, p)) != topic_id):
                 return False
             self._raw[(t, p)] = s
+            self._bump(t)
             if deliver:
                 self._emit_state(t, p)
             else:
@@ -273,6 +283,11 @@ class MetadataCache:
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         with self._lock:
             return self._compose(topic, partition)
+
+    def topic_generation(self, topic: str) -> int:
+        """Changes with every assignment or partition state the cache takes for the topic (MetadataStore)."""
+        with self._lock:
+            return self._generations.get(topic, 0)
 
     def partition_states(self) -> dict[tuple[str, int], PartitionState]:
         """Every known partition's state (replicas from the assignment)."""

@@ -171,6 +171,9 @@ class ZkMetadata:
     def topic(self, name: str) -> TopicInfo | None:
         return self.cache.topic(name)
 
+    def topic_generation(self, name: str) -> int:
+        return self.cache.topic_generation(name)
+
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         return self.cache.partition_state(topic, partition)
 

@@ -23,10 +23,10 @@ from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 from kio.static.primitive import i32
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from broker.protocol import fetch_encoder, produce_encoder
+from broker.protocol import fetch_encoder, metadata_encoder, produce_encoder
 from broker.protocol.validate import walker
 
-PRODUCE_KEY, FETCH_KEY = 0, 1
+PRODUCE_KEY, FETCH_KEY, METADATA_KEY = 0, 1, 3
 _UTC = datetime.UTC
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 
@@ -158,6 +158,8 @@ def encode_response(api_key: int, api_version: int, correlation_id: int,
             return fetch_encoder.encode_fetch_response(api_version, correlation_id, body)
         if api_key == PRODUCE_KEY and produce_encoder.MIN_VERSION <= api_version <= produce_encoder.MAX_VERSION:
             return produce_encoder.encode_produce_response(api_version, correlation_id, body)
+        if api_key == METADATA_KEY and api_version <= metadata_encoder.MAX_VERSION:
+            return metadata_encoder.encode_metadata_response(api_version, correlation_id, body)
     return encode_with_kio(api_key, api_version, correlation_id, body)
 
 

@@ -125,3 +125,23 @@ def test_reassignment_plan():
     assert res[0][0] == ErrorCode.reassignment_in_progress
     assert res[1][0] == ErrorCode.no_reassignment_in_progress
     assert res[2][0] != ErrorCode.none                           # broker 9 is not alive
+
+
+def test_topic_generation_moves_with_each_change_the_metadata_answer_depends_on():
+    cache = MetadataCache()
+    tid = uuid.uuid4()
+    g0 = cache.topic_generation("t")
+    cache.put_assignment("t", TopicAssignment(tid, {0: (1, 2)}, version=0))
+    g1 = cache.topic_generation("t")
+    cache.put_state("t", 0, PartitionState((1, 2), 1, 0, (1, 2), version=0))
+    g2 = cache.topic_generation("t")
+    assert cache.put_state("t", 0, PartitionState((1, 2), 1, 0, (1,), version=0)) is False  # not newer
+    assert cache.topic_generation("t") == g2
+    cache.put_state("t", 0, PartitionState((1, 2), 1, 0, (1,), version=1), deliver=False)  # our own ISR write
+    g3 = cache.topic_generation("t")
+    cache.put_configs("t", {"retention.ms": "1"}, notify=False)  # not part of a Metadata answer
+    assert cache.topic_generation("t") == g3
+    cache.drop_topic("t")
+    g4 = cache.topic_generation("t")
+    cache.put_assignment("t", TopicAssignment(uuid.uuid4(), {0: (1, 2)}, version=0))  # re-created
+    assert len({g0, g1, g2, g3, g4, cache.topic_generation("t")}) == 6
