@@ -20,6 +20,17 @@ if TYPE_CHECKING:
 _RECV_CHUNK = 256 * 1024
 _IOV_MAX = 512
 _LAZY_BUFFER_BYTES = 1 << 20
+# File regions up to this size are read (pread) and sent with the rest of the response in one sendmsg: one TCP
+# segment and one wake-up of the reader (a caught-up follower or consumer fetching a few KiB), where
+# sendmsg + sendfile + sendmsg put three segments on the wire under TCP_NODELAY. Larger regions keep sendfile.
+INLINE_REGION_BYTES = 64 * 1024
+
+
+def _read_region(region: FileRegion) -> bytes:
+    data = region.read_bytes()
+    if len(data) != region.length:
+        raise OSError("segment file ended inside a fetched region")
+    return data
 
 
 class Connection:
@@ -78,15 +89,17 @@ class Connection:
         return view.toreadonly()  # kio's reader takes read-only buffers only
 
     async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
-        """Write all of `data`: buffers are gathered with sendmsg, file regions go out with sendfile, so
-        neither is copied in user space."""
+        """Write all of `data`: buffers are gathered with sendmsg, file regions over INLINE_REGION_BYTES go out
+        with sendfile, so neither is copied in user space; smaller regions are read into the gathered buffers."""
         if isinstance(data, bytes | bytearray):
             await self._send_buffers([memoryview(data)])
             return
         pending: list[memoryview] = []
         try:
             for part in data:
-                if isinstance(part, FileRegion):
+                if isinstance(part, FileRegion) and part.length <= INLINE_REGION_BYTES:
+                    pending.append(memoryview(_read_region(part)))
+                elif isinstance(part, FileRegion):
                     await self._send_buffers(pending)
                     pending = []
                     await self._send_file(part)

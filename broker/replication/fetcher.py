@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from broker.errors import ErrorCode, KafkaError
 from broker.replication.client import BrokerConnection
+from broker.replication.fetch_request import FETCH, FETCH_VERSION, encode_follower_fetch
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
     from broker.replication.replica_manager import Partition
 
 log = logging.getLogger(__name__)
-FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
-FETCH_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION = 12, 4
+OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION = 23, 4
 _RETRIABLE_PARTITION_ERRORS = {ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch,
                                ErrorCode.unknown_leader_epoch, ErrorCode.unknown_topic_or_partition}
 
@@ -131,20 +131,18 @@ class ReplicaFetcher:
         targets = [t for t in self.targets.values() if t.truncated]
         if not targets:
             return False
-        topics: dict[str, list[dict]] = {}
+        topics: dict[str, list[tuple[int, int, int, int, int]]] = {}
         for t in targets:
             plog = t.partition.log
-            topics.setdefault(t.partition.topic, []).append({
-                "partition": t.partition.index, "current_leader_epoch": t.leader_epoch,
-                "fetch_offset": plog.log_end_offset, "last_fetched_epoch": -1,
-                "log_start_offset": plog.log_start_offset, "partition_max_bytes": cfg.replica_fetch_max_bytes})
+            topics.setdefault(t.partition.topic, []).append((
+                t.partition.index, t.leader_epoch, plog.log_end_offset, plog.log_start_offset,
+                cfg.replica_fetch_max_bytes))
         wait_ms = cfg.replica_fetch_wait_max_ms
+        correlation_id = conn.next_correlation_id()
+        frame = encode_follower_fetch(correlation_id, conn.client_id, self.manager.broker_id, wait_ms, 1,
+                                      cfg.replica_fetch_response_max_bytes, topics.items())
         try:
-            resp = await conn.request(FETCH, FETCH_VERSION, {
-                "replica_id": self.manager.broker_id, "max_wait": wait_ms, "min_bytes": 1,
-                "max_bytes": cfg.replica_fetch_response_max_bytes, "isolation_level": 0, "session_id": 0,
-                "session_epoch": -1, "topics": [{"topic": n, "partitions": ps} for n, ps in topics.items()],
-                "forgotten_topics_data": [], "rack_id": ""}, timeout_s=wait_ms / 1000 + 30)
+            resp = await conn.exchange(frame, correlation_id, FETCH, FETCH_VERSION, timeout_s=wait_ms / 1000 + 30)
         finally:  # counted answered or not, as Kafka's fetcherStats.requestRate
             self.manager.on_fetch_request(self)
         progressed = False

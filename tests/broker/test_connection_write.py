@@ -1,0 +1,82 @@
+"""Connection.write over a real socket pair: a small fetched file region goes out inline with the response in one
+sendmsg (one TCP segment under TCP_NODELAY, one wake-up of the reader); a large one keeps sendfile."""
+
+import asyncio
+import os
+import socket
+
+import pytest
+
+from broker.log.segment import FileRegion
+from broker.network import connection
+from broker.network.connection import Connection
+
+
+class CountingSocket(socket.socket):
+    """A socket that counts its sendmsg calls."""
+
+    sendmsgs = 0
+
+    def sendmsg(self, *args, **kwargs):
+        type(self).sendmsgs += 1
+        return super().sendmsg(*args, **kwargs)
+
+
+@pytest.fixture
+def pair():
+    a, b = socket.socketpair()
+    sock = CountingSocket(fileno=a.detach())
+    CountingSocket.sendmsgs = 0
+    sock.setblocking(False)
+    yield sock, b
+    sock.close()
+    b.close()
+
+
+def _region(tmp_path, payload: bytes, skip: int = 3) -> FileRegion:
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"x" * skip + payload + b"tail")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return FileRegion(fd, skip, len(payload))  # holds its own duplicate of fd
+    finally:
+        os.close(fd)
+
+
+def _receive(sock: socket.socket, n: int) -> bytes:
+    sock.settimeout(5)
+    out = b""
+    while len(out) < n:
+        out += sock.recv(n - len(out))
+    return out
+
+
+async def test_a_small_region_is_sent_inline_in_one_sendmsg(tmp_path, pair, monkeypatch):
+    sock, peer = pair
+    sendfiles = []
+    monkeypatch.setattr(os, "sendfile", lambda *a: sendfiles.append(a) or 0)
+    payload = os.urandom(4096)
+    region = _region(tmp_path, payload)
+    await Connection(sock, asyncio.get_running_loop()).write([b"head", region, memoryview(b"trailer")])
+    assert CountingSocket.sendmsgs == 1 and sendfiles == []
+    assert region.fd == -1  # released once written
+    assert _receive(peer, 4 + len(payload) + 7) == b"head" + payload + b"trailer"
+
+
+async def test_a_large_region_still_goes_out_with_sendfile(tmp_path, pair):
+    sock, peer = pair
+    payload = os.urandom(connection.INLINE_REGION_BYTES + 1)
+    region = _region(tmp_path, payload)
+    received = asyncio.get_running_loop().run_in_executor(None, _receive, peer, 4 + len(payload) + 7)
+    await Connection(sock, asyncio.get_running_loop()).write([b"head", region, b"trailer"])
+    assert await received == b"head" + payload + b"trailer"
+    assert CountingSocket.sendmsgs >= 2  # the buffers on either side of the file region
+
+
+async def test_a_region_cut_short_by_truncation_closes_the_connection(tmp_path, pair):
+    sock, _ = pair
+    region = _region(tmp_path, b"p" * 100)
+    os.truncate(tmp_path / "00000000000000000000.log", 50)
+    with pytest.raises(OSError, match="segment file ended"):
+        await Connection(sock, asyncio.get_running_loop()).write([b"head", region])
+    assert region.fd == -1

@@ -1,0 +1,71 @@
+"""The follower's fetch loop against a scripted leader on 127.0.0.1 (no cluster): after a fetch that brought
+records it fetches again at once, carrying its new log end offset (Kafka's ReplicaFetcherThread does not back off
+after progress; the leader's high watermark moves on that next fetch), and only backs off when nothing came."""
+
+import asyncio
+import struct
+import time
+
+from broker.config import BrokerConfig
+from broker.controller.state import PartitionState
+from broker.errors import ErrorCode
+from broker.log.records import Record, build_batch
+from broker.protocol.codec import encode_response, parse_request
+from broker.replication.fetcher import ReplicaFetcherManager
+from broker.replication.replica_manager import ReplicaManager
+from tests.broker.test_replica_manager import _manager
+
+BACKOFF_MS = 5_000  # replica.fetch.backoff.ms: a fetch loop that waited it would show
+
+
+class ScriptedLeader:
+    """Answers OffsetForLeaderEpoch with 'no epoch known', the first Fetch with one batch, the second is recorded
+    (time and fetch offset) and left parked, as a leader with nothing new parks it."""
+
+    def __init__(self) -> None:
+        self.fetches: list[tuple[float, int]] = []
+        self.second = asyncio.Event()
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            header, body = parse_request(await reader.readexactly(size))
+            if header.request_api_key == 23:
+                out = encode_response(23, header.request_api_version, header.correlation_id, {
+                    "throttle_time": 0, "topics": [{"topic": t.topic, "partitions": [
+                        {"partition": p.partition, "error_code": 0, "leader_epoch": -1, "end_offset": -1}
+                        for p in t.partitions]} for t in body.topics]})
+            else:
+                p = body.topics[0].partitions[0]
+                self.fetches.append((time.monotonic(), p.fetch_offset))
+                if len(self.fetches) > 1:
+                    self.second.set()
+                    await asyncio.sleep(3600)  # parked: nothing new on the leader
+                records = build_batch([Record(timestamp=1, key=b"k", value=b"v")], base_offset=p.fetch_offset)
+                out = encode_response(1, 12, header.correlation_id, {
+                    "throttle_time": 0, "error_code": 0, "session_id": 0, "responses": [
+                        {"topic": "t", "partitions": [{
+                            "partition_index": 0, "error_code": ErrorCode.none, "high_watermark": 0,
+                            "last_stable_offset": 0, "log_start_offset": 0, "aborted_transactions": None,
+                            "preferred_read_replica": -1, "records": records}]}]})
+            writer.writelines([bytes(b) for b in out] if isinstance(out, list) else [out])
+            await writer.drain()
+
+
+async def test_the_follower_fetches_again_at_once_after_records_came(tmp_path):
+    leader = ScriptedLeader()
+    server = await asyncio.start_server(leader.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=BACKOFF_MS, replica_fetch_wait_max_ms=500)
+    fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
+    rm, _, _ = _manager(tmp_path, fm)
+    try:
+        rm.on_partition_state("t", 0, PartitionState((2, 1), 2, 0, (2, 1), version=0))
+        await asyncio.wait_for(leader.second.wait(), BACKOFF_MS / 1000 / 2)
+        (t1, offset1), (t2, offset2) = leader.fetches[:2]
+        assert (offset1, offset2) == (0, 1)  # the next fetch tells the leader the batch arrived
+        assert rm.partitions[("t", 0)].log.log_end_offset == 1
+        assert t2 - t1 < 1.0
+    finally:
+        fm.stop()
+        server.close()
