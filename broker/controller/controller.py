@@ -37,6 +37,7 @@ from broker.controller.events import ControllerEventQueue
 from broker.controller.new_partitions import create_states
 from broker.controller.reassignment import finish_legacy_reassignment, process_legacy_reassignment
 from broker.controller.state import NO_LEADER, PartitionState
+from broker.controller.state_writes import write_states
 from broker.controller.watches import refresh_state, refresh_topic
 from broker.errors import ErrorCode
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PIPELINE = 1000  # partition state writes in flight at once (each ~200 bytes: well under jute.maxbuffer)
+PIPELINE = 1000  # new partitions' reads and creates in flight at once (new_partitions.py)
 Decide = Callable[[PartitionState], "election.Decision | None"]
 
 
@@ -308,48 +309,8 @@ class Controller:
         return None
 
     def _write_states(self, items: Iterable[tuple[str, int, Decide]]) -> dict[tuple[str, int], PartitionState]:
-        """`_write_state` for many partitions, pipelined: each partition is still its own conditional multi-op
-        fenced by /controller_epoch (one moved ISR fails only its own write), but up to `PIPELINE` of them are
-        sent before the first answer is awaited, as KafkaZkClient.updateLeaderAndIsr sends its async requests.
-        One synchronous round trip per partition made a failover of 1,000 leaders take 23 s. Writes that lost
-        a race go through `_write_state` (re-read, retry). Returns the states written."""
-        started = time.monotonic()
-        out: dict[tuple[str, int], PartitionState] = {}
-        lost: list[tuple[str, int, Decide]] = []
-        inflight: list[tuple[str, int, Decide, tuple, Any]] = []
-
-        def collect() -> None:
-            fenced = False
-            for t, p, decide, planned, result in inflight:
-                res = result.get()
-                if isinstance(res[0], (BadVersionError, NoNodeError)):
-                    fenced = True
-                elif isinstance(res[1], Exception):
-                    lost.append((t, p, decide))
-                else:
-                    out[(t, p)] = self._written(t, p, planned, res[1].version, started)
-            inflight.clear()
-            if fenced:
-                raise Fenced()
-
-        for t, p, decide in items:
-            planned = self._plan(t, p, decide)
-            if planned is None:
-                continue
-            new = planned[1]
-            tx = self.zk.transaction()
-            tx.check(zp.CONTROLLER_EPOCH, self.epoch_zk_version)
-            tx.set_data(zp.state_path(t, p), zp.encode_state(new), version=new.version)
-            inflight.append((t, p, decide, planned, tx.commit_async()))
-            if len(inflight) >= PIPELINE:
-                collect()
-        collect()
-        for t, p, decide in lost:
-            refresh_state(self.zk, self.cache, t, p)
-            written = self._write_state(t, p, decide)
-            if written is not None:
-                out[(t, p)] = written
-        return out
+        """`_write_state` for many partitions, batched and pipelined (state_writes.py); the states written."""
+        return write_states(self, items)
 
     def _elected(self, started: float, unclean: bool = False) -> None:
         self.leader_elections += 1

@@ -7,13 +7,20 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.exceptions import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
 
 from broker.controller import zk_paths as zp
 from broker.controller.cache import MetadataCache
-from broker.controller.controller import PIPELINE, Controller, ControllerSettings, Fenced
+from broker.controller.controller import Controller, ControllerSettings, Fenced
 from broker.controller.events import ControllerEventQueue
 from broker.controller.state import PartitionState
+from broker.controller.state_writes import BATCH, IN_FLIGHT
 from broker.metadata import BrokerInfo
 
 
@@ -28,6 +35,12 @@ class Result:
 
     def get(self, timeout: float | None = None) -> list:
         return self.zk.answer(self.tx)
+
+
+def failed_multi(ops: int, failed: int, error: Exception) -> list:
+    """ZooKeeper's answer to a multi-op whose op `failed` failed (kazoo's exceptions for error codes 0 and -2)."""
+    return [RolledBackError() if i < failed else error if i == failed else RuntimeInconsistency()
+            for i in range(ops)]
 
 
 class Tx:
@@ -65,14 +78,15 @@ class ScriptedZk:
     def answer(self, tx: Tx) -> list:
         if self.sent_before_first_answer is None:
             self.sent_before_first_answer = self.sent
-        (_, _, epoch), (_, path, version) = tx.ops
+        (_, _, epoch), *sets = tx.ops
         if epoch != self.epoch:
-            return [BadVersionError(), RolledBackError()]
-        current = self.versions.get(path, 0)
-        if version != current:
-            return [RolledBackError(), BadVersionError()]
-        self.versions[path] = current + 1
-        return [True, Stat(current + 1)]
+            return failed_multi(len(tx.ops), 0, BadVersionError())
+        for i, (_, path, version) in enumerate(sets, start=1):
+            if version != self.versions.get(path, 0):
+                return failed_multi(len(tx.ops), i, BadVersionError())
+        for _, path, _ in sets:
+            self.versions[path] = self.versions.get(path, 0) + 1
+        return [True, *(Stat(self.versions[path]) for _, path, _ in sets)]
 
     def get(self, path: str, watch=None) -> tuple[bytes, Stat]:
         if path.startswith(zp.state_path("t", 0).rsplit("/", 3)[0]):
@@ -92,24 +106,27 @@ def controller(zk: ScriptedZk, partitions: int) -> Controller:
     return c
 
 
-def test_failover_sends_a_pipeline_of_writes_before_awaiting_an_answer():
+def test_failover_sends_batches_of_writes_in_a_pipeline():
     zk = ScriptedZk()
     c = controller(zk, 2_500)
     c._reconcile_with({2, 3})
-    assert zk.sent_before_first_answer == PIPELINE  # one at a time before: 1
+    assert zk.sent == 2_500 // BATCH  # one multi-op per partition before
+    assert zk.sent_before_first_answer == IN_FLIGHT  # one at a time before
     states = c.cache.partition_states()
     assert all(s.leader == 2 and s.isr == (2, 3) and s.leader_epoch == 1 and s.version == 1 for s in states.values())
     assert c.leader_elections == 2_500
 
 
-def test_a_write_that_lost_a_race_is_read_again_and_retried():
+def test_a_write_that_lost_a_race_is_read_again_and_retried_and_its_batch_sent_again():
     moved = zp.state_path("t", 7)
     zk = ScriptedZk(moved={moved: 4})  # the leader shrank the ISR of partition 7 meanwhile (znode version 4)
-    c = controller(zk, 20)
+    c = controller(zk, 250)
     c._reconcile_with({2, 3})
     s = c.cache.partition_state("t", 7)
     assert s is not None and (s.leader, s.isr, s.version) == (2, (2,), 5)
-    assert c.leader_elections == 20
+    others = [c.cache.partition_state("t", p) for p in range(250) if p != 7]
+    assert all(o is not None and (o.leader, o.isr, o.version) == (2, (2, 3), 1) for o in others)
+    assert c.leader_elections == 250
 
 
 def test_a_newer_controller_epoch_fences_the_batch():
