@@ -216,17 +216,25 @@ class KRaftWithRules(KRaftLauncher):
 
 
 class OursWithMetrics(ClusterLauncher):
-    """Our brokers, each serving /metrics (prometheus.listener) on its own free port."""
+    """Our brokers, each serving /metrics (prometheus.listener) on its own free port. The ports are picked once
+    every member has its own, and differ from all of them: a free port picked while a broker's port is not bound
+    yet can be that very port (seen: a broker's listener and its metrics listener on one port, EADDRINUSE)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.metrics_ports: dict[int, int] = {}
 
-    def _broker_config(self, broker_id, port, rack, zk_connect):
-        props = super()._broker_config(broker_id, port, rack, zk_connect)
-        self.metrics_ports.setdefault(broker_id, proc.free_port())
-        props["prometheus.listener"] = f"127.0.0.1:{self.metrics_ports[broker_id]}"
-        return props
+    def prepare(self) -> ClusterLauncher:
+        super().prepare()
+        members = self._load().members.values()
+        taken = {m.port for m in members}
+        for m in sorted((m for m in members if m.kind == "broker"), key=lambda m: int(m.id)):
+            port = next(p for p in (proc.free_port() for _ in range(100)) if p not in taken)
+            taken.add(port)
+            self.metrics_ports[int(m.id)] = port
+            with open(m.config, "a") as f:
+                f.write(f"prometheus.listener=127.0.0.1:{port}\n")
+        return self
 
 
 def agent_rules(naming: str, directory: Path) -> Path:
