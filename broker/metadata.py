@@ -108,6 +108,10 @@ class MetadataStore(Protocol):
     def update_isr(self, topic: str, partition: int, current: PartitionState,
                    isr: tuple[int, ...]) -> PartitionState | None:
         """Leader-only conditional ISR write; None if `current` is stale (version or leader epoch moved)."""
+    def submit_isr_update(self, topic: str, partition: int, current: PartitionState, isr: tuple[int, ...],
+                          done: Callable[[PartitionState | None], None]) -> None:
+        """`update_isr` without waiting for it: `done(new state or None)` is called on the event loop (at once,
+        or when ZooKeeper answers)."""
     def claim_producer_id_block(self, size: int) -> int:
         """Claim the next `size` producer ids (never handed out before, by any broker); the block's first id."""
     def reassignments(self) -> Reassignments:
@@ -200,6 +204,10 @@ class LocalMetadata:
     def update_isr(self, topic: str, partition: int, current: PartitionState,
                    isr: tuple[int, ...]) -> PartitionState | None:
         return current  # a single broker is always its own ISR
+
+    def submit_isr_update(self, topic: str, partition: int, current: PartitionState, isr: tuple[int, ...],
+                          done: Callable[[PartitionState | None], None]) -> None:
+        done(self.update_isr(topic, partition, current, isr))
 
     async def wait_online(self, topic: str, timeout_s: float) -> bool:
         return topic in self._topics

@@ -24,6 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -338,6 +339,43 @@ class ZkMetadata:
         if self.cache.put_state(topic, partition, new, deliver=False):
             self.events.put("state")  # the controller reacts to ISR changes (a reassignment completes)
         return new
+
+    def submit_isr_update(self, topic: str, partition: int, current: PartitionState, isr: tuple[int, ...],
+                          done: Callable[[PartitionState | None], None]) -> None:
+        """`update_isr` without blocking the event loop: the conditional write is sent now and `done` runs on
+        the loop when ZooKeeper answers. A round trip per partition on the loop, as `update_isr` waits, stalled
+        every fetch while a restarted broker rejoined thousands of ISRs (or while thousands shrank), so followers
+        fell behind replica.lag.time.max.ms and ISRs flapped (issue 20, 10,000 partitions). Kafka's leaders
+        likewise send ISR changes asynchronously (AlterPartitionManager, KIP-497)."""
+        loop = asyncio.get_running_loop()
+        cached = self.partition_state(topic, partition)
+        if cached is None or cached.leader_epoch != current.leader_epoch or cached.version > current.version:
+            loop.call_soon(done, None)
+            return
+        new = replace(current, isr=tuple(isr))
+
+        def answered(result: Any) -> None:  # kazoo's completion thread
+            state: PartitionState | None = None
+            try:
+                stat = result.get_nowait()
+            except (BadVersionError, NoNodeError):
+                pass
+            except Exception as e:  # connection loss: the leader decides again later
+                log.warning("ISR update %s-%d failed: %r", topic, partition, e)
+            else:
+                state = replace(new, version=stat.version)
+                if self.cache.put_state(topic, partition, state, deliver=False):
+                    self.events.put("state")
+            try:
+                loop.call_soon_threadsafe(done, state)
+            except RuntimeError:  # the loop closed (shutting down)
+                pass
+        try:
+            self.zk.set_async(zp.state_path(topic, partition), zp.encode_state(new),
+                              version=current.version).rawlink(answered)
+        except Exception as e:  # not connected
+            log.warning("ISR update %s-%d not sent: %r", topic, partition, e)
+            loop.call_soon(done, None)
 
     def alter_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None],
                             allow_replication_factor_change: bool = True) -> PartitionResults:

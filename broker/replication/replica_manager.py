@@ -315,15 +315,20 @@ class ReplicaManager:
                 self._write_isr(part, tuple(r for r in part.state.isr if r not in lagging), shrink=True)
 
     def _write_isr(self, part: Partition, isr: tuple[int, ...], shrink: bool) -> None:
+        """Sent without waiting (MetadataStore.submit_isr_update): a ZooKeeper round trip per partition on the
+        event loop stalled every fetch while thousands of ISRs changed at once."""
         if part.isr_update_in_flight or isr == part.state.isr:
             return
         part.isr_update_in_flight = True
-        try:
-            new_state = self.store.update_isr(part.topic, part.index, part.state, isr)
-        finally:
-            part.isr_update_in_flight = False
+        self.store.submit_isr_update(part.topic, part.index, part.state, isr,
+                                     lambda new_state: self._isr_written(part, new_state, shrink))
+
+    def _isr_written(self, part: Partition, new_state: PartitionState | None, shrink: bool) -> None:
+        part.isr_update_in_flight = False
         if new_state is None:
             log.info("ISR update of %s-%d lost a race; waiting for the new state", part.topic, part.index)
+            return
+        if new_state.version < part.state.version:  # a newer state (the controller's) arrived meanwhile
             return
         part.state = new_state
         self.on_isr_change(shrink)

@@ -29,6 +29,9 @@ class FakeStore:
         return PartitionState(current.replicas, current.leader, current.leader_epoch, isr,
                               version=current.version + 1)
 
+    def submit_isr_update(self, topic, partition, current, isr, done):
+        done(self.update_isr(topic, partition, current, isr))
+
     def shutting_down_brokers(self):
         return set()
 
