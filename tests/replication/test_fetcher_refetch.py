@@ -69,3 +69,24 @@ async def test_the_follower_fetches_again_at_once_after_records_came(tmp_path):
     finally:
         fm.stop()
         server.close()
+
+
+async def test_the_replication_client_and_the_broker_disable_nagle(tmp_path):
+    """TCP_NODELAY on both ends of a replication connection: a follower's small Fetch must not wait for the ACK
+    of the previous segment (Nagle), nor the leader's answer (Kafka sets it on every broker socket)."""
+    import socket
+
+    from broker.replication.client import BrokerConnection
+    from tests.broker.inproc import inproc_broker
+
+    async with inproc_broker(tmp_path) as (broker, port):
+        conn = BrokerConnection("127.0.0.1", port, "replica-fetcher-9")
+        await conn.connect(timeout_s=5)
+        try:
+            await conn.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}, 5)
+            client_sock = conn._writer.get_extra_info("socket")
+            assert client_sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            served = [c.sock for c in broker.server._connections]
+            assert served and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in served)
+        finally:
+            conn.close()
