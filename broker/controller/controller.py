@@ -171,8 +171,13 @@ class Controller:
             self._resign(f"broker {self.cache.controller_id} is the controller now")
         if "elect" in kinds and not self.active:
             self._elect()
-        if self.active and kinds - {"call", "controller_changed", "resign"}:
+        if self.active and kinds - {"call", "controller_changed", "resign", "state"}:
             self._reconcile()
+        elif self.active and "state" in kinds:
+            # Partition states alone changed (leaders' ISR writes): only those partitions can need a decision.
+            # A whole-cluster pass per burst of them cost O(partitions) each time while thousands of ISRs grew
+            # back after a restart.
+            self._reconcile_partitions({(e[1], e[2]) for e in events if e[0] == "state"})
         for e in events:
             if e[0] == "call":
                 _, fn, fut = e
@@ -363,6 +368,28 @@ class Controller:
             again |= self._maybe_complete_reassignment(t, p, live, shutting)
         self._answer_shutdowns(shutting)
         if again:
+            self.enqueue("reconcile")
+
+    def _reconcile_partitions(self, keys: set[tuple[str, int]]) -> None:
+        cache = self.cache
+        live = cache.live_broker_ids()
+        shutting = cache.shutting_down_brokers() & live
+        deleting = cache.pending_deletes()
+        writes: list[tuple[str, int, Decide]] = []
+        reassigning: list[tuple[str, int]] = []
+        for t, p in sorted(keys):
+            a = cache.assignment(t)
+            if t in deleting or a is None or cache.partition_state(t, p) is None:
+                continue
+            unclean = self._unclean(t)
+
+            def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
+                return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
+            writes.append((t, p, decide))
+            if a.reassigning(p):
+                reassigning.append((t, p))
+        self._write_states(writes)
+        if any([self._maybe_complete_reassignment(t, p, live, shutting) for t, p in reassigning]):
             self.enqueue("reconcile")
 
     def _answer_shutdowns(self, shutting: set[int]) -> None:

@@ -337,7 +337,7 @@ class ZkMetadata:
             return None
         new = replace(new, version=stat.version)
         if self.cache.put_state(topic, partition, new, deliver=False):
-            self.events.put("state")  # the controller reacts to ISR changes (a reassignment completes)
+            self.events.put("state", topic, partition)  # the controller reacts to ISR changes (reassignments)
         return new
 
     def submit_isr_update(self, topic: str, partition: int, current: PartitionState, isr: tuple[int, ...],
@@ -365,7 +365,7 @@ class ZkMetadata:
             else:
                 state = replace(new, version=stat.version)
                 if self.cache.put_state(topic, partition, state, deliver=False):
-                    self.events.put("state")
+                    self.events.put("state", topic, partition)
             try:
                 loop.call_soon_threadsafe(done, state)
             except RuntimeError:  # the loop closed (shutting down)

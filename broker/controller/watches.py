@@ -138,7 +138,7 @@ class ZkWatcher:
             log.exception("bad state znode %s/%d", t, p)
             return None
         if self.cache.put_state(t, p, s, topic_id=tid):  # not already known (the controller's own write)
-            self.events.put("state")
+            self.events.put("state", t, p)
         return None
 
     def _on_delete_requests(self, children: list[str]) -> None:

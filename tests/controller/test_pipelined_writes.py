@@ -208,3 +208,13 @@ def test_new_partitions_states_are_created_as_a_pipeline():
     assert zk.nodes >= {zp.partitions_path("t")} | {zp.state_path("t", p) for p in range(300)}
     states = c.cache.partition_states()
     assert len(states) == 300 and all((s.leader, s.isr, s.leader_epoch) == (2, (2, 3), 0) for s in states.values())
+
+
+def test_state_events_alone_reconcile_only_their_partitions():
+    zk = ScriptedZk()
+    c = controller(zk, 2_500)  # broker 1, the leader of every partition, is gone: each needs a new leader
+    c._process([("state", "t", 3), ("state", "t", 5), ("state", "t", 3)])
+    moved = {p for (_, p), s in c.cache.partition_states().items() if s.leader == 2}
+    assert moved == {3, 5}  # a whole-cluster pass would have moved all 2,500
+    c._process([("brokers",)])
+    assert all(s.leader == 2 for s in c.cache.partition_states().values())
