@@ -10,6 +10,8 @@ The quorum is static (KIP-595 `controller.quorum.voters`, kraft.version 0): ever
 Each node runs the Prometheus JMX exporter agent with write_jmx_rules(kraft=True). Member kinds are "broker" (the
 broker role, alone or combined with the controller role) and "controller" (controller only); the roles of each node
 are in data_dir/kraft.json, which is also how attach() knows a directory holds a KRaft cluster.
+security="sasl_ssl": the kit of the ZooKeeper clusters, rendered the KRaft way by kraft_security.py (SASL_SSL client,
+inter-broker and CONTROLLER listeners, StandardAuthorizer, the admin's SCRAM credential formatted into storage).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.network.client_security import ClientSecurity
 from broker.replication.client import BrokerConnection
-from kafkascope.local import apache_kafka
+from kafkascope.local import apache_kafka, kraft_security
 from kafkascope.local import process as proc
+from kafkascope.local import security as seckit
 from kafkascope.local.launcher import (
     KRAFT_FILE,
     ClusterError,
@@ -108,15 +112,18 @@ def quorum_voters(nodes: list[NodePlan]) -> str:
     return ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in nodes if CONTROLLER in n.roles)
 
 
-def node_props(node: NodePlan, voters: str, base: dict[str, object]) -> dict[str, object]:
+def node_props(node: NodePlan, voters: str, base: dict[str, object],
+               security: dict[str, str] | None = None) -> dict[str, object]:
     """server.properties of one KRaft node: the launcher's common props (replication factors, log dir, rack, the
     user's overrides) without the ZooKeeper-only keys, plus roles, listeners and the quorum. The user's overrides
-    in `base` still win for everything but the node's identity and listeners."""
-    props = {k: v for k, v in base.items() if k not in _ZK_ONLY}
-    listeners, protocols = [], ["CONTROLLER:PLAINTEXT"]
+    in `base` still win for everything but the node's identity and listeners. `security`
+    (kraft_security.node_security_props): the client and CONTROLLER listeners are SASL_SSL instead of PLAINTEXT."""
+    props = {**(security or {}), **{k: v for k, v in base.items() if k not in _ZK_ONLY}}
+    client = kraft_security.CLIENT_LISTENER if security else "PLAINTEXT"
+    listeners, protocols = [], [f"CONTROLLER:{client}"]
     if node.port is not None:
-        listeners.append(f"PLAINTEXT://127.0.0.1:{node.port}")
-        protocols.append("PLAINTEXT:PLAINTEXT")
+        listeners.append(f"{client}://127.0.0.1:{node.port}")
+        protocols.append(f"{client}:{client}")
     if node.controller_port is not None:
         listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
     props.update({
@@ -128,10 +135,10 @@ def node_props(node: NodePlan, voters: str, base: dict[str, object]) -> dict[str
         "listener.security.protocol.map": ",".join(protocols),
     })
     if node.port is not None:
-        props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.port}"
-        props["inter.broker.listener.name"] = "PLAINTEXT"
+        props["advertised.listeners"] = f"{client}://127.0.0.1:{node.port}"
+        props["inter.broker.listener.name"] = client
     else:  # a controller has no client listener; keep broker-only keys out of its config
-        for key in ("advertised.listeners", "broker.rack"):
+        for key in ("advertised.listeners", "broker.rack", "inter.broker.listener.name"):
             props.pop(key, None)
     return props
 
@@ -147,10 +154,10 @@ class QuorumInfo:
     observers: dict[int, int] = field(default_factory=dict)
 
 
-async def describe_quorum(port: int, timeout_s: float = 5.0) -> QuorumInfo:
+async def describe_quorum(port: int, timeout_s: float = 5.0, security: ClientSecurity | None = None) -> QuorumInfo:
     """DescribeQuorum v1 of __cluster_metadata-0 sent to 127.0.0.1:port (a broker forwards it to the active
-    controller; a controller listener answers it itself)."""
-    conn = BrokerConnection("127.0.0.1", port, "kafkascope-kraft")
+    controller; a controller listener answers it itself). `security`: the login of a secured cluster."""
+    conn = BrokerConnection("127.0.0.1", port, "kafkascope-kraft", security)
     await conn.connect(timeout_s)
     try:
         response = await conn.request(DESCRIBE_QUORUM, 1, {"topics": [
@@ -184,14 +191,11 @@ class KRaftLauncher(ClusterLauncher):
                  broker_props: dict[str, object] | None = None, *, controllers: int = 0,
                  version: str = apache_kafka.DEFAULT_VERSION, security: str | None = None,
                  first_broker_id: int = 0, **_zk_options: object) -> None:
-        if security is not None:
-            raise ClusterError("--security is not supported on a KRaft cluster yet (the security kit keeps "
-                               "SCRAM credentials in ZooKeeper)")
         if not is_kraft_version(version):
             raise ClusterError(f"Apache Kafka {version} runs in ZooKeeper mode: use ClusterLauncher")
         # The base class insists on ZooKeeper for apache-kafka; a KRaft cluster has none (with_zookeeper False).
         super().__init__(data_dir, brokers=brokers, racks=racks, broker_props=broker_props, impl="apache-kafka",
-                         first_broker_id=first_broker_id)
+                         first_broker_id=first_broker_id, security=security)
         self.with_zookeeper = False
         self.num_controllers = controllers
         self.version = version
@@ -217,6 +221,20 @@ class KRaftLauncher(ClusterLauncher):
 
     # ---- configuration --------------------------------------------------------------------------------
 
+    def kit(self) -> seckit.SecurityKit:
+        kit = super().kit()
+        kit.authorizer = kraft_security.AUTHORIZER   # what `cluster up` prints
+        return kit
+
+    def _broker_config(self, broker_id: int, port: int, rack: str | None, zk_connect: str | None) -> dict:
+        """The base config without the ZooKeeper-mode kit's entries (node_props puts the KRaft ones), except those
+        the user overrides."""
+        props = super()._broker_config(broker_id, port, rack, zk_connect)
+        if self.security:
+            for key in kraft_security.zk_only_keys(self.kit()) - set(self.broker_props):
+                props.pop(key, None)
+        return props
+
     def prepare(self) -> KRaftLauncher:
         """Write every node's server.properties and kraft.json, record the members, format new log dirs."""
         info = self._info()
@@ -232,14 +250,15 @@ class KRaftLauncher(ClusterLauncher):
 
             nodes = plan_nodes(self.num_brokers, self.num_controllers, self.first_broker_id, port_for)
             voters = quorum_voters(nodes)
-            state.members, state.standalone, state.impl, state.security = {}, False, "apache-kafka", None
+            state.members, state.standalone, state.impl, state.security = {}, False, "apache-kafka", self.security
+            security = kraft_security.node_security_props(self._make_kit()) if self.security else None
             for i, node in enumerate(nodes):
                 rack = self.racks[i % len(self.racks)] if self.racks and node.port is not None else None
                 ndir = self.data_dir / f"{node.kind}-{node.node_id}"
                 ndir.mkdir(parents=True, exist_ok=True)
                 base = self._broker_config(node.node_id, node.main_port, rack, None)
                 base["log.dirs"] = ndir / "logs"  # controller-<id>/logs for a controller, not broker-<id>
-                props = node_props(node, voters, base)
+                props = node_props(node, voters, base, security)
                 cfg = ndir / "server.properties"
                 cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
                 m = Member(str(node.node_id), node.kind, node.main_port, str(cfg), str(ndir / f"{node.kind}.log"),
@@ -264,9 +283,10 @@ class KRaftLauncher(ClusterLauncher):
         for cfg in configs:
             if (cfg.parent / "logs" / "meta.properties").is_file():
                 continue
+            scram = kraft_security.format_args(self.kit()) if self.security else []
             cmd = apache_kafka.tool_command("kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
-                                            "--config", str(cfg), "--ignore-formatted", version=self.version,
-                                            heap_opts="-Xmx256m")
+                                            "--config", str(cfg), "--ignore-formatted", *scram,
+                                            version=self.version, heap_opts="-Xmx256m")
             running.append((cfg, proc.spawn(cmd, cfg.parent / "format.log", cwd=cfg.parent)))
         for cfg, p in running:
             try:
@@ -303,7 +323,13 @@ class KRaftLauncher(ClusterLauncher):
                     self._spawn(m)
             for m in members:
                 self._wait_ready(m, timeout_s)
-            self._wait_formed([m for m in members if m.kind == BROKER], timeout_s)
+            brokers = [m for m in members if m.kind == BROKER]
+            self._wait_formed(brokers, timeout_s)
+            if self.security:   # the admin's SCRAM login, once every broker has replayed its credential record
+                try:
+                    self.kit().wait_admin_scram([m.port for m in brokers], timeout_s)
+                except seckit.SecurityKitError as e:
+                    raise ClusterError(str(e)) from None
         except BaseException:
             self.shutdown()
             raise
@@ -318,7 +344,7 @@ class KRaftLauncher(ClusterLauncher):
             if m.os_state() != proc.RUNNING:
                 continue
             try:
-                return asyncio.run(describe_quorum(m.port, timeout_s))
+                return asyncio.run(describe_quorum(m.port, timeout_s, self.client_security()))
             except (OSError, EOFError, TimeoutError, ClusterError) as e:
                 errors.append(f"{m.kind} {m.id}: {e!r}")
         raise ClusterError("no node answered DescribeQuorum" + (f" ({'; '.join(errors)})" if errors else ""))

@@ -288,6 +288,15 @@ class ClusterLauncher:
                 raise ClusterError(str(e)) from None
         return self._kit
 
+    def _make_kit(self) -> seckit.SecurityKit:
+        """The kit under data_dir/security, kept from an earlier run or made now, and its client.properties."""
+        try:
+            self._kit = seckit.SecurityKit.load_or_create(self.data_dir / "security")
+        except seckit.SecurityKitError as e:
+            raise ClusterError(str(e)) from None
+        self._kit.write_client_properties()
+        return self._kit
+
     def client_security(self) -> ClientSecurity | None:
         """How the launcher's own Metadata checks connect (None: PLAINTEXT)."""
         return self.kit().client_security() if self.security else None
@@ -339,11 +348,7 @@ class ClusterLauncher:
             state.impl = self.impl
             state.security = self.security
             if self.security:
-                try:
-                    self._kit = seckit.SecurityKit.load_or_create(self.data_dir / "security")
-                except seckit.SecurityKitError as e:
-                    raise ClusterError(str(e)) from None
-                self._kit.write_client_properties()
+                self._make_kit()
             zk_connect = None
             if self.with_zookeeper:
                 zk = ZooKeeperServer(self.data_dir / "zookeeper", port=port_for(ZK_ID),

@@ -135,6 +135,8 @@ class SecurityKit:
     directory: Path
     admin_password: str
     plain_users: dict[str, str] = field(default_factory=dict)
+    # What usage() names; a KRaft cluster's launcher sets kraft_security.AUTHORIZER (not kept in kit.json).
+    authorizer: str = AUTHORIZER
 
     @classmethod
     def load(cls, directory: Path) -> SecurityKit:
@@ -253,6 +255,18 @@ class SecurityKit:
                 raise SecurityKitError(f"AlterUserScramCredentials for {ADMIN}: error {errors[0][0]} {errors[0][1]}"
                                        .rstrip())
             break
+        await self._await_scram_login(ports)
+
+    def wait_admin_scram(self, ports: list[int], timeout_s: float = 60.0) -> None:
+        """Wait until the admin's SCRAM-SHA-512 login works on every broker (a KRaft cluster's credential comes
+        from kafka-storage format --add-scram, KIP-900; each broker has it once it replays the metadata log)."""
+        try:
+            asyncio.run(asyncio.wait_for(self._await_scram_login(ports), timeout_s))
+        except TimeoutError:
+            raise SecurityKitError(f"the admin's {CLIENT_MECHANISM} login did not work on every broker "
+                                   f"(ports {ports}) after {timeout_s:.0f} s") from None
+
+    async def _await_scram_login(self, ports: list[int]) -> None:
         scram_login = self.client_security(CLIENT_MECHANISM)
         for port in ports:
             await _retrying(partial(_request, port, scram_login, METADATA, 1, {"topics": []}))
@@ -261,7 +275,7 @@ class SecurityKit:
         """What `kafkascope cluster up --security sasl_ssl` prints: where things are and how to connect."""
         cp = self.client_properties_path
         return "\n".join([
-            f"security: {LISTENER} (PLAIN, {CLIENT_MECHANISM}), {AUTHORIZER}, super user User:{ADMIN}; "
+            f"security: {LISTENER} (PLAIN, {CLIENT_MECHANISM}), {self.authorizer}, super user User:{ADMIN}; "
             f"certificates in {self.cert_dir}",
             f"client properties: {cp}",
             f"  kafkascope topics --bootstrap-server {bootstrap} --command-config {cp} --list",
