@@ -9,12 +9,8 @@ import sys
 from confluent_kafka import Producer
 
 from common.client_properties import load
-from kafkascope.local.cluster import wait_for
-from lagmonitor.rules import Status
-from tests.scenarios.lag import CONFIG, Running, Scenario
+from tests.scenarios.command_config import lag_monitor_reports_ok, xmonitor_probes
 from tests.security_wire.conftest import SCRAM_PW, SCRAM_USER
-from tests.xmonitor.helpers import fast_config, gauge
-from xmonitor.app import XMonitor
 
 
 def _java_properties(secured, tmp_path, password: str = SCRAM_PW):
@@ -45,26 +41,11 @@ def test_cli_tools_take_a_java_client_properties_file(secured, tmp_path):
 
 
 def test_xmonitor_probes_over_sasl_ssl(secured, tmp_path):
-    cfg = fast_config(secured.bootstrap("SASL_SSL"), tmp_path,
-                      client_props=load(_java_properties(secured, tmp_path)))
-    with XMonitor(cfg) as m:
-        wait_for(lambda: gauge(m, "consume-service", "records-consumed-total") >= 20, timeout=30)
-        wait_for(lambda: gauge(m, "produce-service", "produce-availability-avg") == 1.0, timeout=20)
-        assert gauge(m, "consume-service", "consume-error-total") == 0
+    xmonitor_probes(secured.bootstrap("SASL_SSL"), _java_properties(secured, tmp_path), tmp_path)
 
 
 def test_lag_monitor_over_sasl_ssl(secured, tmp_path):
-    running = Running(secured.bootstrap("SASL_SSL"), CONFIG, client_props=load(_java_properties(secured, tmp_path)))
-    try:
-        s = Scenario(secured.bootstrap("SASL_SSL"), running, 50)
-        try:
-            s.commit_stored(50)
-            g = s.wait_status(Status.OK, Status.OK)
-            assert g.partitions[0].current_lag == 0
-        finally:
-            s.close()
-    finally:
-        running.close()
+    lag_monitor_reports_ok(secured.bootstrap("SASL_SSL"), _java_properties(secured, tmp_path))
 
 
 def test_transactions_tool_over_sasl_ssl(secured, tmp_path):
