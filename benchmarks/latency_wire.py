@@ -140,18 +140,32 @@ def _proc_figures(pid: int) -> dict[str, float]:
     return out
 
 
-def _one_record(producer, consumer, topic: str) -> float:
-    """EndToEndLatency's loop body: send, wait for the ack, poll until the record arrives (seconds)."""
+def _one_record(producer, consumer, topic: str, seq: int) -> float:
+    """EndToEndLatency's loop body: send, wait for the ack, poll until this record arrives (seconds)."""
+    value = struct.pack(">q", seq) + b"x" * (VALUE - 8)
     start = time.perf_counter()
-    producer.produce(topic, b"x" * VALUE, partition=0)
+    producer.produce(topic, value, partition=0)
     if producer.flush(10) != 0:
         raise RuntimeError("produce not acknowledged within 10 s")
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         m = consumer.poll(0.5)
-        if m is not None and m.error() is None:
+        if m is not None and m.error() is None and struct.unpack_from(">q", m.value())[0] == seq:
             return time.perf_counter() - start
     raise RuntimeError("record not consumed within 10 s")
+
+
+def _positioned(producer, consumer, topic: str, timeout_s: float = 30) -> None:
+    """Marker records (sequence -1) until the consumer receives one: a consumer still resolving its end offset
+    would skip the first record and charge its start-up to it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        producer.produce(topic, struct.pack(">q", -1), partition=0)
+        producer.flush(10)
+        m = consumer.poll(0.5)
+        if m is not None and m.error() is None:
+            return
+    raise RuntimeError(f"the consumer received no marker record within {timeout_s:g} s")
 
 
 def run(impl: str, records: int, warmup: int) -> dict:
@@ -179,8 +193,9 @@ def run(impl: str, records: int, warmup: int) -> dict:
             consumer = Consumer({"bootstrap.servers": bs, "group.id": "latency-wire", "enable.auto.commit": False,
                                  "fetch.wait.max.ms": 500, "fetch.min.bytes": 1})
             consumer.assign([TopicPartition("wire", 0, OFFSET_END)])
-            for _ in range(warmup):
-                _one_record(producer, consumer, "wire")
+            _positioned(producer, consumer, "wire")
+            for seq in range(warmup):
+                _one_record(producer, consumer, "wire", seq)
             pcap = Path(tmp) / "lo.pcap"
             dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "128", "-U", "-w", str(pcap), f"tcp port {port}"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -188,8 +203,8 @@ def run(impl: str, records: int, warmup: int) -> dict:
             pids = {b: pid for b in c.broker_ids if (pid := c.pid(b))}
             before = {b: _proc_figures(pid) for b, pid in pids.items()}
             rounds = []
-            for _ in range(records):
-                rounds.append(_one_record(producer, consumer, "wire"))
+            for seq in range(warmup, warmup + records):
+                rounds.append(_one_record(producer, consumer, "wire", seq))
                 time.sleep(0.01)
             after = {b: _proc_figures(pid) for b, pid in pids.items()}
             time.sleep(0.3)  # the last segments reach the capture file
