@@ -1,7 +1,7 @@
 """`kafkascope cluster up --impl apache-kafka --version 4.1.1 --security sasl_ssl` as a user runs it (slow: three
 Kafka 4.1 KRaft nodes): it prints the security usage, the printed commands and Kafka's console tools log in with the
 client.properties it wrote, status reads the quorum over the SASL_SSL listener, and a killed node comes back ready
-(SCRAM login included) over the secured CONTROLLER and client listeners."""
+(SCRAM login included) over the secured CONTROLLER and client listeners; and a cluster with a separate controller."""
 
 from __future__ import annotations
 
@@ -96,3 +96,30 @@ def test_secured_kraft_cluster_through_the_cli(tmp_path, capsys, kafka_tool):  #
     finally:
         _cleanup(up, data_dir)
     assert _processes_mentioning(str(data_dir)) == []
+
+
+def test_separate_controller_secured(tmp_path):
+    """--controllers 1 --brokers 2: the broker-only nodes log in to the controller-only node over its SASL_SSL
+    CONTROLLER listener (PLAIN), and DescribeQuorum answers on both kinds of listener with the admin's login."""
+    apache_kafka_or_skip(DEFAULT_VERSION)
+    apache_kafka_or_skip()  # the JMX exporter agent comes with the 3.9 line
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.scenarios.clients import consume, produce
+    from tests.scenarios.security import confluent_conf
+
+    launcher = kraft.KRaftLauncher(tmp_path, brokers=2, controllers=1, security="sasl_ssl")
+    try:
+        launcher.start_all(180)
+        login = launcher.client_security()
+        controller_port = next(s.port for s in launcher.status() if s.id == "2")   # its CONTROLLER listener
+        for port in (launcher.broker_port(0), controller_port):
+            q = asyncio.run(kraft.describe_quorum(port, 10, login))
+            assert q.leader_id == 2 and set(q.voters) == {2} and set(q.observers) == {0, 1}
+        conf = confluent_conf(launcher.kit().client_properties_path)
+        admin = AdminClient({**conf, "bootstrap.servers": launcher.bootstrap})
+        admin.create_topics([NewTopic("roles", 1, 2)])["roles"].result(60)
+        produce("confluent", launcher.bootstrap, "roles", [(b"k", b"v", [])], **conf)
+        assert [r[3] for r in consume("confluent", launcher.bootstrap, "roles", 1, **conf)] == [b"v"]
+    finally:
+        launcher.shutdown()
