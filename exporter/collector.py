@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import math
 from collections.abc import Iterator
 
 from prometheus_client.core import CollectorRegistry, Metric
@@ -64,9 +65,29 @@ def families_text(families: list[Family]) -> str:
             if head is None:
                 head = s.text[variant] = _line_head(mname, fam.labels(s))
             add(head)
-            add(floatToGoString(v))
+            add(_go_text(v))
             add("\n")
     return "".join(out)
+
+
+_GO_TEXT: dict[float, str] = {}
+_GO_TEXT_MAX = 50_000
+
+
+def _go_text(v: float) -> str:
+    """prometheus-client's floatToGoString, remembered per value: most values on a page repeat (0, 1, small
+    counts), and the conversion was a tenth of a 10,000-partition scrape. 0.0 and -0.0 are equal keys with
+    different texts, and NaN equals nothing: those are never remembered."""
+    if v == 0:  # the commonest value, and the one whose sign the key would lose
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    t = _GO_TEXT.get(v)
+    if t is None:
+        t = floatToGoString(v)
+        if v and v == v:
+            if len(_GO_TEXT) >= _GO_TEXT_MAX:  # offsets and sizes rarely repeat: start again rather than grow
+                _GO_TEXT.clear()
+            _GO_TEXT[v] = t
+    return t
 
 
 def _line_head(mname: str, labels: dict[str, str]) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
-from exporter.registry import Meter, MetricName, Registry
+from exporter.registry import Meter, MetricName, Registry, Tags
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -109,9 +109,10 @@ class BrokerReplicaView:
         return self.fetchers.max_lag() if self.fetchers is not None else 0
 
 
-def partition_rows(states: Iterable[PartitionStats], fn: Callable[[PartitionStats], int]) -> Iterable[tuple]:
-    """(tags, value) of one Partition gauge for every replica this broker hosts, and for no other partition."""
-    return (((("topic", s.topic), ("partition", str(s.partition))), fn(s)) for s in states if s.hosted)
+def hosted_rows(states: Iterable[PartitionStats]) -> list[tuple[Tags, PartitionStats]]:
+    """(tags, state) of every replica this broker hosts, and of no other partition: the rows of each Partition
+    gauge, built once per states refresh rather than once per gauge (six gauges, 10,000 partitions)."""
+    return [((("topic", s.topic), ("partition", str(s.partition))), s) for s in states if s.hosted]
 
 
 class ReplicaGauges:
@@ -124,6 +125,7 @@ class ReplicaGauges:
         self._broker_view = BrokerReplicaView(broker)
         self.view: ReplicaView = self._broker_view
         self._cache: tuple[float, list[PartitionStats]] = (-1.0, [])
+        self._rows: tuple[list[PartitionStats] | None, list[tuple[Tags, PartitionStats]]] = (None, [])
         self._define()
 
     def watch_fetchers(self, fetchers: FetcherManagerView) -> None:
@@ -140,6 +142,14 @@ class ReplicaGauges:
             states = list(self.view.partition_states())
             self._cache = (now, states)
         return states
+
+    def rows(self) -> list[tuple[Tags, PartitionStats]]:
+        states = self.states()
+        built_for, rows = self._rows
+        if built_for is not states:
+            rows = hosted_rows(states)
+            self._rows = (states, rows)
+        return rows
 
     def _is_controller(self) -> bool:
         return self.view.is_active_controller()
@@ -166,7 +176,7 @@ class ReplicaGauges:
                   clientId="Replica")
         for name, fn in PARTITION_GAUGES:
             def rows(fn: Callable[[PartitionStats], int] = fn) -> Iterable[tuple]:  # fn bound per gauge
-                return partition_rows(self.states(), fn)
+                return [(tags, fn(s)) for tags, s in self.rows()]
             reg.gauge_family("kafka.cluster", "Partition", name, rows)
 
 

@@ -10,8 +10,10 @@ import gc
 import gzip
 from pathlib import Path
 
+from prometheus_client.utils import floatToGoString
+
 from common.clock import ManualClock
-from exporter.collector import build_prometheus_registry, render
+from exporter.collector import _go_text, build_prometheus_registry, render
 from exporter.registry import RawFamily, RawSample, Registry, Tags
 
 GOLDEN = Path(__file__).parent / "data" / "render_golden.prom.gz"
@@ -70,6 +72,13 @@ def test_page_is_byte_for_byte_the_golden_page():
     got, want = page(), gzip.decompress(GOLDEN.read_bytes())
     assert got.count(b"\n") > 2_000  # the registry really is broker-shaped
     assert got == want
+
+
+def test_remembered_value_texts_are_prometheus_clients():
+    values = [0.0, -0.0, 1.0, -1.0, 0.1, 3.0, 1e7, 123456789.0, 1.5e-9, float("inf"), float("-inf"), float("nan"),
+              2.0**53, 9999999.0]
+    for _ in range(2):  # computed, then remembered
+        assert [_go_text(v) for v in values] == [floatToGoString(v) for v in values]
 
 
 def test_second_scrape_is_the_same_page():
