@@ -19,7 +19,6 @@ _REQUEST = struct.Struct(">iiiibii")          # replica_id, max_wait, min_bytes,
                                               # session_id, session_epoch
 _PARTITION = struct.Struct(">iiqiqi")         # partition, current_leader_epoch, fetch_offset, last_fetched_epoch,
                                               # log_start_offset, partition_max_bytes
-_EMPTY = array_len(0, True)
 _NO_RACK = string("", True)
 
 # (partition, current_leader_epoch, fetch_offset, log_start_offset, partition_max_bytes)
@@ -27,11 +26,14 @@ FetchPartition = tuple[int, int, int, int, int]
 
 
 def encode_follower_fetch(correlation_id: int, client_id: str, replica_id: int, max_wait_ms: int, min_bytes: int,
-                          max_bytes: int, topics: Iterable[tuple[str, Sequence[FetchPartition]]]) -> bytes:
-    """The complete request frame (size prefix, header v2, body): a sessionless full fetch (session_id 0, epoch
-    -1), read_uncommitted, no last_fetched_epoch (-1), no rack, nothing forgotten."""
+                          max_bytes: int, topics: Iterable[tuple[str, Sequence[FetchPartition]]],
+                          session_id: int = 0, session_epoch: int = -1,
+                          forgotten: Iterable[tuple[str, Sequence[int]]] = ()) -> bytes:
+    """The complete request frame (size prefix, header v2, body): read_uncommitted, no last_fetched_epoch (-1), no
+    rack. Sessionless by default (session_id 0, epoch -1); an incremental fetch session (KIP-227) names its id and
+    epoch and the partitions to forget."""
     parts = [b"", _HEADER.pack(FETCH, FETCH_VERSION, correlation_id), nullable_string(client_id, False), NO_TAGS,
-             _REQUEST.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, 0, -1)]
+             _REQUEST.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, session_id, session_epoch)]
     topics = list(topics)
     parts.append(array_len(len(topics), True))
     for name, partitions in topics:
@@ -41,6 +43,10 @@ def encode_follower_fetch(correlation_id: int, client_id: str, replica_id: int, 
             parts.append(_PARTITION.pack(partition, leader_epoch, fetch_offset, -1, log_start, partition_max))
             parts.append(NO_TAGS)
         parts.append(NO_TAGS)
-    parts += [_EMPTY, _NO_RACK, NO_TAGS]
+    forgotten = list(forgotten)
+    parts.append(array_len(len(forgotten), True))
+    for name, indexes in forgotten:
+        parts += [string(name, True), array_len(len(indexes), True), *(I32.pack(i) for i in indexes), NO_TAGS]
+    parts += [_NO_RACK, NO_TAGS]
     parts[0] = I32.pack(sum(len(p) for p in parts))
     return b"".join(parts)

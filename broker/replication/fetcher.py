@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from broker.errors import ErrorCode, KafkaError
 from broker.replication.client import BrokerConnection
 from broker.replication.fetch_request import FETCH, FETCH_VERSION, encode_follower_fetch
+from broker.replication.fetch_session_handler import FetchSessionHandler
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -40,6 +41,7 @@ class ReplicaFetcher:
         self.leader_id = leader_id
         self.targets: dict[tuple[str, int], FetchTarget] = {}
         self._conn: BrokerConnection | None = None
+        self.session = FetchSessionHandler()  # KIP-227, as Kafka's followers fetch
         self.endpoint: tuple[str, int] | None = None  # the leader's (host, port) once connected
         self._changed = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{leader_id}")
@@ -68,6 +70,7 @@ class ReplicaFetcher:
             conn = BrokerConnection(*endpoint, f"replica-fetcher-{self.manager.broker_id}",
                                     self.manager.client_security)
             await conn.connect(timeout_s=5)
+            self.session.reset()  # a new connection may be to a restarted leader: open a new session
             self._conn = conn
             self.endpoint = endpoint
         return self._conn
@@ -131,21 +134,26 @@ class ReplicaFetcher:
         targets = [t for t in self.targets.values() if t.truncated]
         if not targets:
             return False
-        topics: dict[str, list[tuple[int, int, int, int, int]]] = {}
-        for t in targets:
-            plog = t.partition.log
-            topics.setdefault(t.partition.topic, []).append((
-                t.partition.index, t.leader_epoch, plog.log_end_offset, plog.log_start_offset,
-                cfg.replica_fetch_max_bytes))
+        wanted = {(t.partition.topic, t.partition.index): (
+            t.partition.index, t.leader_epoch, t.partition.log.log_end_offset, t.partition.log.log_start_offset,
+            cfg.replica_fetch_max_bytes) for t in targets}
+        plan = self.session.plan(wanted)
         wait_ms = cfg.replica_fetch_wait_max_ms
         correlation_id = conn.next_correlation_id()
         frame = encode_follower_fetch(correlation_id, conn.client_id, self.manager.broker_id, wait_ms, 1,
-                                      cfg.replica_fetch_response_max_bytes, topics.items())
+                                      cfg.replica_fetch_response_max_bytes, plan.topics, plan.session_id,
+                                      plan.epoch, plan.forgotten)
         try:
             resp = await conn.exchange(frame, correlation_id, FETCH, FETCH_VERSION, timeout_s=wait_ms / 1000 + 30)
         finally:  # counted answered or not, as Kafka's fetcherStats.requestRate
             self.manager.on_fetch_request(self)
-        progressed = False
+        if not self.session.on_response(plan, resp.error_code, resp.session_id):
+            log.info("fetch session with broker %d: %s; fetching in full", self.leader_id,
+                     ErrorCode(resp.error_code).name)
+            return True  # no backoff: the full fetch that follows cannot fail this way
+        # An incremental answer without partitions is "nothing new yet" (the long poll ran out): fetch again at once,
+        # as a sessionless answer of unchanged partitions did. Back off only when every named partition failed.
+        progressed = not resp.responses
         for topic in resp.responses:
             for p in topic.partitions:
                 target = self.targets.get((topic.topic, p.partition_index))

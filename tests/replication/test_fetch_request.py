@@ -10,7 +10,8 @@ from broker.protocol.codec import build, request_class
 from broker.replication.fetch_request import encode_follower_fetch
 
 
-def _kio(correlation_id, client_id, replica_id, max_wait, min_bytes, max_bytes, topics) -> bytes:
+def _kio(correlation_id, client_id, replica_id, max_wait, min_bytes, max_bytes, topics, session_id=0,
+         session_epoch=-1, forgotten=()) -> bytes:
     cls = request_class(1, 12)
     header_cls = cls.__header_schema__
     out = io.BytesIO()
@@ -18,7 +19,8 @@ def _kio(correlation_id, client_id, replica_id, max_wait, min_bytes, max_bytes, 
                                                       "correlation_id": correlation_id, "client_id": client_id}))
     entity_writer(cls)(out, build(cls, {
         "replica_id": replica_id, "max_wait": max_wait, "min_bytes": min_bytes, "max_bytes": max_bytes,
-        "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+        "isolation_level": 0, "session_id": session_id, "session_epoch": session_epoch, "rack_id": "",
+        "forgotten_topics_data": [{"topic": name, "partitions": list(ps)} for name, ps in forgotten],
         "topics": [{"topic": name, "partitions": [
             {"partition": p, "current_leader_epoch": e, "fetch_offset": o, "last_fetched_epoch": -1,
              "log_start_offset": s, "partition_max_bytes": m} for p, e, o, s, m in parts]} for name, parts in topics]}))
@@ -33,6 +35,9 @@ CASES = [
         ("__consumer_offsets", [(i, 7, 0, -1, 1 << 20) for i in (1, 4, 7)]),
         ("ünïcode-topic", [(2**31 - 1, -1, 0, 0, 0)])]),
     (5, "", 1, 500, 1, 1, []),
+    (6, "replica-fetcher-1", 1, 500, 1, 10 << 20, [("t", [(0, 3, 99, 0, 1 << 20)])], 123456789, 0),
+    (7, "replica-fetcher-1", 1, 500, 1, 10 << 20, [], 123456789, 2**31 - 1,
+     [("t", [1, 2]), ("__consumer_offsets", [7])]),
 ]
 
 

@@ -90,3 +90,41 @@ async def test_the_replication_client_and_the_broker_disable_nagle(tmp_path):
             assert served and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in served)
         finally:
             conn.close()
+
+
+async def test_the_follower_replicates_through_an_incremental_fetch_session(tmp_path):
+    """Against a real leader (a standalone broker of ours in this process): the first Fetch opens a session
+    (KIP-227), later ones are incremental, an empty answer is followed by the next fetch without a backoff, and
+    appends on the leader still reach the follower at once."""
+    from common.polling import wait_until_async
+    from tests.broker.inproc import inproc_broker
+
+    async with inproc_broker(tmp_path / "leader") as (leader, port):
+        leader.create_topic("t", 2, 1)
+        for i in (0, 1):
+            leader.replicas.append("t", i, build_batch([Record(timestamp=1, key=b"k", value=b"v")]), 1)
+        config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=BACKOFF_MS, replica_fetch_wait_max_ms=100)
+        fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
+        (tmp_path / "follower").mkdir()
+        rm, _, store = _manager(tmp_path / "follower", fm)
+        store.topics["t"] = store.topics["t"].__class__("t", None, 2)
+        try:
+            epoch = leader.replicas.partitions[("t", 0)].state.leader_epoch
+            for i in (0, 1):
+                rm.on_partition_state("t", i, PartitionState((leader.node_id, 1), leader.node_id, epoch,
+                                                             (leader.node_id, 1), version=0))
+            logs = [rm.partitions[("t", i)].log for i in (0, 1)]
+            await wait_until_async(lambda: [g.log_end_offset for g in logs] == [1, 1], 5)
+            fetcher = fm.active()[0]
+            assert fetcher.session.session_id != 0 and fetcher.session.epoch >= 1
+            # empty incremental answers (the 100 ms long poll ran out, nothing new) are fetched past at once
+            epoch_now = fetcher.session.epoch
+            await wait_until_async(lambda: fetcher.session.epoch >= epoch_now + 3, BACKOFF_MS / 1000 / 2)
+            started = time.monotonic()
+            leader.replicas.append("t", 1, build_batch([Record(timestamp=2, key=b"k", value=b"w")]), 1)
+            await wait_until_async(lambda: logs[1].log_end_offset == 2, 5)
+            assert time.monotonic() - started < BACKOFF_MS / 1000 / 2 and logs[0].log_end_offset == 1
+            session = leader.fetch_sessions.get(fetcher.session.session_id)
+            assert session is not None and len(session.partitions) == 2  # both stay in the leader's session
+        finally:
+            fm.stop()
