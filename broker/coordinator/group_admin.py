@@ -33,8 +33,8 @@ class GroupDescription:
     members: list[MemberDescription] = field(default_factory=list)
 
 
-class GroupAdmin:
-    """The admin requests over the coordinator's group cache and consumer groups (GroupCoordinator delegates)."""
+class CoordinatorPart:
+    """What GroupCoordinator's delegates share: its group cache, its consumer groups and its clock."""
 
     def __init__(self, group_manager: GroupMetadataManager, consumer: ConsumerGroupService, clock: Clock) -> None:
         self.group_manager = group_manager
@@ -46,6 +46,10 @@ class GroupAdmin:
 
     def _wall(self) -> int:
         return self._clock.now_ms()
+
+
+class GroupAdmin(CoordinatorPart):
+    """The admin requests over the coordinator's group cache and consumer groups (GroupCoordinator delegates)."""
 
     def describe_group(self, group_id: str) -> GroupDescription:
         """Kafka's GroupSummary: metadata/assignments and the protocol only while Stable; unknown groups are Dead."""

@@ -5,29 +5,17 @@ themselves and their records are the GroupMetadataManager's. Nothing here waits.
 
 from __future__ import annotations
 
-from broker.coordinator.consumer.service import ConsumerGroupService
-from broker.coordinator.group_metadata_manager import GroupMetadataManager, offsets_view
+from broker.coordinator.group_admin import CoordinatorPart
+from broker.coordinator.group_metadata_manager import offsets_view
 from broker.coordinator.group_state import GroupState, OffsetAndMetadata, member_error
 from broker.errors import ErrorCode, KafkaError
-from common.clock import Clock
 
 
-class GroupOffsets:
+class GroupOffsets(CoordinatorPart):
     """OffsetCommit, TxnOffsetCommit and OffsetFetch over the coordinator's group cache and consumer groups."""
-
-    def __init__(self, group_manager: GroupMetadataManager, consumer: ConsumerGroupService, clock: Clock) -> None:
-        self.group_manager = group_manager
-        self.consumer = consumer
-        self._clock = clock
-
-    def owns(self, group_id: str) -> bool:
-        return self.group_manager.owns(group_id)
 
     def _now(self) -> int:
         return int(self._clock.monotonic() * 1000)
-
-    def _wall(self) -> int:
-        return self._clock.now_ms()
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                        offsets: list[tuple[str, int, int, int, str | None]], api_version: int = 9

@@ -26,36 +26,16 @@ CONTROLLER_MECHANISM = "PLAIN"   # the only one of the kit's mechanisms Kafka's 
 CLIENT_LISTENER = seckit.LISTENER
 
 
-def _plain_jaas(kit: seckit.SecurityKit) -> str:
-    """The PlainLoginModule entry: the login this node uses as a client (username/password) and the PLAIN users
-    it accepts (user_<name>), as in the ZooKeeper-mode kit."""
-    users = {seckit.ADMIN: kit.admin_password, **kit.plain_users}
-    return (f'{seckit.PLAIN_LOGIN} required username="{seckit.ADMIN}" password="{kit.admin_password}" '
-            + " ".join(f'user_{u}="{p}"' for u, p in users.items()) + ";")
-
-
 def node_security_props(kit: seckit.SecurityKit) -> dict[str, str]:
     """The security entries of every KRaft node (broker, controller or both). A broker-only node also needs the
     CONTROLLER entries: it logs in to the controllers with them (sasl.mechanism.controller.protocol and the
     listener.name.controller JAAS entry), as Kafka's BrokerToControllerChannelManager does."""
-    plain = _plain_jaas(kit)
     ctl = CONTROLLER.lower()
     return {
-        "sasl.mechanism.inter.broker.protocol": seckit.INTER_BROKER_MECHANISM,
-        "sasl.enabled.mechanisms": f"PLAIN,{seckit.CLIENT_MECHANISM}",
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
-        f"listener.name.sasl_ssl.{seckit.CLIENT_MECHANISM.lower()}.sasl.jaas.config":
-            f"{seckit.SCRAM_LOGIN} required;",
+        **kit.sasl_ssl_acl_properties(AUTHORIZER),
         "sasl.mechanism.controller.protocol": CONTROLLER_MECHANISM,
         f"listener.name.{ctl}.sasl.enabled.mechanisms": CONTROLLER_MECHANISM,
-        f"listener.name.{ctl}.plain.sasl.jaas.config": plain,
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(kit.certs["server"]),
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(kit.certs["ca"]),
-        "authorizer.class.name": AUTHORIZER,
-        "super.users": f"User:{seckit.ADMIN}",
-        "allow.everyone.if.no.acl.found": "false",
+        f"listener.name.{ctl}.plain.sasl.jaas.config": kit.plain_jaas(),
     }
 
 

@@ -184,22 +184,33 @@ class SecurityKit:
         """The entries of issue 15's example for one broker. A PLAINTEXT listener only when plaintext_port is
         given (the launcher gives none: its readiness checks authenticate, see client_security())."""
         listeners = {LISTENER: sasl_ssl_port, **({"PLAINTEXT": plaintext_port} if plaintext_port else {})}
-        users = {ADMIN: self.admin_password, **self.plain_users}
-        plain_jaas = (f'{PLAIN_LOGIN} required username="{ADMIN}" password="{self.admin_password}" '
-                      + " ".join(f'user_{u}="{p}"' for u, p in users.items()) + ";")
         return {
             "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in listeners.items()),
             "listener.security.protocol.map": ",".join(f"{n}:{n}" for n in listeners),
             "inter.broker.listener.name": LISTENER,
+            **self.sasl_ssl_acl_properties(AUTHORIZER),
+        }
+
+    def plain_jaas(self) -> str:
+        """The PlainLoginModule entry: the login a broker uses as a client (username/password) and the PLAIN users
+        it accepts (user_<name>)."""
+        users = {ADMIN: self.admin_password, **self.plain_users}
+        return (f'{PLAIN_LOGIN} required username="{ADMIN}" password="{self.admin_password}" '
+                + " ".join(f'user_{u}="{p}"' for u, p in users.items()) + ";")
+
+    def sasl_ssl_acl_properties(self, authorizer: str) -> dict[str, str]:
+        """The entries every broker of the kit has, ZooKeeper mode or KRaft: SASL mechanisms and JAAS on the
+        SASL_SSL listener, PEM stores, the authorizer with `admin` as super user and no ACL meaning no access."""
+        return {
             "sasl.mechanism.inter.broker.protocol": INTER_BROKER_MECHANISM,
             "sasl.enabled.mechanisms": f"PLAIN,{CLIENT_MECHANISM}",
-            "listener.name.sasl_ssl.plain.sasl.jaas.config": plain_jaas,
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": self.plain_jaas(),
             f"listener.name.sasl_ssl.{CLIENT_MECHANISM.lower()}.sasl.jaas.config": f"{SCRAM_LOGIN} required;",
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(self.certs["server"]),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(self.certs["ca"]),
-            "authorizer.class.name": AUTHORIZER,
+            "authorizer.class.name": authorizer,
             "super.users": f"User:{ADMIN}",
             "allow.everyone.if.no.acl.found": "false",
         }

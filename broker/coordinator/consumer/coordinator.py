@@ -72,6 +72,16 @@ def _error(code: ErrorCode, message: str, member_id: str | None = None) -> Heart
     return HeartbeatResult(code, message, member_id, -1 if code else 0)
 
 
+def _static_error(static: ConsumerMember | None, req: HeartbeatRequest) -> HeartbeatResult | None:
+    """Kafka's throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced for a heartbeat naming an instance id."""
+    if static is None:
+        return _error(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.", req.member_id)
+    if static.member_id != req.member_id:
+        return _error(ErrorCode.fenced_instance_id, f"Static member {req.member_id} with instance id "
+                      f"{req.instance_id} was fenced by member {static.member_id}.", req.member_id)
+    return None
+
+
 def new_member_id() -> str:
     """Kafka's Uuid.randomUuid().toString(): 22 characters of URL-safe base64."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -194,13 +204,8 @@ class ConsumerGroupCoordinator:
                 # keeps its state; the full answer hands it its current assignment again.
                 return known, False
             return ConsumerMember(req.member_id, instance_id=req.instance_id), True
-        if req.instance_id is not None:
-            if static is None:
-                return _error(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.",
-                              req.member_id)
-            if static.member_id != req.member_id:
-                return _error(ErrorCode.fenced_instance_id, f"Static member {req.member_id} with instance id "
-                              f"{req.instance_id} was fenced by member {static.member_id}.", req.member_id)
+        if req.instance_id is not None and (fenced := _static_error(static, req)) is not None:
+            return fenced
         member = group.members.get(req.member_id)
         if member is None:
             return _error(ErrorCode.unknown_member_id, f"Member {req.member_id} is not a member of group "
@@ -262,12 +267,9 @@ class ConsumerGroupCoordinator:
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             assert req.instance_id is not None  # validate() refused it
             static = group.static_member(req.instance_id)
-            if static is None:
-                return _error(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.",
-                              req.member_id)
-            if static.member_id != req.member_id:
-                return _error(ErrorCode.fenced_instance_id, f"Static member {req.member_id} with instance id "
-                              f"{req.instance_id} was fenced by member {static.member_id}.", req.member_id)
+            if (fenced := _static_error(static, req)) is not None:
+                return fenced
+            assert static is not None
             # The slot and its partitions stay until the session times out, for the instance to come back to.
             group.set_member(replace(static, previous_member_epoch=static.member_epoch,
                                      member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
