@@ -18,6 +18,7 @@ import contextlib
 import gc
 import logging
 import math
+import operator
 from collections.abc import Iterator
 
 from prometheus_client.core import CollectorRegistry, Metric
@@ -30,7 +31,7 @@ from prometheus_client.openmetrics.exposition import (
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.utils import floatToGoString
 
-from exporter import naming
+from exporter import naming, row_blocks
 from exporter.jmx_config import JmxConfig
 from exporter.jmx_engine import Family, JmxEngine, Sample
 from exporter.mbeans import attributes, props
@@ -60,6 +61,10 @@ def families_text(families: list[Family]) -> str:
         doc = fam.help.replace("\\", r"\\").replace("\n", r"\n")
         add(f"# HELP {mname} {doc}\n# TYPE {mname} {'untyped' if fam.type == 'unknown' else fam.type}\n")
         variant = (mname, fam.unique)
+        if isinstance(fam, row_blocks.BlockFamily):
+            for block, values in fam.blocks:
+                _block_lines(fam, block, values, variant, add)
+            continue
         for s, v in fam.points:
             head = s.text.get(variant)
             if head is None:
@@ -68,6 +73,16 @@ def families_text(families: list[Family]) -> str:
             add(_go_text(v))
             add("\n")
     return "".join(out)
+
+
+def _block_lines(fam: Family, block: row_blocks.Block, values: list | tuple, variant: tuple, add) -> None:
+    """A block's lines: line starts made once per block, value texts remembered, one join."""
+    heads = block.heads.get(variant)
+    if heads is None:
+        heads = block.heads[variant] = [_line_head(variant[0], fam.labels(s)) for s in block.samples]
+    known = _GO_TEXT.get
+    add("\n".join(map(operator.add, heads, [known(v) or _go_text(v) for v in values])))
+    add("\n")
 
 
 _GO_TEXT: dict[float, str] = {}
@@ -119,6 +134,8 @@ class RegistryCollector:
         self.engine = JmxEngine(self.config)
         self.own = JmxEngine(JmxConfig.load(naming.OWN_RULES))
         self._plans: dict[object, list | dict] = {}  # metric object -> outcome per attribute (or per row)
+        self._blocks: dict[object, row_blocks.Block] = {}  # gauge family -> its rows as one block
+        self.blocks = True  # False: every row by the generic path (tests compare the two)
 
     def _stat(self) -> int | None:
         try:
@@ -141,6 +158,7 @@ class RegistryCollector:
         log.info("prometheus.naming %s: rules reloaded", self.naming)
         self.config, self.engine = config, JmxEngine(config)
         self._plans.clear()
+        self._blocks.clear()
 
     # -------------------------------------------------------------------------------------------- matching
 
@@ -157,8 +175,9 @@ class RegistryCollector:
             settled = settled and own_settled
         return s, settled
 
-    def matched(self) -> list[tuple[Sample, object]]:
-        """(sample, value) of every exported attribute now."""
+    def matched(self) -> list[row_blocks.Entry]:
+        """(sample, value) of every exported attribute now; a gauge family's rows may come as one
+        (:class:`exporter.row_blocks.Block`, values) entry (:func:`exporter.row_blocks.expand` makes them points)."""
         self._reload_if_changed()
         reg = self.registry
         reg.tick()
@@ -197,6 +216,7 @@ class RegistryCollector:
                 add((s, v))
         if len(plans_of) > 2 * len(reg._metrics) + 1000:  # metrics were removed: start afresh rather than grow
             plans_of.clear()
+            self._blocks.clear()
             self.engine.forget()
             self.own.forget()
         return out
@@ -208,22 +228,47 @@ class RegistryCollector:
             return
         if len(plans) > 2 * len(rows) + 100:  # rows went away (deleted topics): forget them
             plans.clear()
-        for tags, v in rows:
-            s = plans.get(tags, _UNSET)
+        tags, values = tuple(zip(*rows, strict=True)) or ((), ())
+        block = self._blocks.get(m)
+        if block is not None and block.tags == tags:  # the same rows as before: named already
+            vals = block.values(values)
+            if vals is not None:
+                add((block, vals))
+                return
+        samples: list[Sample | None] = []
+        settled_all = True
+        for t, v in rows:
+            s = plans.get(t, _UNSET)
             if s is None:
+                samples.append(None)
                 continue
             if v.__class__ is bool:
                 v = int(v)
             if s is _UNSET:
-                s, settled = self._match(mn, mn.name, tags, "Value", v)
+                s, settled = self._match(mn, mn.name, t, "Value", v)
                 if settled:
-                    plans[tags] = s
+                    plans[t] = s
+                else:
+                    settled_all = False
                 if s is None:
+                    samples.append(None)
                     continue
+            samples.append(s)
             add((s, v))
+        if block is None or block.tags != tags:
+            made = row_blocks.make_block(tags, samples) if settled_all and self.blocks else None
+            if made is None:
+                self._blocks.pop(m, None)
+            else:
+                self._blocks[m] = made
 
     def families(self) -> list[Family]:
-        return JmxEngine.families(self.matched())
+        """The families of the page, by the generic path alone (what prometheus-client's ``collect`` reads)."""
+        return JmxEngine.families(row_blocks.expand(self.matched()))
+
+    def fast_families(self) -> list[Family]:
+        """The same families, those made of gauge-family blocks as :class:`exporter.row_blocks.BlockFamily`."""
+        return row_blocks.families(self.matched())
 
     # -------------------------------------------------------------------------------------------- output
 
@@ -318,5 +363,5 @@ def render(prom: CollectorRegistry) -> bytes:
 
 def _page(prom: PrometheusRegistry) -> bytes:
     """A function of its own so that everything the page was made of is freed before the collector is back on."""
-    jmx = families_text(prom.ours.families()).encode()
+    jmx = families_text(prom.ours.fast_families()).encode()
     return jmx + generate_latest(_Collected(prom.ours.extras())) + generate_latest(prom.others)

@@ -299,30 +299,35 @@ class JmxEngine:
                 pts.append((s, v))
         out = []
         for name in sorted(by_name):
-            pts = by_name[name]
-            first = pts[0][0]
-            typ = first.type
-            for s, _ in pts:
-                if s.type != typ:
-                    typ = "UNKNOWN"
-                    break
-            unique = len(pts) == 1 or len({s.key for s, _ in pts}) == len(pts)
-            fam = Family(name, _TYPES.get(typ, "unknown"), first.help, [], unique)
-            counter = fam.type == "counter"
-            points = fam.points
-            for s, v in pts:
-                if s.value is None and s.factor == 1.0 and v.__class__ in (int, float):
-                    x = float(v)  # the common case, inline
-                else:
-                    x = _number(s, v)  # type: ignore[assignment]
-                    if x is None:
-                        continue
-                if counter and x < 0:
-                    continue
-                points.append((s, x))
-            if points:
+            fam = JmxEngine.family(name, by_name[name])
+            if fam is not None:
                 out.append(fam)
         return out
+
+    @staticmethod
+    def family(name: str, pts: list[tuple[Sample, object]]) -> Family | None:
+        """One family of :meth:`families` from its samples in order (None: no sample has a usable value)."""
+        first = pts[0][0]
+        typ = first.type
+        for s, _ in pts:
+            if s.type != typ:
+                typ = "UNKNOWN"
+                break
+        unique = len(pts) == 1 or len({s.key for s, _ in pts}) == len(pts)
+        fam = Family(name, _TYPES.get(typ, "unknown"), first.help, [], unique)
+        counter = fam.type == "counter"
+        points = fam.points
+        for s, v in pts:
+            if s.value is None and s.factor == 1.0 and v.__class__ in (int, float):
+                x = float(v)  # the common case, inline
+            else:
+                x = _number(s, v)  # type: ignore[assignment]
+                if x is None:
+                    continue
+            if counter and x < 0:
+                continue
+            points.append((s, x))
+        return fam if points else None
 
 
 def _number(s: Sample, v: object) -> float | None:
