@@ -45,7 +45,7 @@ import pytest
 from tests.interop import held_out as ho
 from tests.interop.conftest import apache_kafka_or_skip
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200),   # each naming's module fixture runs two clusters
               pytest.mark.skipif(shutil.which("prometheus") is None, reason="Debian package `prometheus` missing")]
 
 # Queries with data on Apache Kafka but none on ours, accepted for now: (source, where) -> reason.
