@@ -7,6 +7,7 @@ identified by its pid *and* its start time (from /proc), so a recycled pid is ne
 from __future__ import annotations
 
 import os
+import random
 import signal
 import site
 import socket
@@ -22,8 +23,34 @@ SOURCE_ROOT = Path(kafkascope.__file__).resolve().parents[1]
 RUNNING, PAUSED, STOPPED, DEAD = "running", "paused", "stopped", "dead"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_PORTS_BELOW_EPHEMERAL = 12_000
+_handed_out: set[int] = set()
+
+
+def free_port(rng: random.Random | None = None, ephemeral_range: Path = _EPHEMERAL_RANGE) -> int:
+    """A port on 127.0.0.1 that is free now, below the kernel's ephemeral range when it is known. A port from
+    bind(0) lies inside that range, so a client connection elsewhere could take it as its local port before our
+    server binds it (seen: a broker dying with EADDRINUSE at cluster start); below the range only another server
+    can. Ports already handed out by this process are not handed out again."""
+    try:
+        low = int(ephemeral_range.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    first = max(1024, low - _PORTS_BELOW_EPHEMERAL)
+    rng = rng or random.SystemRandom()
+    for _ in range(100 if low > first else 0):
+        port = rng.randrange(first, low)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    with socket.socket() as s:   # no range known, or nothing free below it: the kernel's choice
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
