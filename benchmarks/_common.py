@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -154,6 +155,15 @@ def produce(bootstrap: str, topic: str, partitions: int, *, records: int, second
     nbytes = stats["ok"] * value_size
     return {"records": stats["ok"], "bytes": nbytes, "seconds": round(elapsed, 3),
             "mb_per_s": round(nbytes / elapsed / MB, 2), "records_per_s": round(stats["ok"] / elapsed)}
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by `pid`, from /proc/PID/stat (fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
