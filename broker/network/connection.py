@@ -42,13 +42,65 @@ class Connection:
         self._buf = bytearray()
         self.timing: RequestTiming | None = None  # set while an observer watches
         self.session: ConnectionSession | None = None  # its listener and principal (None: PLAINTEXT, anonymous)
+        self._fd = -1   # registered with the loop's selector while >= 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._direct = False   # a large frame's body is being received straight into its own buffer
 
     async def _fill(self, need: int) -> None:
         while len(self._buf) < need:
-            data = await self.loop.sock_recv(self.sock, _RECV_CHUNK)
+            try:
+                data = self.sock.recv(_RECV_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                await self._readable()   # the selector callback has read what arrived into the buffer
+                continue
             if not data:
                 raise ConnectionError("closed by client")
             self._buf += data
+
+    async def _recv_into(self, view: memoryview) -> int:
+        while True:
+            try:
+                return self.sock.recv_into(view)
+            except (BlockingIOError, InterruptedError):
+                await self._readable()
+
+    async def _readable(self) -> None:
+        """Wait until the selector reports the socket readable. The socket stays registered between requests
+        (`loop.sock_recv` registers and unregisters it on every wait: two epoll_ctl calls and a few callback
+        objects for each request the broker waits for)."""
+        if self._fd < 0:
+            self._fd = self.sock.fileno()
+            self.loop.add_reader(self._fd, self._on_readable)
+        self._waiter = self.loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _on_readable(self) -> None:
+        """The selector's callback. It reads what arrived into the read-ahead buffer (bounded): the selector is
+        level-triggered and would report unread bytes on every turn, also while a request is being served."""
+        waiter = self._waiter
+        if not self._direct and len(self._buf) < _RECV_CHUNK:
+            try:
+                data = self.sock.recv(_RECV_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                return   # reported before the task read the bytes itself
+            except OSError:
+                data = b""
+            if data:
+                self._buf += data
+            else:
+                self._unwatch()   # end of stream or an error: the task meets it on its next recv
+        elif waiter is None:
+            self._unwatch()   # read-ahead full: watch again when the task next waits
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _unwatch(self) -> None:
+        if self._fd >= 0:
+            self.loop.remove_reader(self._fd)
+            self._fd = -1
 
     async def read_frame(self, max_size: int, pool: MemoryPool, min_size: int = 8) -> bytes | memoryview:
         """The next request frame (without its size prefix); ValueError if its size is out of bounds.
@@ -81,11 +133,15 @@ class Connection:
         view = memoryview(frame)
         view[:have] = memoryview(self._buf)[4:]
         self._buf.clear()
-        while have < size:
-            n = await self.loop.sock_recv_into(self.sock, view[have:])
-            if n == 0:
-                raise ConnectionError("closed by client")
-            have += n
+        self._direct = True
+        try:
+            while have < size:
+                n = await self._recv_into(view[have:])
+                if n == 0:
+                    raise ConnectionError("closed by client")
+                have += n
+        finally:
+            self._direct = False
         return view.toreadonly()  # kio's reader takes read-only buffers only
 
     async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
@@ -153,6 +209,7 @@ class Connection:
             self.loop.remove_writer(fd)
 
     def close(self) -> None:
+        self._unwatch()
         try:
             self.sock.close()
         except OSError:

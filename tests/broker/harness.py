@@ -112,10 +112,21 @@ class _MemoryConnection(Connection):
     regions read into memory), one response frame per write."""
 
     def __init__(self, end: _ClientEnd) -> None:
-        super().__init__(None, end)  # type: ignore[arg-type]  # reads go through the loop's sock_recv*, i.e. `end`
+        super().__init__(None, end)  # type: ignore[arg-type]  # reads go through `end` (_fill, _recv_into)
+        self._end = end
         self.written: list[bytes] = []
         self.closed = False
         self.on_write = lambda: None
+
+    async def _fill(self, need: int) -> None:
+        while len(self._buf) < need:
+            data = await self._end.sock_recv(None, 256 * 1024)
+            if not data:
+                raise ConnectionError("closed by client")
+            self._buf += data
+
+    async def _recv_into(self, view: memoryview) -> int:
+        return await self._end.sock_recv_into(None, view)
 
     async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
         parts = [data] if isinstance(data, bytes | bytearray) else data
