@@ -40,7 +40,7 @@ class ConnectionObserver(Protocol):
     """Told about the requests of one connection, in order."""
 
     def request_done(self, timing: RequestTiming) -> None:
-        """A request answered (or, for Produce acks=0, served); `timing` is reused after this returns."""
+        """A request answered (or, for Produce acks=0, served), on the loop turn after its last byte was sent."""
 
     def closed(self) -> None:
         """The connection is gone."""

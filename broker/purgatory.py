@@ -4,6 +4,12 @@ Kafka's DelayedFetch and DelayedProduce are completed by the thread that appends
 (DelayedOperationPurgatory.checkAndComplete). Here the notifier resolves the waiter's future, and the waiting
 handler resumes on the event loop's very next turn: the waiter awaits that future itself, with the timeout a
 timer that resolves it too (asyncio.wait_for would add a turn: its own waiter is resolved by a callback of ours).
+
+Kafka completes the delayed operations of a key in its handler thread and its network threads send the answers in
+parallel; one event loop sends them in turn, in the order the waiters resume. A high watermark move wakes the
+fetches first, then the produces (Kafka checks DelayedProduce first, but there both answers leave at once): the
+consumers' copy of a record is what end-to-end latency waits for, the producer's acknowledgement follows one send
+later.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ class Purgatory:
     """Kafka's purgatory, reduced to what an asyncio broker needs: watch keys, wake on notify."""
 
     def __init__(self) -> None:
-        self._watchers: dict[Hashable, set[asyncio.Future]] = defaultdict(set)
+        self._watchers: dict[Hashable, dict[asyncio.Future, str]] = defaultdict(dict)  # waiter -> its kind
         self._delayed: Counter[str] = Counter()  # operations waiting, per kind (NumDelayedOperations)
         self._watched: Counter[str] = Counter()  # watch entries, per kind (PurgatorySize)
 
@@ -32,7 +38,7 @@ class Purgatory:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
         for k in keys:
-            self._watchers[k].add(fut)
+            self._watchers[k][fut] = kind
         self._delayed[kind] += 1
         self._watched[kind] += len(keys)
         timer = loop.call_later(max(timeout_s, 0.0), _resolve, fut, False)
@@ -45,12 +51,21 @@ class Purgatory:
             for k in keys:
                 watchers = self._watchers.get(k)
                 if watchers is not None:
-                    watchers.discard(fut)
+                    watchers.pop(fut, None)
                     if not watchers:
                         del self._watchers[k]
 
     def notify(self, key: Hashable) -> None:
-        for fut in self._watchers.pop(key, ()):
+        waiters = self._watchers.pop(key, None)
+        if not waiters:
+            return
+        produces = []
+        for fut, kind in waiters.items():   # fetches resume first, in the order they parked
+            if kind == "Produce":
+                produces.append(fut)
+            else:
+                _resolve(fut, True)
+        for fut in produces:
             _resolve(fut, True)
 
     def delayed(self, kind: str) -> int:

@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 _ENDPOINT_APIS = frozenset((3, 10, 60))  # Metadata, FindCoordinator, DescribeCluster
 
 
+def _record(watcher: ConnectionObserver, timing: RequestTiming) -> None:
+    watcher.request_done(timing)
+    timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
+
+
 class KafkaServer:
     """Serves Kafka requests strictly in order per connection, as clients require (the Kafka protocol guide:
     requests on one TCP connection are processed in the order they are sent).
@@ -201,7 +206,7 @@ class KafkaServer:
                 del self._per_ip[host]
             conn.close()
             if watcher is not None:
-                watcher.closed()
+                asyncio.get_running_loop().call_soon(watcher.closed)   # after the last request's _record
 
     async def _serve_one(self, conn: Connection, frame: bytes | memoryview, host: str,
                          watcher: ConnectionObserver | None) -> None:
@@ -223,8 +228,10 @@ class KafkaServer:
         if timing is not None and watcher is not None:
             timing.t4 = perf_counter()
             timing.phase = 0
-            watcher.request_done(timing)
-            timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
+            # Recorded on the loop's next turn: the handlers woken together with this one (the other follower, the
+            # consumer after the producer) send their answers first. Callbacks run in order, so closed() stays last.
+            conn.timing = RequestTiming()
+            asyncio.get_running_loop().call_soon(_record, watcher, timing)
         if session is not None and session.close_after_response:
             raise ConnectionError("closed after a failed SASL exchange")
 

@@ -176,3 +176,27 @@ def test_api_versions_too_new_is_answered_with_a_v0_error_body(h):
     corr, error, count = struct.unpack_from(">ihi", frame, 4)
     assert (corr, error) == (77, ErrorCode.unsupported_version) and not c.closed
     assert len(frame) == 4 + 10 + 6 * count
+
+
+def test_handlers_woken_together_send_before_either_request_is_recorded(tmp_path, monkeypatch):
+    """Request metrics are recorded on the loop turn after the answer is sent, so the second of two fetches woken by
+    one produce is not answered behind the first one's bookkeeping (one event loop sends them in turn)."""
+    from broker.metrics.core import BrokerMetrics
+
+    events: list[str] = []
+    record = BrokerMetrics.request_done
+    monkeypatch.setattr(BrokerMetrics, "request_done",
+                        lambda self, s, timing: (events.append(f"recorded {timing.api_key}"), record(self, s, timing)))
+    with Harness(tmp_path / "logs", hdr_log_dir=str(tmp_path / "hdr")) as h:
+        assert h.broker.metrics is not None
+        assert create(h, "two").error_code == ErrorCode.none
+        consumers = [h.connect(), h.connect()]
+        pending = [c.send(FETCH, 12, fetch_body("two", 0, max_wait_ms=30_000)) for c in consumers]
+        for i, c in enumerate(consumers):
+            previous = c._conn.on_write
+            c._conn.on_write = lambda i=i, previous=previous: (events.append(f"sent {i}"), previous())
+        events.clear()
+        assert produce(h, "two", b"new", acks=1).error_code == ErrorCode.none
+        assert all(p.done() for p in pending)
+        fetch_events = [e for e in events if e in ("sent 0", "sent 1", f"recorded {FETCH}")]
+        assert fetch_events[:2] in (["sent 0", "sent 1"], ["sent 1", "sent 0"]), events

@@ -60,3 +60,21 @@ async def test_a_notify_racing_the_timeout_is_answered_once():
     waiter = asyncio.create_task(p.wait([("leo", "t", 0)], 0))
     p.notify(("leo", "t", 0))  # not yet watching: the waiter has not run
     assert await waiter is False
+
+
+async def test_a_high_watermark_move_resumes_the_fetches_before_the_produces():
+    """One loop sends the answers in the order the waiters resume: the consumer's record before the producer's
+    acknowledgement, whatever order they parked in."""
+    p = Purgatory()
+    resumed: list[str] = []
+
+    async def park(name: str, kind: str) -> None:
+        await p.wait([("hw", "t", 0)], 30, kind=kind)
+        resumed.append(name)
+
+    tasks = [asyncio.create_task(park(n, k)) for n, k in
+             [("produce-1", "Produce"), ("fetch-1", "Fetch"), ("produce-2", "Produce"), ("fetch-2", "Fetch")]]
+    await _one_turn()
+    p.notify(("hw", "t", 0))
+    await asyncio.gather(*tasks)
+    assert resumed == ["fetch-1", "fetch-2", "produce-1", "produce-2"]
