@@ -33,6 +33,8 @@ LABELS = {key: label for key, label, _unit in FIGURES}
 COLOURS = {"kafkascope": "#1f77b4", "apache-kafka": "#d62728", "kafkascope-before": "#9a9a9a"}
 NAMES = {"kafkascope": "kafkascope", "apache-kafka": "Apache Kafka 3.9 (ZooKeeper)",
          "kafkascope-before": "kafkascope before the scale work"}
+SHORT = {"kafkascope": "ours", "apache-kafka": "Kafka", "kafkascope-before": "ours before"}
+ORDER = ["kafkascope", "apache-kafka", "kafkascope-before"]   # legend, slope labels and drawing order
 PANEL_W, PANEL_H = 330, 240
 MARGIN = {"left": 58, "right": 14, "top": 34, "bottom": 40}
 COLUMNS = 4
@@ -120,6 +122,10 @@ def reference_line(pts: Points, sizes: list[int]) -> list[tuple[float, float]]:
     return [(s, first * s / first_size) for s in (sizes[0], sizes[-1])]
 
 
+def ordered(impls: Iterable[str]) -> list[str]:
+    return sorted(impls, key=lambda i: (ORDER.index(i) if i in ORDER else len(ORDER), i))
+
+
 def panel(key: str, pts: Points, sizes: list[int], x0: float, y0: float) -> list[str]:
     """One figure's panel, its top-left corner at (x0, y0): axes, ticks, reference, dots and median lines."""
     left, top = x0 + MARGIN["left"], y0 + MARGIN["top"]
@@ -142,8 +148,8 @@ def panel(key: str, pts: Points, sizes: list[int], x0: float, y0: float) -> list
     out.append(f'<text x="{(left + right) / 2:.1f}" y="{bottom + 30:.1f}" class="axis">partitions (RF=3)</text>')
     (ax, ay), (bx, by) = ref
     out.append(f'<line x1="{xs(ax):.1f}" y1="{ys(ay):.1f}" x2="{xs(bx):.1f}" y2="{ys(by):.1f}" class="linear" data-ref="linear"/>')
-    for impl, by_size in pts.items():
-        colour = COLOURS.get(impl, "#555555")
+    for n, impl in enumerate(ordered(pts)):
+        by_size, colour = pts[impl], COLOURS.get(impl, "#555555")
         line = " ".join(f"{xs(s):.1f},{ys(v):.1f}" for s, v in medians(by_size).items())
         out.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2" '
                    f'data-impl="{escape(impl)}"/>')
@@ -152,10 +158,9 @@ def panel(key: str, pts: Points, sizes: list[int], x0: float, y0: float) -> list
                 out.append(f'<circle cx="{xs(s):.1f}" cy="{ys(v):.1f}" r="3" fill="{colour}" fill-opacity="0.6" '
                            f'data-impl="{escape(impl)}" data-size="{s}" data-value="{v:.6g}"/>')
         exp = fit_exponent(by_size)
-        if exp is not None:
-            n = list(pts).index(impl)
-            out.append(f'<text x="{left + 6:.1f}" y="{top + 14 + 13 * n:.1f}" class="exp" fill="{colour}">'
-                       f'slope {exp:.2f}</text>')
+        if exp is not None:   # colour as a style: the stylesheet's text fill would override an attribute
+            out.append(f'<text x="{left + 6:.1f}" y="{top + 14 + 13 * n:.1f}" class="exp" style="fill: {colour}">'
+                       f'{escape(SHORT.get(impl, impl))}: slope {exp:.2f}</text>')
     return out
 
 
@@ -163,7 +168,8 @@ STYLE = """<style>
 text { font-family: sans-serif; font-size: 10px; fill: #222; }
 .title { font-size: 12px; font-weight: bold; text-anchor: middle; }
 .xtick { text-anchor: middle; } .ytick { text-anchor: end; } .axis { text-anchor: middle; fill: #555; }
-.note { text-anchor: middle; fill: #888; } .exp { font-size: 10px; font-weight: bold; }
+.note { text-anchor: middle; fill: #888; }
+.exp { font-size: 10px; font-weight: bold; paint-order: stroke; stroke: white; stroke-width: 3px; }
 .frame { fill: none; stroke: #999; } .grid { stroke: #e4e4e4; }
 .linear { stroke: #777; stroke-width: 1.2; stroke-dasharray: 5 4; }
 </style>"""
@@ -180,14 +186,14 @@ def svg(figures: dict[str, Points], title: str) -> str:
     width, height = COLUMNS * PANEL_W, 46 + rows * PANEL_H
     body = [f'<text x="10" y="18" class="title" style="text-anchor: start">{escape(title)}</text>']
     lx = 10.0
-    impls = sorted({i for pts in figures.values() for i in pts}, key=lambda i: (i != "kafkascope", i))
-    for impl in impls:
-        colour = COLOURS.get(impl, "#555555")
-        body.append(f'<circle cx="{lx + 5:.1f}" cy="34" r="4" fill="{colour}"/>'
-                    f'<text x="{lx + 13:.1f}" y="38">{escape(NAMES.get(impl, impl))}: runs (dots), median (line)</text>')
-        lx += 300
+    for impl in ordered({i for pts in figures.values() for i in pts}):
+        name = NAMES.get(impl, impl)
+        body.append(f'<circle cx="{lx + 5:.1f}" cy="34" r="4" fill="{COLOURS.get(impl, "#555555")}"/>'
+                    f'<text x="{lx + 13:.1f}" y="38">{escape(name)}</text>')
+        lx += 30 + 6 * len(name)   # ~6 px a character at 10 px sans-serif
     body.append(f'<line x1="{lx:.1f}" y1="34" x2="{lx + 24:.1f}" y2="34" class="linear"/>'
-                f'<text x="{lx + 30:.1f}" y="38">linear (slope 1) through ours at the smallest size</text>')
+                f'<text x="{lx + 30:.1f}" y="38">linear (slope 1) through ours at the smallest size; dots: runs, '
+                'lines: medians; slope: least-squares fit</text>')
     for n, (key, pts) in enumerate(figures.items()):
         body += panel(key, pts, sizes, (n % COLUMNS) * PANEL_W, 46 + (n // COLUMNS) * PANEL_H)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '

@@ -96,7 +96,7 @@ def test_svg_is_well_formed_and_places_points_on_log_axes():
     assert line.get("points").split()[0] == f"{kafka[(1000, 2.0)][0]:.1f},{ky1:.1f}"
     texts = [t.text for t in doc.iterfind(".//s:text", NS)]
     ours_fit = fit_exponent(points(RUNS, "create_s")["kafkascope"])
-    assert "no data" in texts and f"slope {ours_fit:.2f}" in texts and "slope 2.00" in texts
+    assert "no data" in texts and f"ours: slope {ours_fit:.2f}" in texts and "Kafka: slope 2.00" in texts
 
 
 def test_svg_without_data_is_an_error():
