@@ -35,7 +35,7 @@ from exporter import naming, row_blocks
 from exporter.jmx_config import JmxConfig
 from exporter.jmx_engine import Family, JmxEngine, Sample
 from exporter.mbeans import attributes, props
-from exporter.registry import MetricName, Registry
+from exporter.registry import Columns, MetricName, Registry
 
 log = logging.getLogger(__name__)
 
@@ -222,22 +222,28 @@ class RegistryCollector:
         return out
 
     def _rows(self, mn: MetricName, m: object, plans: dict, add) -> None:
+        rows: list | None = None
         try:
-            rows = list(m.fn())  # type: ignore[attr-defined]
-        except Exception:
+            got = m.fn()  # type: ignore[attr-defined]
+            if got.__class__ is Columns:  # no pair per row; `tags` may be the very tuple of the last scrape
+                tags, values = got.tags, got.values
+            else:
+                rows = list(got)
+                tags, values = tuple(zip(*rows, strict=True)) or ((), ())
+        except Exception:  # a gauge must never break the scrape
             return
-        if len(plans) > 2 * len(rows) + 100:  # rows went away (deleted topics): forget them
+        if len(plans) > 2 * len(tags) + 100:  # rows went away (deleted topics): forget them
             plans.clear()
-        tags, values = tuple(zip(*rows, strict=True)) or ((), ())
         block = self._blocks.get(m)
-        if block is not None and block.tags == tags:  # the same rows as before: named already
+        same = block is not None and (block.tags is tags or block.tags == tags)
+        if same and block is not None:  # the same rows as before: named already
             vals = block.values(values)
             if vals is not None:
                 add((block, vals))
                 return
         samples: list[Sample | None] = []
         settled_all = True
-        for t, v in rows:
+        for t, v in (rows if rows is not None else zip(tags, values, strict=True)):
             s = plans.get(t, _UNSET)
             if s is None:
                 samples.append(None)
@@ -255,7 +261,7 @@ class RegistryCollector:
                     continue
             samples.append(s)
             add((s, v))
-        if block is None or block.tags != tags:
+        if not same:
             made = row_blocks.make_block(tags, samples) if settled_all and self.blocks else None
             if made is None:
                 self._blocks.pop(m, None)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from common.clock import SYSTEM, Clock
@@ -135,13 +135,32 @@ class Gauge:
         return self.fn()
 
 
+class Columns:
+    """A gauge family's rows as two columns, what a family's callable may return instead of ``(tags, value)``
+    pairs (it still iterates as those pairs). Why: at 10,000 partitions making and freeing a pair per row was a
+    fifth of a scrape; and a producer that hands out the same `tags` tuple while its rows are the same ones
+    lets the exporter see that by identity instead of comparing 10,000 tag tuples."""
+
+    __slots__ = ("tags", "values")
+
+    def __init__(self, tags: tuple[Tags, ...], values: Sequence[float]) -> None:
+        if len(tags) != len(values):
+            raise ValueError(f"{len(tags)} tags for {len(values)} values")
+        self.tags = tags
+        self.values = values
+
+    def __iter__(self) -> Iterator[tuple[Tags, float]]:
+        return zip(self.tags, self.values, strict=True)
+
+
 class GaugeFamily:
-    """Many gauges of one (domain, type, name) read by one callable yielding ``(tags, value)``."""
+    """Many gauges of one (domain, type, name) read by one callable yielding ``(tags, value)`` (or returning
+    :class:`Columns`)."""
 
     kind = "gauge_family"
     __slots__ = ("fn",)
 
-    def __init__(self, fn: Callable[[], Iterable[tuple[Tags, float]]]) -> None:
+    def __init__(self, fn: Callable[[], Iterable[tuple[Tags, float]] | Columns]) -> None:
         self.fn = fn
 
 
@@ -284,7 +303,7 @@ class Registry:
         return g  # type: ignore[return-value]
 
     def gauge_family(self, domain: str, type_: str, name: str,
-                     fn: Callable[[], Iterable[tuple[Tags, float]]]) -> GaugeFamily:
+                     fn: Callable[[], Iterable[tuple[Tags, float]] | Columns]) -> GaugeFamily:
         key = MetricName(domain, type_, name)
         g = self._get(key, lambda: GaugeFamily(fn), "gauge_family")
         g.fn = fn  # type: ignore[attr-defined]

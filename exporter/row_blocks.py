@@ -16,6 +16,7 @@ value, a negative counter, a family shared with other samples) goes through the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from exporter.jmx_engine import _TYPES, Family, JmxEngine, Sample
@@ -42,7 +43,7 @@ class Block:
     def type(self) -> str:
         return self.samples[0].type
 
-    def values(self, row_values: tuple) -> list | tuple | None:
+    def values(self, row_values: Sequence) -> Sequence | None:
         """This scrape's values of the exported rows, or None when the generic path must take them (a value that
         is not an int or a float, or a negative counter: the generic path converts or drops those)."""
         if not set(map(type, row_values)) <= _NUMBERS:

@@ -19,13 +19,14 @@ from broker.metrics.clients import UNKNOWN_CLIENT, ConnectionsByClient, client_i
 from broker.metrics.cluster import ClusterMetrics
 from broker.metrics.groups import GroupCoordinatorMetrics
 from broker.metrics.jvm import jvm_families
+from broker.metrics.logs import define_log_gauges
 from broker.metrics.replicas import FetcherManagerView, FetcherMetrics, ReplicaGauges, ReplicaView
 from broker.metrics.requests import API_NAMES, FETCH, RequestGroup, count_errors
 from broker.metrics.runtime import GcStats, free_bytes, proc_io
 from broker.metrics.topics import TopicMetrics, TopicStats
 from broker.metrics.transactions import TransactionCoordinatorMetrics
 from broker.observer import RequestTiming
-from exporter.registry import MetricName, Registry, SampledRate, Tags
+from exporter.registry import MetricName, Registry, SampledRate
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -128,12 +129,7 @@ class BrokerMetrics:
 
     def _define_gauges(self) -> None:
         reg, b = self.registry, self.broker
-        for name, attr in (("Size", "size_bytes"), ("LogEndOffset", "log_end_offset"),
-                           ("LogStartOffset", "log_start_offset"), ("NumLogSegments", "segment_count")):
-            def log_rows(attr: str = attr) -> Iterable[tuple[Tags, float]]:
-                return (((("topic", pl.topic), ("partition", str(pl.partition))), getattr(pl, attr))
-                        for pl in b.logs.logs())
-            reg.gauge_family("kafka.log", "Log", name, log_rows)
+        define_log_gauges(reg, b.logs.logs)
         for op in DELAYED_OPERATIONS:
             def watched(op: str = op) -> float:
                 return b.purgatory.watched(op)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
-from exporter.registry import Meter, MetricName, Registry, Tags
+from exporter.registry import Columns, Meter, MetricName, Registry, Tags
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -80,27 +81,52 @@ class FetcherManagerView(Protocol):
 
 class BrokerReplicaView:
     """Reads the metadata store's partition states (the whole cluster as this broker sees it) and the
-    replica fetchers (once the broker hands them over); the same code serves standalone and cluster mode."""
+    replica fetchers (once the broker hands them over); the same code serves standalone and cluster mode.
+
+    A topic's states are kept while its ``MetadataStore.topic_generation`` (which moves with its assignment and
+    every state of its partitions), partition count and min.insync.replicas are unchanged and this broker hosts
+    the same of its replicas: at 10,000 partitions re-reading every state (a lock and a composed PartitionState
+    each, in cluster mode) was a sixth of a scrape. The Last Stable Offset lag is read afresh each time."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
         self.fetchers: FetcherManagerView | None = None
+        self._memo: dict[str, tuple[tuple, list[PartitionStats]]] = {}  # topic -> (key, states without LSO lag)
 
-    def partition_states(self) -> Iterable[PartitionStats]:
+    def partition_states(self) -> list[PartitionStats]:
+        b = self._broker
+        md = b.metadata
+        hosted = b.replicas.partitions
+        memo: dict[str, tuple[tuple, list[PartitionStats]]] = {}
+        out: list[PartitionStats] = []
+        for name, info in md.topics().items():
+            key = (md.topic_generation(name), info.partitions, b.log_config(name).min_insync_replicas)
+            got = self._memo.get(name)
+            if got is None or got[0] != key or any(s.hosted != ((name, s.partition) in hosted) for s in got[1]):
+                got = (key, self._read_topic(name, info.partitions, key[2]))
+            memo[name] = got
+            for s in got[1]:
+                if s.is_local_leader and s.hosted:  # KIP-98: HW - LSO, which an open transaction holds back
+                    log = hosted[(name, s.partition)].log
+                    lag = log.high_watermark - log.last_stable_offset
+                    if lag:
+                        s = PartitionStats(s.topic, s.partition, s.replicas, s.isr, s.min_isr, s.has_leader,
+                                           True, s.preferred_is_leader, True, lag)
+                out.append(s)
+        self._memo = memo  # deleted topics leave with it
+        return out
+
+    def _read_topic(self, name: str, partitions: int, min_isr: int) -> list[PartitionStats]:
         b = self._broker
         me = b.node_id
         hosted = b.replicas.partitions
-        for name, info in b.metadata.topics().items():
-            min_isr = b.log_config(name).min_insync_replicas
-            for p in range(info.partitions):
-                st = b.metadata.partition_state(name, p)
-                if st is None:
-                    continue
-                part = hosted.get((name, p)) if st.leader == me else None
-                lso_lag = part.log.high_watermark - part.log.last_stable_offset if part is not None else 0
-                yield PartitionStats(name, p, len(st.replicas), len(st.isr), min_isr, st.online,
-                                     st.leader == me, bool(st.replicas) and st.replicas[0] == st.leader,
-                                     (name, p) in hosted, lso_lag)
+        out = []
+        for p in range(partitions):
+            st = b.metadata.partition_state(name, p)
+            if st is not None:
+                out.append(PartitionStats(name, p, len(st.replicas), len(st.isr), min_isr, st.online, st.leader == me,
+                                          bool(st.replicas) and st.replicas[0] == st.leader, (name, p) in hosted))
+        return out
 
     def is_active_controller(self) -> bool:
         return self._broker.metadata.controller_id == self._broker.node_id
@@ -109,14 +135,89 @@ class BrokerReplicaView:
         return self.fetchers.max_lag() if self.fetchers is not None else 0
 
 
-def hosted_rows(states: Iterable[PartitionStats]) -> list[tuple[Tags, PartitionStats]]:
-    """(tags, state) of every replica this broker hosts, and of no other partition: the rows of each Partition
-    gauge, built once per states refresh rather than once per gauge (six gauges, 10,000 partitions)."""
-    return [((("topic", s.topic), ("partition", str(s.partition))), s) for s in states if s.hosted]
+@dataclass(frozen=True, slots=True)
+class PartitionSummary:
+    """Counts over every partition state (ReplicaManager's and, on the controller, KafkaController's gauges)."""
+
+    leaders: int = 0
+    under_replicated: int = 0
+    under_min_isr: int = 0
+    at_min_isr: int = 0
+    offline: int = 0
+    not_preferred: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSnapshot:
+    """One read of the partition states, with everything the gauges show of it."""
+
+    states: list[PartitionStats]
+    tags: tuple[Tags, ...]            # the hosted replicas' tags, in state order
+    columns: dict[str, list[int]]     # Partition gauge name -> its value per hosted replica, in `tags`' order
+    summary: PartitionSummary
+
+
+def take_snapshot(states: list[PartitionStats], previous: PartitionSnapshot | None,
+                  tag_cache: dict[tuple[str, int], Tags]) -> PartitionSnapshot:
+    """The six Partition columns and the counts of `states` in one pass, as PARTITION_GAUGES and the
+    is_* definitions above define them (ten passes with a call per state and gauge before: 10,000 partitions made
+    that a quarter of a scrape). The tags are `previous`'s very tuple when the hosted replicas are the same, and
+    each replica's tags are reused from `tag_cache`, so the exporter recognises the rows by identity."""
+    ur: list[int] = []
+    in_sync: list[int] = []
+    under_min: list[int] = []
+    at_min: list[int] = []
+    count: list[int] = []
+    lso: list[int] = []
+    tags: list[Tags] = []
+    leaders = under = n_under_min = n_at_min = offline = not_preferred = 0
+    for s in states:
+        offline += not s.has_leader
+        not_preferred += not s.preferred_is_leader
+        lead = s.is_local_leader
+        if lead:
+            isr, replicas = s.isr, s.replicas
+            least = s.min_isr if s.min_isr < replicas else replicas  # effective_min_isr
+            u, um, am = int(isr < replicas), int(isr < least), int(isr == least)
+            leaders += 1
+            under += u
+            n_under_min += um
+            n_at_min += am
+        if not s.hosted:
+            continue
+        key = (s.topic, s.partition)
+        t = tag_cache.get(key)
+        if t is None:
+            t = tag_cache[key] = (("topic", s.topic), ("partition", str(s.partition)))
+        tags.append(t)
+        lso.append(s.lso_lag)
+        if lead:
+            ur.append(u)
+            in_sync.append(isr)
+            under_min.append(um)
+            at_min.append(am)
+            count.append(replicas)
+        else:
+            ur.append(0)
+            in_sync.append(0)
+            under_min.append(0)
+            at_min.append(0)
+            count.append(0)
+    if len(tag_cache) > 2 * len(states) + 1000:  # partitions went away: do not keep their tags for ever
+        tag_cache.clear()
+    hosted = tuple(tags)
+    if previous is not None and previous.tags == hosted:  # element by element by identity first: a C loop
+        hosted = previous.tags
+    columns = {"UnderReplicated": ur, "InSyncReplicasCount": in_sync, "UnderMinIsr": under_min,
+               "AtMinIsr": at_min, "ReplicasCount": count, "LastStableOffsetLag": lso}
+    return PartitionSnapshot(states, hosted, columns, PartitionSummary(
+        leaders, under, n_under_min, n_at_min, offline, not_preferred, len(states)))
 
 
 class ReplicaGauges:
-    """Defines the gauges; partition states are read at most every 0.5 s however many gauges ask."""
+    """Defines the gauges; partition states are read at most every 0.5 s however many gauges ask, and every
+    gauge is read off the one :class:`PartitionSnapshot` of that read."""
 
     def __init__(self, reg: Registry, broker: Broker, clock_s: Callable[[], float]) -> None:
         self._reg = reg
@@ -124,8 +225,9 @@ class ReplicaGauges:
         self._clock_s = clock_s
         self._broker_view = BrokerReplicaView(broker)
         self.view: ReplicaView = self._broker_view
-        self._cache: tuple[float, list[PartitionStats]] = (-1.0, [])
-        self._rows: tuple[list[PartitionStats] | None, list[tuple[Tags, PartitionStats]]] = (None, [])
+        self._at = -1.0
+        self._snapshot: PartitionSnapshot | None = None
+        self._tag_cache: dict[tuple[str, int], Tags] = {}
         self._define()
 
     def watch_fetchers(self, fetchers: FetcherManagerView) -> None:
@@ -133,51 +235,50 @@ class ReplicaGauges:
 
     def set_view(self, view: ReplicaView) -> None:
         self.view = view
-        self._cache = (-1.0, [])
+        self._at = -1.0
+
+    def snapshot(self) -> PartitionSnapshot:
+        now = self._clock_s()
+        snap = self._snapshot
+        if snap is None or now - self._at > 0.5 or self._at < 0:
+            snap = self._snapshot = take_snapshot(list(self.view.partition_states()), snap, self._tag_cache)
+            self._at = now
+        return snap
 
     def states(self) -> list[PartitionStats]:
-        now = self._clock_s()
-        at, states = self._cache
-        if now - at > 0.5 or at < 0:
-            states = list(self.view.partition_states())
-            self._cache = (now, states)
-        return states
-
-    def rows(self) -> list[tuple[Tags, PartitionStats]]:
-        states = self.states()
-        built_for, rows = self._rows
-        if built_for is not states:
-            rows = hosted_rows(states)
-            self._rows = (states, rows)
-        return rows
+        return self.snapshot().states
 
     def _is_controller(self) -> bool:
         return self.view.is_active_controller()
 
-    def _controller(self, pred: Callable[[PartitionStats], bool]) -> int:
-        return sum(1 for s in self.states() if pred(s)) if self._is_controller() else 0
+    def _summary(self) -> PartitionSummary:
+        return self.snapshot().summary
+
+    def _controller(self, count: Callable[[PartitionSummary], int]) -> int:
+        return count(self._summary()) if self._is_controller() else 0
 
     def _define(self) -> None:
         reg, b = self._reg, self._broker
         rm = ("kafka.server", "ReplicaManager")
         reg.gauge(*rm, "PartitionCount", lambda: len(b.logs.partitions()))
-        reg.gauge(*rm, "LeaderCount", lambda: sum(s.is_local_leader for s in self.states()))
-        reg.gauge(*rm, "UnderReplicatedPartitions", lambda: sum(map(is_under_replicated, self.states())))
-        reg.gauge(*rm, "UnderMinIsrPartitionCount", lambda: sum(map(is_under_min_isr, self.states())))
-        reg.gauge(*rm, "AtMinIsrPartitionCount", lambda: sum(map(is_at_min_isr, self.states())))
+        reg.gauge(*rm, "LeaderCount", lambda: self._summary().leaders)
+        reg.gauge(*rm, "UnderReplicatedPartitions", lambda: self._summary().under_replicated)
+        reg.gauge(*rm, "UnderMinIsrPartitionCount", lambda: self._summary().under_min_isr)
+        reg.gauge(*rm, "AtMinIsrPartitionCount", lambda: self._summary().at_min_isr)
         reg.gauge(*rm, "OfflineReplicaCount", lambda: 0)
         kc = ("kafka.controller", "KafkaController")
         reg.gauge(*kc, "ActiveControllerCount", lambda: int(self.view.is_active_controller()))
-        reg.gauge(*kc, "OfflinePartitionsCount", lambda: self._controller(lambda s: not s.has_leader))
-        reg.gauge(*kc, "PreferredReplicaImbalanceCount", lambda: self._controller(lambda s: not s.preferred_is_leader))
+        reg.gauge(*kc, "OfflinePartitionsCount", lambda: self._controller(attrgetter("offline")))
+        reg.gauge(*kc, "PreferredReplicaImbalanceCount", lambda: self._controller(attrgetter("not_preferred")))
         reg.gauge(*kc, "GlobalTopicCount", lambda: len(b.metadata.topics()) if self._is_controller() else 0)
-        reg.gauge(*kc, "GlobalPartitionCount", lambda: self._controller(lambda s: True))
+        reg.gauge(*kc, "GlobalPartitionCount", lambda: self._controller(attrgetter("total")))
         reg.gauge("kafka.server", "ReplicaFetcherManager", "MaxLag", lambda: self.view.max_lag(),
                   clientId="Replica")
-        for name, fn in PARTITION_GAUGES:
-            def rows(fn: Callable[[PartitionStats], int] = fn) -> Iterable[tuple]:  # fn bound per gauge
-                return [(tags, fn(s)) for tags, s in self.rows()]
-            reg.gauge_family("kafka.cluster", "Partition", name, rows)
+        for name, _ in PARTITION_GAUGES:
+            def column(name: str = name) -> Columns:  # bound per gauge
+                snap = self.snapshot()
+                return Columns(snap.tags, snap.columns[name])
+            reg.gauge_family("kafka.cluster", "Partition", name, column)
 
 
 class _FetcherTags(TypedDict):

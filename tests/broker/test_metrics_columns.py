@@ -1,0 +1,188 @@
+"""The broker's per-partition gauge producers at scale (issue 20), without servers: Log gauges' tags built once
+per set of logs, the Partition gauges and ReplicaManager counts taken in one pass over the states with Kafka's
+definitions, and partition states re-read only for topics whose metadata generation moved."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+from broker.controller.state import PartitionState
+from broker.metrics.logs import LOG_GAUGES, LogColumns, define_log_gauges
+from broker.metrics.replicas import (
+    PARTITION_GAUGES,
+    BrokerReplicaView,
+    PartitionStats,
+    ReplicaGauges,
+    is_at_min_isr,
+    is_under_min_isr,
+    is_under_replicated,
+    take_snapshot,
+)
+from common.clock import ManualClock
+from exporter.registry import MetricName, Registry
+
+
+def fake_log(topic: str, p: int, leo: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(topic=topic, partition=p, size_bytes=leo * 10, log_end_offset=leo, log_start_offset=0,
+                           segment_count=1, high_watermark=leo, last_stable_offset=leo)
+
+
+def test_log_tags_are_one_tuple_while_the_logs_are_the_same_and_values_are_read_afresh():
+    logs = [fake_log("t", p, leo=p) for p in range(5)]
+    reg = Registry(ManualClock())
+    define_log_gauges(reg, lambda: list(logs))
+    end = reg.get(MetricName("kafka.log", "Log", "LogEndOffset"))
+    first = end.fn()
+    assert list(first) == [((("topic", "t"), ("partition", str(p))), p) for p in range(5)]
+    logs[2].log_end_offset = 99
+    second = end.fn()
+    assert second.tags is first.tags and second.values == [0, 1, 99, 3, 4]
+    size = reg.get(MetricName("kafka.log", "Log", "Size")).fn()
+    assert size.tags is first.tags and size.values == [0, 10, 20, 30, 40]
+    assert {n for n, _ in LOG_GAUGES} == {"Size", "LogEndOffset", "LogStartOffset", "NumLogSegments"}
+
+
+def test_log_tags_follow_a_new_removed_or_reordered_log():
+    logs = [fake_log("t", p) for p in range(3)]
+    cols = LogColumns(lambda: list(logs))
+    _, tags = cols.current()
+    logs.append(fake_log("u", 0))
+    _, added = cols.current()
+    assert added is not tags and added[-1] == (("topic", "u"), ("partition", "0"))
+    logs.reverse()
+    _, reordered = cols.current()
+    assert [dict(t)["partition"] for t in reordered] == ["0", "2", "1", "0"]
+    logs[:] = [fake_log("t", 0)]  # same names, another log object: a deleted and re-created partition
+    _, again = cols.current()
+    assert again == ((("topic", "t"), ("partition", "0")),)
+
+
+def random_states(rnd: random.Random, n: int) -> list[PartitionStats]:
+    out = []
+    for i in range(n):
+        replicas = rnd.randint(1, 4)
+        out.append(PartitionStats(f"t{i // 7}", i % 7, replicas, rnd.randint(0, replicas), rnd.randint(1, 4),
+                                  rnd.random() < 0.9, rnd.random() < 0.5, rnd.random() < 0.8, rnd.random() < 0.7,
+                                  rnd.choice((0, 0, 3))))
+    return out
+
+
+def test_snapshot_columns_and_counts_are_kafkas_definitions():
+    rnd = random.Random(7)
+    for _ in range(20):
+        states = random_states(rnd, rnd.randint(0, 60))
+        snap = take_snapshot(states, None, {})
+        hosted = [s for s in states if s.hosted]
+        assert snap.tags == tuple((("topic", s.topic), ("partition", str(s.partition))) for s in hosted)
+        for name, fn in PARTITION_GAUGES:
+            assert snap.columns[name] == [fn(s) for s in hosted], name
+        c = snap.summary
+        assert c.leaders == sum(s.is_local_leader for s in states)
+        assert c.under_replicated == sum(map(is_under_replicated, states))
+        assert c.under_min_isr == sum(map(is_under_min_isr, states))
+        assert c.at_min_isr == sum(map(is_at_min_isr, states))
+        assert c.offline == sum(not s.has_leader for s in states)
+        assert c.not_preferred == sum(not s.preferred_is_leader for s in states)
+        assert c.total == len(states)
+
+
+def test_snapshot_keeps_the_tags_tuple_while_the_hosted_replicas_are_the_same():
+    states = random_states(random.Random(3), 40)
+    cache: dict = {}
+    first = take_snapshot(states, None, cache)
+    again = take_snapshot([PartitionStats(s.topic, s.partition, s.replicas, s.isr, s.min_isr, s.has_leader,
+                                          s.is_local_leader, s.preferred_is_leader, s.hosted, 5) for s in states],
+                          first, cache)
+    assert again.tags is first.tags and again.columns["LastStableOffsetLag"] == [5] * len(first.tags)
+    fewer = take_snapshot(states[1:] if states[0].hosted else states[2:], again, cache)
+    assert fewer.tags is not first.tags
+
+
+class FakeMetadata:
+    """Counts partition_state reads; a topic's generation moves only when the test says so."""
+
+    def __init__(self, states: dict[str, list[PartitionState]]) -> None:
+        self.states = states
+        self.generations = dict.fromkeys(states, 1)
+        self.reads = 0
+        self.controller_id = 1
+
+    def topics(self) -> dict:
+        return {t: SimpleNamespace(partitions=len(s)) for t, s in self.states.items()}
+
+    def topic_generation(self, name: str) -> int:
+        return self.generations[name]
+
+    def partition_state(self, topic: str, p: int) -> PartitionState:
+        self.reads += 1
+        return self.states[topic][p]
+
+
+def fake_broker(partitions: int) -> SimpleNamespace:
+    states = {f"t{t}": [PartitionState(replicas=(1, 2, 3), leader=1 + p % 3, leader_epoch=0, isr=(1, 2, 3))
+                        for p in range(partitions)] for t in range(3)}
+    md = FakeMetadata(states)
+    hosted = {(t, p): SimpleNamespace(log=fake_log(t, p, leo=4)) for t in states for p in range(partitions)}
+    return SimpleNamespace(node_id=1, metadata=md, replicas=SimpleNamespace(partitions=hosted),
+                           log_config=lambda name: SimpleNamespace(min_insync_replicas=2))
+
+
+def test_states_are_read_again_only_for_topics_whose_generation_moved():
+    b = fake_broker(10)
+    view = BrokerReplicaView(b)
+    first = view.partition_states()
+    assert b.metadata.reads == 30 and len(first) == 30
+    assert view.partition_states() == first and b.metadata.reads == 30
+    b.metadata.states["t1"][4] = PartitionState(replicas=(1, 2, 3), leader=1, leader_epoch=1, isr=(1,))
+    b.metadata.generations["t1"] += 1
+    moved = view.partition_states()
+    assert b.metadata.reads == 40  # t1 alone
+    assert [s for s in moved if (s.topic, s.partition) == ("t1", 4)][0].isr == 1
+
+
+def test_a_replica_hosted_or_dropped_here_is_seen_without_a_generation_move():
+    b = fake_broker(5)
+    view = BrokerReplicaView(b)
+    view.partition_states()
+    del b.replicas.partitions[("t2", 3)]  # the replica manager applied a state the metadata cache already had
+    states = {(s.topic, s.partition): s for s in view.partition_states()}
+    assert not states[("t2", 3)].hosted and states[("t2", 0)].hosted
+
+
+def test_lso_lag_is_read_afresh_on_the_local_leaders():
+    b = fake_broker(3)
+    view = BrokerReplicaView(b)
+    assert all(s.lso_lag == 0 for s in view.partition_states())
+    b.replicas.partitions[("t0", 0)].log.last_stable_offset = 1  # an open transaction from offset 1, HW 4
+    b.replicas.partitions[("t0", 1)].log.last_stable_offset = 1  # led by broker 2: a follower reports 0
+    lags = {(s.topic, s.partition): s.lso_lag for s in view.partition_states()}
+    assert lags[("t0", 0)] == 3 and lags[("t0", 1)] == 0
+
+
+def test_every_replication_gauge_reads_one_snapshot_per_refresh():
+    b = fake_broker(10)
+    reg = Registry(ManualClock())
+    reads: list[int] = []
+    view = BrokerReplicaView(b)
+
+    class Counting:
+        def partition_states(self):
+            reads.append(1)
+            return view.partition_states()
+
+        def is_active_controller(self):
+            return True
+
+        def max_lag(self):
+            return 0
+
+    g = ReplicaGauges(reg, SimpleNamespace(metadata=b.metadata), reg.clock.monotonic)
+    g.set_view(Counting())
+    values = {mn.name: (list(m.fn()) if m.kind == "gauge_family" else m.value) for mn, m in reg.items()
+              if mn.domain in ("kafka.cluster", "kafka.controller") or mn.name == "LeaderCount"}
+    assert len(reads) == 1
+    assert values["LeaderCount"] == 12 and values["GlobalPartitionCount"] == 30
+    assert len(values["UnderReplicated"]) == 30
+    reg.clock.advance(600)
+    assert reg.get(MetricName("kafka.server", "ReplicaManager", "LeaderCount")).value == 12 and len(reads) == 2
