@@ -62,6 +62,10 @@ class _IndexFile:
     def truncate(self, size: int) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
+            if os.fstat(fd).st_size == size:
+                # e.g. a new segment's empty index: nothing to make durable (a missing index is rebuilt), and
+                # an fsync per index of every new partition tripled the time to close them (issue 20)
+                return
             os.ftruncate(fd, size)
         finally:
             os.close(fd)
