@@ -108,6 +108,7 @@ class Controller:
         self._stopping = False
         self._next_rebalance = time.monotonic() + settings.leader_imbalance_check_interval_s
         self._czxids: dict[int, int] = {}
+        self._shutdown_seen: dict[int, float] = {}  # broker in controlled shutdown -> when this controller saw it
 
     # ------------------------------------------------------------ thread and queue
 
@@ -343,6 +344,8 @@ class Controller:
     def _reconcile_with(self, live: set[int]) -> None:
         cache = self.cache
         shutting = cache.shutting_down_brokers() & live
+        for b in shutting:
+            self._shutdown_seen.setdefault(b, time.monotonic())
         self._process_deletes()
         process_legacy_reassignment(self, live)
         self._process_preferred_znode(live)
@@ -408,8 +411,9 @@ class Controller:
                 zk.set(path, zp.encode_shutdown(b, "done", remaining), version=stat.version)
             except (BadVersionError, NoNodeError):
                 pass
-            log.info("controller %d: controlled shutdown of broker %d done (%d partitions still led)",
-                     self.me, b, remaining)
+            seen = self._shutdown_seen.pop(b, None)
+            log.info("controller %d: controlled shutdown of broker %d done in %.2fs (%d partitions still led)",
+                     self.me, b, -1.0 if seen is None else time.monotonic() - seen, remaining)
 
     def _process_deletes(self) -> None:
         zk = self.zk

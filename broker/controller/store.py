@@ -424,9 +424,14 @@ class ZkMetadata:
                 self.zk.set(path, body)
             self.zk.DataWatch(path, watch)
 
+        started = loop.time()
         try:
             await asyncio.wait_for(loop.run_in_executor(None, request), timeout_s)
-            return await asyncio.wait_for(done, timeout_s)
+            requested = loop.time()
+            n = await asyncio.wait_for(done, timeout_s)
+            log.info("broker %d: controlled shutdown requested in %.2fs, answered %.2fs later", self.me.node_id,
+                     requested - started, loop.time() - requested)
+            return n
         except (TimeoutError, Exception) as e:
             log.warning("broker %d: controlled shutdown not acknowledged: %r", self.me.node_id, e)
             return -1
