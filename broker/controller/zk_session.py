@@ -10,7 +10,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.retry import KazooRetry
 
 from broker.controller import zk_paths as zp
-from broker.controller.zk_client import TimedKazooClient
+from broker.controller.zk_client import PollingHandler, TimedKazooClient
 from broker.metadata import BrokerInfo, new_cluster_id
 
 
@@ -26,7 +26,7 @@ def new_client(connect: str, session_timeout_ms: int) -> TimedKazooClient:
     """The broker's client for `zookeeper.connect` (chroot included), not yet started: connection attempts
     retry forever (the cache serves meanwhile), a request three times."""
     hosts, chroot = split_connect(connect)
-    return TimedKazooClient(hosts=hosts + chroot, timeout=session_timeout_ms / 1000,
+    return TimedKazooClient(hosts=hosts + chroot, timeout=session_timeout_ms / 1000, handler=PollingHandler(),
                             connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
                             command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1.0))
 
