@@ -273,9 +273,11 @@ def run_probe(bootstrap: str, broker_pids: list[int], seconds: float, tag: str,
         with open(tmp / "xmonitor.log", "wb") as log:
             p = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
-            wait_until(lambda: p.poll() is None and
-                       _total(samples(_scrape(url)[0]), "xmonitor_records_consumed_total") > 0,
-                       120.0, 0.5, what=f"xmonitor ({tag}) consuming its first record", retry_on=(OSError,))
+            def consuming() -> bool:
+                if p.poll() is not None:   # it exited (a config error, say): its log says why
+                    raise RuntimeError(f"xmonitor ({tag}) exited with {p.returncode}")
+                return _total(samples(_scrape(url)[0]), "xmonitor_records_consumed_total") > 0
+            wait_until(consuming, 120.0, 0.5, what=f"xmonitor ({tag}) consuming its first record", retry_on=(OSError,))
             time.sleep(WARM_UP_S)   # a fixed warm-up: the first seconds carry connection and JIT set-up
             before = samples(_scrape(url)[0])
             loaded = load.window() if load else None
@@ -297,7 +299,7 @@ def run_probe(bootstrap: str, broker_pids: list[int], seconds: float, tag: str,
             p.terminate()
             p.wait(60)
         rows = sink.read_dir(str(tmp / "sli")).to_pylist() if (tmp / "sli").exists() else []
-        out.update(summarise_sli(rows, since, until))
+        out.update(summarise_sli(rows, since, until), sli_rows=len(rows))
     return out
 
 
