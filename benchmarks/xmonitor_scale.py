@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -223,23 +225,70 @@ class CommitLoad:
                 continue
             fut.add_done_callback(functools.partial(self._done, sent_at))
 
-    def window(self) -> tuple[int, list[float], int, int]:
-        """(commits answered so far, their latencies, failed, skipped): a snapshot to diff over a window."""
+    def snapshot(self) -> dict:
+        """The counts so far (answered = acknowledged + failed) and every latency: diffed over a window."""
         with self._lock:
-            return len(self.latencies) + self.failed, list(self.latencies), self.failed, self.skipped
+            return {"answered": len(self.latencies) + self.failed, "failed": self.failed, "skipped": self.skipped,
+                    "latencies_ms": [round(x, 2) for x in self.latencies]}
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)
 
 
-def _load_figures(load: CommitLoad | None, start: tuple | None, seconds: float) -> dict:
-    if load is None or start is None:
+def load_figures(start: dict | None, end: dict | None, seconds: float) -> dict:
+    """The groups' commits between two `CommitLoad.snapshot`s: rate answered, latency p99, failed, skipped."""
+    if start is None or end is None:
         return {"load_commits_per_s": None, "load_commit_p99_ms": None, "load_failed": None, "load_skipped": None}
-    end = load.window()
-    lat = end[1][len(start[1]):]
-    return {"load_commits_per_s": (end[0] - start[0]) / seconds, "load_commit_p99_ms": percentile(lat, 99),
-            "load_failed": end[2] - start[2], "load_skipped": end[3] - start[3]}
+    return {"load_commits_per_s": (end["answered"] - start["answered"]) / seconds,
+            "load_commit_p99_ms": percentile(end["latencies_ms"][len(start["latencies_ms"]):], 99),
+            "load_failed": end["failed"] - start["failed"], "load_skipped": end["skipped"] - start["skipped"]}
+
+
+class LoadProcess:
+    """The groups' set-up and commit load in a child process (this module with --commit-load): librdkafka aborts
+    the whole process on a failed coordinator-bound admin request (confluentinc/librdkafka#4605, #3663: assertion
+    `eonce->refcnt > 0` in rd_kafka_enq_once_del_source_return; seen here once under load), and the probe's figures
+    must survive that. One JSON line after the set-up, then one per SIGUSR1 (a snapshot)."""
+
+    def __init__(self, bootstrap: str, groups: int, rounds: int, rate: float) -> None:
+        self.p = subprocess.Popen([sys.executable, "-m", "benchmarks.xmonitor_scale", "--commit-load", bootstrap,
+                                   str(groups), str(rounds), str(rate)], cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True)
+        self.died: str | None = None
+        first = self._line()
+        self.setup_s = None if first is None else first["setup_s"]
+
+    def _line(self) -> dict | None:
+        line = self.p.stdout.readline() if self.p.stdout else ""
+        if not line:
+            self.died = f"commit load process exited with {self.p.wait(30)}"
+            return None
+        return json.loads(line)
+
+    def snapshot(self) -> dict | None:
+        if self.died or self.p.poll() is not None:
+            self.died = self.died or f"commit load process exited with {self.p.returncode}"
+            return None
+        self.p.send_signal(signal.SIGUSR1)
+        return self._line()
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.terminate()
+        self.p.wait(30)
+
+
+def commit_load_main(bootstrap: str, groups: int, rounds: int, rate: float) -> None:
+    """The child's side of LoadProcess: set up the groups, print the set-up time, commit until SIGTERM."""
+    create_topic(bootstrap, GROUPS_TOPIC, GROUP_PARTITIONS)
+    names = [f"scale-group-{i:05d}" for i in range(groups)]
+    print(json.dumps({"setup_s": commit_all(bootstrap, names, GROUP_PARTITIONS, rounds)}), flush=True)
+    load = CommitLoad(bootstrap, names, rate).start()
+    signal.signal(signal.SIGUSR1, lambda *_: print(json.dumps(load.snapshot()), flush=True))
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))   # nothing to flush: the parent has its snapshots
+    while True:
+        signal.pause()
 
 
 def _scrape(url: str) -> tuple[str, float]:
@@ -260,7 +309,7 @@ def probe_config(tmp: Path, bootstrap: str, brokers: int, port: int, tag: str) -
 
 
 def run_probe(bootstrap: str, broker_pids: list[int], seconds: float, tag: str,
-              load: CommitLoad | None = None) -> dict:
+              load: LoadProcess | None = None) -> dict:
     """A fresh xmonitor process on its own topic; the figures over `seconds` after its warm-up."""
     from xmonitor import sink
 
@@ -280,14 +329,16 @@ def run_probe(bootstrap: str, broker_pids: list[int], seconds: float, tag: str,
             wait_until(consuming, 120.0, 0.5, what=f"xmonitor ({tag}) consuming its first record", retry_on=(OSError,))
             time.sleep(WARM_UP_S)   # a fixed warm-up: the first seconds carry connection and JIT set-up
             before = samples(_scrape(url)[0])
-            loaded = load.window() if load else None
+            loaded = load.snapshot() if load else None
             since, t0 = datetime.now(UTC), time.monotonic()
             cpu0, bcpu0 = process_cpu_s(p.pid), sum(process_cpu_s(b) for b in broker_pids)
             time.sleep(seconds)     # the measurement window
             cpu1, bcpu1 = process_cpu_s(p.pid), sum(process_cpu_s(b) for b in broker_pids)
             elapsed, until = time.monotonic() - t0, datetime.now(UTC)
             out = {"cpu_pct": 100 * (cpu1 - cpu0) / elapsed, "brokers_cpu_pct": 100 * (bcpu1 - bcpu0) / elapsed,
-                   **_load_figures(load, loaded, elapsed)}
+                   **load_figures(loaded, load.snapshot() if load else None, elapsed)}
+            if load is not None and load.died:
+                out["load_error"] = load.died
             page, scrape_ms = _scrape(url)
             out.update({"metrics_ms": scrape_ms, "metrics_kb": len(page.encode()) / 1000,
                         "metrics_series": prometheus_series(page.encode()),
@@ -310,7 +361,7 @@ def measure_impl(impl: str, args: argparse.Namespace) -> dict[str, dict]:
     from kafkascope.local.stack.local import MetricsClusterLauncher
 
     res: dict[str, dict] = {}
-    load: CommitLoad | None = None
+    load: LoadProcess | None = None
     with tempfile.TemporaryDirectory(prefix=f"xmonitor-scale-{impl}-") as tmp:
         c = MetricsClusterLauncher(Path(tmp), brokers=args.brokers, impl=impl)
         scenario = "start"
@@ -321,11 +372,10 @@ def measure_impl(impl: str, args: argparse.Namespace) -> dict[str, dict]:
             res[scenario] = run_probe(c.bootstrap, pids, args.seconds, f"{impl}-base")
             _show(impl, scenario, res[scenario])
             scenario = "groups"
-            create_topic(c.bootstrap, GROUPS_TOPIC, GROUP_PARTITIONS)
-            names = [f"scale-group-{i:05d}" for i in range(args.groups)]
-            setup_s = commit_all(c.bootstrap, names, GROUP_PARTITIONS, args.rounds)
-            load = CommitLoad(c.bootstrap, names, args.commit_rate).start()
-            res[scenario] = {"groups_setup_s": setup_s,
+            load = LoadProcess(c.bootstrap, args.groups, args.rounds, args.commit_rate)
+            if load.died:
+                raise RuntimeError(f"groups' set-up: {load.died}")
+            res[scenario] = {"groups_setup_s": load.setup_s,
                              **run_probe(c.bootstrap, pids, args.seconds, f"{impl}-groups", load)}
             _show(impl, scenario, res[scenario])
             if args.extra_partitions:
@@ -365,7 +415,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None) -> dict | None:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 5 and argv[0] == "--commit-load":
+        commit_load_main(argv[1], int(argv[2]), int(argv[3]), float(argv[4]))
+        return None
     p = build_parser()
     args = p.parse_args(argv)
     if args.groups <= 0 or args.commit_rate <= 0 or args.seconds <= 0 or args.extra_partitions < 0:

@@ -11,6 +11,7 @@ from benchmarks.xmonitor_scale import (
     SCENARIOS,
     build_parser,
     commit_window,
+    load_figures,
     percentile,
     samples,
     scenario_rows,
@@ -112,3 +113,11 @@ def test_parser_defaults_are_the_issue_sizes():
     a = build_parser().parse_args([])
     assert a.groups == 1000 and a.extra_partitions == 3000 and a.brokers == 3
     assert a.impls == "kafkascope,apache-kafka"
+
+
+def test_load_figures_are_the_growth_between_two_snapshots():
+    start = {"answered": 10, "failed": 1, "skipped": 0, "latencies_ms": [100.0] * 9}
+    end = {"answered": 110, "failed": 3, "skipped": 5, "latencies_ms": [100.0] * 9 + [5.0] * 99 + [50.0]}
+    f = load_figures(start, end, 2.0)
+    assert f == {"load_commits_per_s": 50.0, "load_commit_p99_ms": 5.0, "load_failed": 2, "load_skipped": 5}
+    assert load_figures(start, None, 2.0)["load_commits_per_s"] is None   # the load process died
