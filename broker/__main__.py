@@ -43,8 +43,9 @@ def raise_open_file_limit() -> int:
 # Python's cyclic collector for a broker's heap (issue 20). With CPython's default (700, 10, 10) an object alive for
 # a few hundred ms (a long-polling fetch's watch entries, one per partition) outlives two young collections and
 # reaches the old generation; in a 3-broker cluster at 10,000 partitions that set off a full collection every 5-6 s
-# (0.6-0.9 s each, the event loop stopped: a fifth of the broker's time). A young generation of 100,000 is collected
-# every second or two: what reaches the old generation has lived that long, and full collections come with growth.
+# (0.6-0.9 s each, the event loop stopped: a fifth of the broker's time). With a young generation of 100,000 the
+# short-lived entries die before any collection sees them (one young collection per broker in 89 s, no full one);
+# what reaches the old generation has really stayed, so full collections come with growth of the heap.
 GC_THRESHOLDS = (100_000, 10, 10)
 
 
