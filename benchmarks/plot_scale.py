@@ -30,11 +30,13 @@ from benchmarks.partition_scale import FIGURES, growth
 PLOTTED = ["create_s", "metadata_ms", "scrape_ms", "scrape_kb", "rss_growth_mb", "failover_beyond_session_s",
            "restart_s", "shutdown_s"]
 LABELS = {key: label for key, label, _unit in FIGURES}
-COLOURS = {"kafkascope": "#1f77b4", "apache-kafka": "#d62728", "kafkascope-before": "#9a9a9a"}
+COLOURS = {"kafkascope": "#1f77b4", "apache-kafka": "#d62728", "kafkascope-0200": "#8fbce6",
+           "kafkascope-before": "#9a9a9a"}
 NAMES = {"kafkascope": "kafkascope", "apache-kafka": "Apache Kafka 3.9 (ZooKeeper)",
-         "kafkascope-before": "kafkascope before the scale work"}
-SHORT = {"kafkascope": "ours", "apache-kafka": "Kafka", "kafkascope-before": "ours before"}
-ORDER = ["kafkascope", "apache-kafka", "kafkascope-before"]   # legend, slope labels and drawing order
+         "kafkascope-0200": "kafkascope, first scale changes", "kafkascope-before": "kafkascope before the scale work"}
+SHORT = {"kafkascope": "ours", "apache-kafka": "Kafka", "kafkascope-0200": "ours 02:00",
+         "kafkascope-before": "ours before"}
+ORDER = ["kafkascope", "apache-kafka", "kafkascope-0200", "kafkascope-before"]   # legend, slope labels and drawing order
 PANEL_W, PANEL_H = 330, 240
 MARGIN = {"left": 58, "right": 14, "top": 34, "bottom": 40}
 COLUMNS = 4
