@@ -34,6 +34,7 @@ import argparse
 import functools
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -59,6 +60,8 @@ PROBE_PARTITIONS_PER_BROKER = 2
 SLI_INTERVAL_MS = 5000       # short intervals: a 30 s window holds five whole ones
 WARM_UP_S = 5.0
 MAX_IN_FLIGHT_S = 10.0       # the groups' load never has more than rate x this many commits outstanding
+SETUP_TIMEOUT_S = 600.0      # the groups' set-up: Kafka took 15 s for 1,000 groups x 3 rounds here
+SNAPSHOT_TIMEOUT_S = 30.0
 SCENARIOS = ("baseline", "groups", "+partitions")
 
 # (key, label); for every figure but the availabilities and the achieved rate, smaller is better
@@ -256,13 +259,20 @@ class LoadProcess:
                                    str(groups), str(rounds), str(rate)], cwd=ROOT, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True)
         self.died: str | None = None
-        first = self._line()
+        first = self._line(SETUP_TIMEOUT_S)
         self.setup_s = None if first is None else first["setup_s"]
 
-    def _line(self) -> dict | None:
-        line = self.p.stdout.readline() if self.p.stdout else ""
+    def _line(self, timeout_s: float) -> dict | None:
+        """The child's next line; None (and `died` says why) if it exited or said nothing for `timeout_s`."""
+        assert self.p.stdout is not None
+        ready, _, _ = select.select([self.p.stdout], [], [], timeout_s)
+        line = self.p.stdout.readline() if ready else ""
         if not line:
-            self.died = f"commit load process exited with {self.p.wait(30)}"
+            if self.p.poll() is None:
+                self.p.kill()
+                self.died = f"commit load process silent for {timeout_s:g} s (killed)"
+            else:
+                self.died = f"commit load process exited with {self.p.returncode}"
             return None
         return json.loads(line)
 
@@ -271,7 +281,7 @@ class LoadProcess:
             self.died = self.died or f"commit load process exited with {self.p.returncode}"
             return None
         self.p.send_signal(signal.SIGUSR1)
-        return self._line()
+        return self._line(SNAPSHOT_TIMEOUT_S)
 
     def stop(self) -> None:
         if self.p.poll() is None:
@@ -281,12 +291,14 @@ class LoadProcess:
 
 def commit_load_main(bootstrap: str, groups: int, rounds: int, rate: float) -> None:
     """The child's side of LoadProcess: set up the groups, print the set-up time, commit until SIGTERM."""
-    create_topic(bootstrap, GROUPS_TOPIC, GROUP_PARTITIONS)
     names = [f"scale-group-{i:05d}" for i in range(groups)]
-    print(json.dumps({"setup_s": commit_all(bootstrap, names, GROUP_PARTITIONS, rounds)}), flush=True)
-    load = CommitLoad(bootstrap, names, rate).start()
+    load = CommitLoad(bootstrap, names, rate)
+    # the handlers first: SIGUSR1's default action would end the process
     signal.signal(signal.SIGUSR1, lambda *_: print(json.dumps(load.snapshot()), flush=True))
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))   # nothing to flush: the parent has its snapshots
+    create_topic(bootstrap, GROUPS_TOPIC, GROUP_PARTITIONS)
+    print(json.dumps({"setup_s": commit_all(bootstrap, names, GROUP_PARTITIONS, rounds)}), flush=True)
+    load.start()
     while True:
         signal.pause()
 
