@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -302,6 +302,10 @@ class BrokerMetrics:
 
     def fetched(self, topics: list[dict], follower: bool) -> None:
         self.topics.fetched(topics, follower)
+
+    def fetched_unchanged(self, partitions_per_topic: Mapping[str, int]) -> None:
+        """Partitions a follower's fetch read without news (left out of its incremental answer)."""
+        self.topics.fetched_unchanged(partitions_per_topic)
 
     # ------------------------------------------------------------ lifecycle
 

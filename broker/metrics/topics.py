@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from broker.errors import ErrorCode
 from exporter.registry import Meter, Registry
 
@@ -83,6 +85,13 @@ class TopicMetrics:
                 s.failed_produce.mark()
             if code in _REJECTED:
                 s.bytes_rejected.mark(nbytes)
+
+    def fetched_unchanged(self, partitions_per_topic: Mapping[str, int]) -> None:
+        """Partitions read without error or data (TotalFetchRequestsPerSec counts each, as `fetched` does)."""
+        a = self.all_topics
+        for name, n in partitions_per_topic.items():
+            self.topic(name).total_fetch.mark(n)
+            a.total_fetch.mark(n)
 
     def fetched(self, topics: list[dict], follower: bool) -> None:
         """Per partition of a Fetch response body (kio field names, as the fetch handler builds it)."""

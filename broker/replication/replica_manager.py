@@ -295,6 +295,27 @@ class ReplicaManager:
             self._write_isr(part, tuple(sorted(set(part.state.isr) | {replica_id})), shrink=False)
         self._maybe_advance_hw(part)
 
+    def on_quiet_follower_fetch(self, topic: str, partition: int, replica_id: int, fetch_offset: int,
+                                leader_epoch: int, sent_high_watermark: int, sent_log_start_offset: int) -> bool:
+        """The cheap case of `on_follower_fetch`, for a partition of a follower's incremental fetch session: True
+        when the follower, in the ISR, asks again for the log end offset it already had and the high watermark
+        and log start offset are those its session was last told. Then only its fetch state is updated (it
+        stays caught up): its log end offset is unchanged, so neither the ISR nor the high watermark can move,
+        and the answer leaves the partition out. False (nothing updated): the full path must run."""
+        part = self.partitions.get((topic, partition))
+        if part is None or part.state.leader != self.broker_id:
+            return False
+        if leader_epoch >= 0 and leader_epoch != part.state.leader_epoch:
+            return False
+        plog = part.log
+        follower = part.followers.get(replica_id)
+        if (follower is None or fetch_offset != plog.log_end_offset or follower.log_end_offset != fetch_offset
+                or plog.high_watermark != sent_high_watermark or plog.log_start_offset != sent_log_start_offset
+                or replica_id not in part.state.isr):
+            return False
+        follower.on_fetch(fetch_offset, fetch_offset, self.clock.now_ms())
+        return True
+
     @staticmethod
     def on_follower_progress(part: Partition, leader_high_watermark: int) -> None:
         """Follower side: the leader's high watermark, bounded by what we have (the fetchers' progress callback;

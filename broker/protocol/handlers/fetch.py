@@ -1,11 +1,12 @@
 """Fetch (1) with long-poll, ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21)."""
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from time import perf_counter
 from typing import Any
 
 from broker.errors import ErrorCode, KafkaError
-from broker.fetch_session import FetchContext, SessionlessFetchContext
+from broker.fetch_session import FetchContext, IncrementalFetchContext, SessionlessFetchContext
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
@@ -36,12 +37,18 @@ def _aborted(plog, fetch_offset: int, lso: int) -> list[dict]:
 
 
 def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int, max_bytes: int,
-                     denied: Mapping[str, ErrorCode], committed: bool) -> tuple[list[dict], list, int]:
+                     denied: Mapping[str, ErrorCode], committed: bool, quiet: Counter[str] | None = None
+                     ) -> tuple[list[dict], list, int]:
     """One pass over the context's partitions: (response topics, the data each entry was read with, bytes).
 
     Consumers read up to the high watermark, or the Last Stable Offset with `committed` (isolation_level 1,
     KIP-98), which also lists the aborted transactions read; a follower (replica_id >= 0) reads up to the log
-    end offset, and its fetch offset tells the leader how far it has replicated."""
+    end offset, and its fetch offset tells the leader how far it has replicated.
+
+    With `quiet` (a follower's incremental session), a partition with nothing new for the follower
+    (ReplicaManager.on_quiet_follower_fetch) gets no entry, only its count in `quiet`: an incremental answer
+    leaves it out anyway, and a leader of thousands of partitions would otherwise redo every one of them on
+    every fetch of a session in which one partition moved."""
     replicas = ctx.broker.replicas
     gathered = 0
     topics = []
@@ -49,6 +56,11 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
     for topic, partitions in fetch.topics():
         parts = []
         for p in partitions:
+            if (quiet is not None and topic not in denied and replicas.on_quiet_follower_fetch(
+                    topic, p.partition, follower_id, p.fetch_offset, p.current_leader_epoch, p.high_watermark,
+                    p.local_log_start_offset)):
+                quiet[topic] += 1
+                continue
             entry = {"partition_index": p.partition, "error_code": ErrorCode.none, "high_watermark": -1,
                      "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
                      "preferred_read_replica": -1, "records": b""}
@@ -78,7 +90,8 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
                 entry["error_code"] = e.code
             parts.append(entry)
             datas.append(p)
-        topics.append({"topic": topic, "partitions": parts})
+        if parts or quiet is None:
+            topics.append({"topic": topic, "partitions": parts})
     return topics, datas, gathered
 
 
@@ -94,8 +107,10 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
     wake_on = leo_key if follower else hw_key
     keys = [wake_on(topic, p.partition) for topic, parts in fetch.topics() for p in parts]
     committed = not follower and getattr(req, "isolation_level", 0) == 1
+    quiet: Counter[str] | None = None
     while True:
-        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed)
+        quiet = Counter() if follower and isinstance(fetch, IncrementalFetchContext) else None
+        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed, quiet)
         remaining = deadline - ctx.broker.clock.monotonic()
         errors = any(p["error_code"] for t in topics for p in t["partitions"])
         if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
@@ -104,11 +119,14 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
         woken = await ctx.broker.purgatory.wait(keys, remaining)
         ctx.remote_s += perf_counter() - parked
         if not woken:
-            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed)
+            quiet = Counter() if quiet is not None else None
+            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed, quiet)
             break
     if ctx.broker.metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
         ctx.broker.metrics.fetched(topics, follower)
+        if quiet:
+            ctx.broker.metrics.fetched_unchanged(quiet)
     result = fetch.respond(topics, datas, now_ms)
     return {"throttle_time": 0, "error_code": result.error_code, "session_id": result.session_id,
             "responses": result.topics}
