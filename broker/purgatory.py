@@ -31,12 +31,17 @@ class Purgatory:
         self._watchers: dict[Hashable, dict[asyncio.Future, str]] = defaultdict(dict)  # waiter -> its kind
         self._delayed: Counter[str] = Counter()  # operations waiting, per kind (NumDelayedOperations)
         self._watched: Counter[str] = Counter()  # watch entries, per kind (PurgatorySize)
+        self._woken_keys: dict[asyncio.Future, list] = {}  # waiter -> the keys notified while it waited
 
-    async def wait(self, keys: Iterable[Hashable], timeout_s: float, kind: str = "Fetch") -> bool:
-        """Wait until one of `keys` is notified (True) or `timeout_s` passes (False)."""
+    async def wait(self, keys: Iterable[Hashable], timeout_s: float, kind: str = "Fetch",
+                   woken: list | None = None) -> bool:
+        """Wait until one of `keys` is notified (True) or `timeout_s` passes (False). With `woken`, every key
+        notified before the waiter resumes is appended to it (a fetch then re-reads only those partitions)."""
         keys = list(keys)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
+        if woken is not None:
+            self._woken_keys[fut] = woken
         for k in keys:
             self._watchers[k][fut] = kind
         self._delayed[kind] += 1
@@ -46,6 +51,8 @@ class Purgatory:
             return await fut
         finally:
             timer.cancel()
+            if woken is not None:
+                del self._woken_keys[fut]
             self._delayed[kind] -= 1
             self._watched[kind] -= len(keys)
             for k in keys:
@@ -60,7 +67,12 @@ class Purgatory:
         if not waiters:
             return
         produces = []
+        woken_keys = self._woken_keys
         for fut, kind in waiters.items():   # fetches resume first, in the order they parked
+            if woken_keys:
+                keys = woken_keys.get(fut)
+                if keys is not None:
+                    keys.append(key)
             if kind == "Produce":
                 produces.append(fut)
             else:

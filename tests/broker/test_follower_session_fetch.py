@@ -30,8 +30,8 @@ def _leader(tmp_path, isr=(1, 2)):
     return rm, clock, broker, calls
 
 
-def _fetch(broker, offsets: dict[int, int], session_id: int, epoch: int):
-    body = {"cluster_id": None, "replica_id": 2, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+def _fetch(broker, offsets: dict[int, int], session_id: int, epoch: int, max_wait: int = 0):
+    body = {"cluster_id": None, "replica_id": 2, "max_wait": max_wait, "min_bytes": 1, "max_bytes": 1 << 20,
             "isolation_level": 0, "session_id": session_id, "session_epoch": epoch, "forgotten_topics_data": [],
             "rack_id": "", "topics": [{"topic": "t", "partitions": [
                 {"partition": i, "current_leader_epoch": 0, "fetch_offset": o, "last_fetched_epoch": -1,
@@ -94,3 +94,30 @@ def test_the_quiet_path_refuses_whatever_could_change_the_isr_or_the_answer(tmp_
     rm.on_follower_fetch(part, 2, 1)
     assert not rm.on_quiet_follower_fetch("t", 3, 2, 1, 0, 0, 0)    # the HW moved since the session's answer
     assert rm.on_quiet_follower_fetch("t", 3, 2, 1, 0, 1, 0)
+
+
+async def test_a_parked_session_fetch_woken_by_an_append_rereads_only_that_partition(tmp_path):
+    import asyncio
+
+    rm, clock, broker, calls = _leader(tmp_path)
+    counted: dict[str, int] = {"fetched": 0, "unchanged": 0}
+    broker.metrics = SimpleNamespace(
+        fetched=lambda topics, follower: counted.__setitem__(
+            "fetched", counted["fetched"] + sum(len(t["partitions"]) for t in topics)),
+        fetched_unchanged=lambda per_topic: counted.__setitem__(
+            "unchanged", counted["unchanged"] + sum(per_topic.values())))
+    first = await _fetch(broker, {i: 0 for i in range(N)}, 0, 0)
+    quiet_calls: list[int] = []
+    quiet_path = rm.on_quiet_follower_fetch
+    rm.on_quiet_follower_fetch = lambda *a: (quiet_calls.append(a[1]), quiet_path(*a))[1]
+    counted.update(fetched=0, unchanged=0)
+    parked = asyncio.ensure_future(_fetch(broker, {}, first["session_id"], 1, max_wait=30_000))
+    await asyncio.sleep(0)
+    assert not parked.done() and len(quiet_calls) == N   # read once on arrival: nothing new anywhere
+    quiet_calls.clear()
+    calls.clear()
+    rm.append("t", 42, _batch(), 1)
+    answer = await asyncio.wait_for(parked, 5)
+    assert list(_answered(answer)) == [42]
+    assert calls == [42] and quiet_calls == [42]   # not the other 199 again
+    assert counted == {"fetched": 1, "unchanged": N - 1}   # TotalFetchRequestsPerSec: every session partition

@@ -78,3 +78,17 @@ async def test_a_high_watermark_move_resumes_the_fetches_before_the_produces():
     p.notify(("hw", "t", 0))
     await asyncio.gather(*tasks)
     assert resumed == ["fetch-1", "fetch-2", "produce-1", "produce-2"]
+
+
+async def test_a_waiter_can_learn_every_key_notified_before_it_resumed():
+    p = Purgatory()
+    woken: list = []
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0), ("leo", "t", 1), ("leo", "t", 2)], 30, woken=woken))
+    await _one_turn()
+    p.notify(("leo", "t", 2))
+    p.notify(("leo", "other", 0))
+    p.notify(("leo", "t", 0))   # before the waiter ran: still recorded
+    assert await waiter is True
+    assert woken == [("leo", "t", 2), ("leo", "t", 0)]
+    p.notify(("leo", "t", 1))   # after: the waiter is gone from every key
+    assert woken == [("leo", "t", 2), ("leo", "t", 0)] and len(p) == 0

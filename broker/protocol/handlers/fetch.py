@@ -95,6 +95,18 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
     return topics, datas, gathered
 
 
+class _Moved(FetchContext):
+    """The partitions of a follower's session fetch whose purgatory keys (leo_key) woke it, in session order."""
+
+    def __init__(self, fetch: FetchContext, keys: list) -> None:
+        wanted = {(k[1], k[2]) for k in keys}
+        self._topics = [(topic, chosen) for topic, parts in fetch.topics()
+                        if (chosen := [p for p in parts if (topic, p.partition) in wanted])]
+
+    def topics(self) -> list:
+        return self._topics
+
+
 async def handle_fetch(ctx: RequestContext, req) -> dict:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
@@ -107,26 +119,38 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
     wake_on = leo_key if follower else hw_key
     keys = [wake_on(topic, p.partition) for topic, parts in fetch.topics() for p in parts]
     committed = not follower and getattr(req, "isolation_level", 0) == 1
-    quiet: Counter[str] | None = None
+    session_follower = follower and isinstance(fetch, IncrementalFetchContext)
+    view: FetchContext = fetch
     while True:
-        quiet = Counter() if follower and isinstance(fetch, IncrementalFetchContext) else None
-        topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed, quiet)
+        quiet: Counter[str] | None = Counter() if session_follower else None
+        topics, datas, gathered = _read_partitions(ctx, view, follower_id, max_bytes, denied, committed, quiet)
         remaining = deadline - ctx.broker.clock.monotonic()
         errors = any(p["error_code"] for t in topics for p in t["partitions"])
         if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
             break
         parked = perf_counter()
-        woken = await ctx.broker.purgatory.wait(keys, remaining)
+        moved: list | None = [] if session_follower else None
+        woken = await ctx.broker.purgatory.wait(keys, remaining, woken=moved)
         ctx.remote_s += perf_counter() - parked
         if not woken:
-            quiet = Counter() if quiet is not None else None
-            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed, quiet)
+            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed,
+                                                       Counter() if session_follower else None)
             break
+        if moved:
+            # Woken by appends: re-read those partitions only. The others were read (and found quiet) when the
+            # fetch came in; news on them since, such as a high watermark moved by the other followers, goes
+            # out with this follower's next fetch, which follows at once.
+            view = _Moved(fetch, moved)
     if ctx.broker.metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
         ctx.broker.metrics.fetched(topics, follower)
-        if quiet:
-            ctx.broker.metrics.fetched_unchanged(quiet)
+        if session_follower:
+            unchanged: Counter[str] = Counter()
+            for topic, parts in fetch.topics():
+                unchanged[topic] += sum(1 for _ in parts)
+            for t in topics:
+                unchanged[t["topic"]] -= len(t["partitions"])
+            ctx.broker.metrics.fetched_unchanged(+unchanged)
     result = fetch.respond(topics, datas, now_ms)
     return {"throttle_time": 0, "error_code": result.error_code, "session_id": result.session_id,
             "responses": result.topics}
