@@ -172,13 +172,19 @@ def timed_wait(pred: Callable[[], bool], timeout_s: float, what: str) -> float:
     return time.perf_counter() - t0
 
 
-def scrape(url: str, n: int = 3) -> tuple[float, int, int]:
+def scrape_timeout_s(size: int) -> float:
+    """A scrape's bound: 60 s up to 1,000 partitions, growing with them (Kafka's jmx_exporter took 8.6–49.8 s per
+    scrape at 10,000)."""
+    return 60.0 * max(1.0, size / 1000)
+
+
+def scrape(url: str, n: int = 3, timeout_s: float = 60.0) -> tuple[float, int, int]:
     """(median ms, bytes, series) over `n` scrapes after one unrecorded one."""
-    urllib.request.urlopen(url, timeout=60).read()
+    urllib.request.urlopen(url, timeout=timeout_s).read()
     times, body = [], b""
     for _ in range(n):
         t = time.perf_counter()
-        body = urllib.request.urlopen(url, timeout=60).read()
+        body = urllib.request.urlopen(url, timeout=timeout_s).read()
         times.append((time.perf_counter() - t) * 1000)
     return statistics.median(times), len(body), prometheus_series(body)
 
@@ -235,7 +241,7 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
             out["metadata_ms"] = statistics.median(mds)
             _progress(impl, size, phase, out)
             phase = "scrape"
-            out.update(_scrapes(c, ids))
+            out.update(_scrapes(c, ids, size))
             rss1 = {b: tree_rss_kb(c.pid(b) or 0) for b in ids}
             out["rss_mb_per_broker"] = round(statistics.fmean(rss1.values()) / 1024, 1)
             out["rss_growth_mb"] = (sum(rss1.values()) - sum(rss0.values())) / 1024
@@ -256,12 +262,12 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
     return out
 
 
-def _scrapes(c: MetricsClusterLauncher, ids: list[int]) -> dict:
+def _scrapes(c: MetricsClusterLauncher, ids: list[int], size: int) -> dict:
     per = []
     for b in ids:
         url = c.scrape_url(b)
         if url:
-            per.append(scrape(url))
+            per.append(scrape(url, timeout_s=scrape_timeout_s(size)))
     if not per:
         return {"scrape_ms": None, "scrape_kb": None, "scrape_series": None}
     return {"scrape_ms": statistics.fmean(p[0] for p in per), "scrape_kb": statistics.fmean(p[1] for p in per) / 1000,
@@ -337,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--zk-session-timeout-ms", type=int, default=6000,
                    help="zookeeper.session.timeout.ms of every broker, both implementations (default 6000)")
+    p.add_argument("--kafka-heap-opts", default="",
+                   help="Kafka's brokers' KAFKA_HEAP_OPTS (default: the launcher's -Xmx512m; at 10,000 partitions "
+                        "Kafka needs its own default, \"-Xmx1G -Xms1G\", to serve the scrape)")
     return p
 
 
@@ -359,6 +368,8 @@ def main(argv: list[str] | None = None) -> dict:
     impls = [i.strip() for i in args.impls.split(",") if i.strip()]
     if "apache-kafka" in impls:
         ensure_kafka(ZK_VERSION)
+    if args.kafka_heap_opts:
+        os.environ["KAFKA_HEAP_OPTS"] = args.kafka_heap_opts   # read by the launcher, as kafka-server-start.sh
     res: dict[str, dict[int, dict]] = {i: {} for i in impls}
     for size in sizes:
         for impl in impls:

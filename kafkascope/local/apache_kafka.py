@@ -142,6 +142,10 @@ def broker_command(
 ) -> list[str]:
     """The JVM command line of an Apache Kafka broker (kafka.Kafka server.properties), fetching the jars first.
 
+    heap_opts: this launcher's small default fits several clusters on a test machine; KAFKA_HEAP_OPTS in the
+    environment, as kafka-server-start.sh reads it, replaces it (Kafka's own default is -Xmx1G -Xms1G: a
+    10,000-partition broker needs it to serve its JMX exporter's scrape).
+
     metrics_port: serve the JMX exporter's /metrics on 127.0.0.1:metrics_port with the rules of
     write_jmx_rules() (written next to server.properties as jmx_exporter.yml).
     """
@@ -155,7 +159,8 @@ def broker_command(
             raise ApacheKafkaError(f"no JMX exporter agent is fetched with Apache Kafka {version}")
         rules = write_jmx_rules(conf_dir / "jmx_exporter.yml")
         opts.append(f"-javaagent:{agent}={LOOPBACK}:{metrics_port}:{rules}")
-    return [java, *heap_opts.split(), *_JVM_PERF_OPTS, *opts, "-cp", f"{libs}/*",
+    heap = os.environ.get("KAFKA_HEAP_OPTS", "").strip() or heap_opts
+    return [java, *heap.split(), *_JVM_PERF_OPTS, *opts, "-cp", f"{libs}/*",
             "kafka.Kafka", str(server_properties)]
 
 

@@ -110,3 +110,23 @@ def test_superlinear_skips_per_unit_figures():
     res = {"kafkascope": {1000: {"rss_kib_per_replica": 10.0, "rss_growth_mb": 30.0},
                           3000: {"rss_kib_per_replica": 10.0, "rss_growth_mb": 200.0}}}
     assert superlinear(["kafkascope"], [1000, 3000], res) == ["kafkascope rss_growth_mb 1000->3000 (exponent 1.727)"]
+
+
+def test_the_scrape_bound_grows_with_the_partitions():
+    from benchmarks.partition_scale import scrape_timeout_s
+
+    assert scrape_timeout_s(300) == scrape_timeout_s(1000) == 60.0
+    assert scrape_timeout_s(10_000) == 600.0   # Kafka's jmx_exporter took up to 50 s per scrape at 10,000
+
+
+def test_kafka_heap_opts_reach_the_launcher_through_the_environment(monkeypatch):
+    from benchmarks import partition_scale
+
+    monkeypatch.setenv("KAFKA_HEAP_OPTS", "")   # restored (unset) after the test: main() sets it for real
+    args = partition_scale.build_parser().parse_args(["--kafka-heap-opts", "-Xmx1G -Xms1G"])
+    assert args.kafka_heap_opts == "-Xmx1G -Xms1G"
+    monkeypatch.setattr(partition_scale, "ensure_kafka", lambda version: None)
+    monkeypatch.setattr(partition_scale, "measure_size", lambda impl, size, a: {"create_s": 1.0})
+    partition_scale.main(["--sizes", "1000", "--impls", "apache-kafka", "--kafka-heap-opts", "-Xmx1G -Xms1G"])
+    import os
+    assert os.environ["KAFKA_HEAP_OPTS"] == "-Xmx1G -Xms1G"
