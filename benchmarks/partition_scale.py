@@ -1,6 +1,7 @@
 """The cost curve in partitions (issue 20): ours vs Apache Kafka 3.9 (ZooKeeper mode), 3 brokers, same run.
 
     python -m benchmarks.partition_scale [--sizes 1000,3000,10000] [--impls kafkascope,apache-kafka] [--rf 3]
+                                         [--kafka-heap-opts "-Xmx1G -Xms1G"]
 
 For each implementation and each size N a fresh cluster is started with the `kafkascope cluster` launcher
 (kafkascope/local/launcher.ClusterLauncher: one ZooKeeper, ``--brokers`` brokers; the clusters run one after the
