@@ -19,8 +19,13 @@ LOG_GAUGES: tuple[tuple[str, str], ...] = (("Size", "size_bytes"), ("LogEndOffse
                                            ("LogStartOffset", "log_start_offset"), ("NumLogSegments", "segment_count"))
 
 
+def partition_tags(topic: str, partition: int) -> Tags:
+    """The tags of a per-partition gauge (kafka.log Log, kafka.cluster Partition)."""
+    return (("topic", topic), ("partition", str(partition)))
+
+
 def log_tags(log: Any) -> Tags:
-    return (("topic", log.topic), ("partition", str(log.partition)))
+    return partition_tags(log.topic, log.partition)
 
 
 class LogColumns:

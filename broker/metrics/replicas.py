@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
+from broker.metrics.logs import partition_tags
 from exporter.registry import Columns, Meter, MetricName, Registry, Tags
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ def take_snapshot(states: list[PartitionStats], previous: PartitionSnapshot | No
         key = (s.topic, s.partition)
         t = tag_cache.get(key)
         if t is None:
-            t = tag_cache[key] = (("topic", s.topic), ("partition", str(s.partition)))
+            t = tag_cache[key] = partition_tags(s.topic, s.partition)
         tags.append(t)
         lso.append(s.lso_lag)
         if lead:

@@ -37,7 +37,7 @@ def _aborted(plog, fetch_offset: int, lso: int) -> list[dict]:
 
 
 def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int, max_bytes: int,
-                     denied: Mapping[str, ErrorCode], committed: bool, quiet: Counter[str] | None = None
+                     denied: Mapping[str, ErrorCode], committed: bool, quiet: bool = False
                      ) -> tuple[list[dict], list, int]:
     """One pass over the context's partitions: (response topics, the data each entry was read with, bytes).
 
@@ -46,7 +46,7 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
     end offset, and its fetch offset tells the leader how far it has replicated.
 
     With `quiet` (a follower's incremental session), a partition with nothing new for the follower
-    (ReplicaManager.on_quiet_follower_fetch) gets no entry, only its count in `quiet`: an incremental answer
+    (ReplicaManager.on_quiet_follower_fetch) gets no entry: an incremental answer
     leaves it out anyway, and a leader of thousands of partitions would otherwise redo every one of them on
     every fetch of a session in which one partition moved."""
     replicas = ctx.broker.replicas
@@ -56,10 +56,9 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
     for topic, partitions in fetch.topics():
         parts = []
         for p in partitions:
-            if (quiet is not None and topic not in denied and replicas.on_quiet_follower_fetch(
+            if (quiet and topic not in denied and replicas.on_quiet_follower_fetch(
                     topic, p.partition, follower_id, p.fetch_offset, p.current_leader_epoch, p.high_watermark,
                     p.local_log_start_offset)):
-                quiet[topic] += 1
                 continue
             entry = {"partition_index": p.partition, "error_code": ErrorCode.none, "high_watermark": -1,
                      "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
@@ -90,7 +89,7 @@ def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int,
                 entry["error_code"] = e.code
             parts.append(entry)
             datas.append(p)
-        if parts or quiet is None:
+        if parts or not quiet:
             topics.append({"topic": topic, "partitions": parts})
     return topics, datas, gathered
 
@@ -105,6 +104,16 @@ class _Moved(FetchContext):
 
     def topics(self) -> list:
         return self._topics
+
+
+def _left_out(fetch: FetchContext, topics: list[dict]) -> Counter[str]:
+    """Per topic, the session partitions read without an entry in `topics` (nothing new for the follower)."""
+    left: Counter[str] = Counter()
+    for topic, parts in fetch.topics():
+        left[topic] += sum(1 for _ in parts)
+    for t in topics:
+        left[t["topic"]] -= len(t["partitions"])
+    return +left
 
 
 async def handle_fetch(ctx: RequestContext, req) -> dict:
@@ -122,8 +131,8 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
     session_follower = follower and isinstance(fetch, IncrementalFetchContext)
     view: FetchContext = fetch
     while True:
-        quiet: Counter[str] | None = Counter() if session_follower else None
-        topics, datas, gathered = _read_partitions(ctx, view, follower_id, max_bytes, denied, committed, quiet)
+        topics, datas, gathered = _read_partitions(ctx, view, follower_id, max_bytes, denied, committed,
+                                                   session_follower)
         remaining = deadline - ctx.broker.clock.monotonic()
         errors = any(p["error_code"] for t in topics for p in t["partitions"])
         if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
@@ -134,7 +143,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
         ctx.remote_s += perf_counter() - parked
         if not woken:
             topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed,
-                                                       Counter() if session_follower else None)
+                                                       session_follower)
             break
         if moved:
             # Woken by appends: re-read those partitions only. The others were read (and found quiet) when the
@@ -145,12 +154,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
         ctx.broker.metrics.fetched(topics, follower)
         if session_follower:
-            unchanged: Counter[str] = Counter()
-            for topic, parts in fetch.topics():
-                unchanged[topic] += sum(1 for _ in parts)
-            for t in topics:
-                unchanged[t["topic"]] -= len(t["partitions"])
-            ctx.broker.metrics.fetched_unchanged(+unchanged)
+            ctx.broker.metrics.fetched_unchanged(_left_out(fetch, topics))
     result = fetch.respond(topics, datas, now_ms)
     return {"throttle_time": 0, "error_code": result.error_code, "session_id": result.session_id,
             "responses": result.topics}
