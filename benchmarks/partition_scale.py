@@ -9,7 +9,10 @@ other, never at once), then, measured from this process:
 
 * create: one CreateTopics of N partitions spread over topics of 100 partitions (RF ``--rf``), until every
   partition has a leader and a full ISR (polled via Metadata);
-* Metadata: the time of a Metadata request for all topics (librdkafka's list_topics; median of 5);
+* Metadata: the time of a Metadata request for all topics, two ways (median of 5 each): on the wire (one
+  Metadata v4 request from a plain socket, until the last byte of the answer: the broker's share) and through
+  librdkafka's list_topics, which also builds a Python object per partition in this process (the client's
+  share; at 10,000 partitions most of it is this process's garbage collector, not the broker);
 * scrape: ``GET /metrics`` of each broker (ours: ``prometheus.listener``; Kafka: the jmx_exporter agent the
   launcher attaches, launcher.metrics_url), time and size, median of 3 after one unrecorded scrape, mean over
   the brokers;
@@ -31,7 +34,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import socket
 import statistics
+import struct
 import tempfile
 import time
 import urllib.request
@@ -52,7 +57,8 @@ SUPERLINEAR_EXPONENT = 1.15  # noise margin: two runs on a loaded 2-core box dif
 # total grows linearly, so the faster-than-linear check reads their totals instead (rss_growth_mb).
 FIGURES = [
     ("create_s", "create N partitions (s)", "s"),
-    ("metadata_ms", "Metadata, all topics (ms)", "ms"),
+    ("metadata_wire_ms", "Metadata, all topics, on the wire (ms)", "ms"),
+    ("metadata_ms", "Metadata, all topics, via list_topics (ms)", "ms"),
     ("scrape_ms", "/metrics scrape per broker (ms)", "ms"),
     ("scrape_kb", "/metrics size per broker (kB)", "kB"),
     ("rss_growth_mb", "RSS growth, all brokers together (MB)", "MB"),
@@ -139,6 +145,13 @@ def all_in_isr(partitions: dict[tuple[str, int], tuple[int, list[int]]], expecte
         ld >= 0 and len(isr) == rf and (broker is None or broker in isr) for ld, isr in partitions.values())
 
 
+def metadata_request(correlation_id: int, client_id: bytes = b"partition-scale") -> bytes:
+    """A size-prefixed Metadata v4 request for all topics (header v1; topics null, no auto-creation). v4: the
+    oldest version Kafka 4 still serves (KIP-896), non-flexible, so it is written by hand in a few bytes."""
+    body = struct.pack(">hhih", 3, 4, correlation_id, len(client_id)) + client_id + struct.pack(">ib", -1, 0)
+    return struct.pack(">i", len(body)) + body
+
+
 # ---- I/O ---------------------------------------------------------------------------------------------------------
 
 def tree_rss_kb(pid: int) -> int:
@@ -165,6 +178,33 @@ def snapshot(admin: Any, timeout_s: float = 30.0) -> tuple[dict[tuple[str, int],
     parts = {(t, p): (m.leader, list(m.isrs)) for t, tm in md.topics.items() if t.startswith("scale-") and
              tm.error is None for p, m in tm.partitions.items()}
     return parts, md.controller_id
+
+
+def metadata_wire_ms(host: str, port: int, n: int = 5, timeout_s: float = 60.0) -> tuple[float, int]:
+    """(median ms, response bytes) of `n` Metadata requests for all topics on one connection, after one
+    unrecorded: from the send until the answer's last byte is read."""
+    with socket.create_connection((host, port), timeout=timeout_s) as s:
+        times, size = [], 0
+        for i in range(n + 1):
+            t = time.perf_counter()
+            s.sendall(metadata_request(i))
+            size = _read_frame(s)
+            if i:
+                times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times), size
+
+
+def _read_frame(s: socket.socket) -> int:
+    head = s.recv(4, socket.MSG_WAITALL)
+    if len(head) != 4:
+        raise ConnectionError("the broker closed the connection before answering Metadata")
+    size = left = struct.unpack(">i", head)[0]
+    while left > 0:
+        chunk = s.recv(min(left, 1 << 20))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection in the middle of a Metadata answer")
+        left -= len(chunk)
+    return size
 
 
 def timed_wait(pred: Callable[[], bool], timeout_s: float, what: str) -> float:
@@ -234,6 +274,8 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
             out["create_s"] = create_all(admin, size, args.rf, bound)
             _progress(impl, size, phase, out)
             phase = "metadata"
+            host, port = c.bootstrap.split(",")[0].rsplit(":", 1)
+            out["metadata_wire_ms"], out["metadata_bytes"] = metadata_wire_ms(host, int(port), timeout_s=bound)
             mds = []
             for _ in range(5):
                 t = time.perf_counter()

@@ -13,6 +13,7 @@ from benchmarks.partition_scale import (
     figure_rows,
     growth,
     leaders_by_broker,
+    metadata_request,
     parse_ppid,
     parse_sizes,
     prometheus_series,
@@ -130,3 +131,14 @@ def test_kafka_heap_opts_reach_the_launcher_through_the_environment(monkeypatch)
     partition_scale.main(["--sizes", "1000", "--impls", "apache-kafka", "--kafka-heap-opts", "-Xmx1G -Xms1G"])
     import os
     assert os.environ["KAFKA_HEAP_OPTS"] == "-Xmx1G -Xms1G"
+
+
+def test_the_wire_metadata_request_is_a_v4_request_for_all_topics():
+    from broker.protocol.codec import parse_request
+
+    data = metadata_request(7, b"ps")
+    assert int.from_bytes(data[:4], "big") == len(data) - 4
+    header, body = parse_request(data[4:])
+    assert (header.request_api_key, header.request_api_version, header.correlation_id) == (3, 4, 7)
+    assert header.client_id == "ps"
+    assert body.topics is None and body.allow_auto_topic_creation is False
