@@ -2,6 +2,7 @@
 leader's port, one clock for every process.
 
     python -m benchmarks.latency_wire [--impl kafkascope|apache-kafka] [--records 500] [--warmup 300]
+                                      [--rate 1000 --seconds 10]
 
 Needs tcpdump and the right to capture on ``lo`` (root). A fresh cluster of ZooKeeper + 3 brokers, a 1-partition
 topic with RF=3 and min.insync.replicas=2; a confluent-kafka producer (acks=all, linger.ms=0) and consumer send and
@@ -19,6 +20,11 @@ id of a replica fetcher: a follower; other Fetch: the consumer). Per record, fro
 
 Also per broker: CPU time per record (user and system), involuntary context switches and run-queue wait
 (/proc/<pid>/schedstat). Medians are printed; the last line is one JSON object.
+
+With ``--rate R`` the load is benchmarks.vs_apache's e2e instead (cluster_throughput.e2e_latency: open loop at R
+records/s, linger.ms=5, 5 in flight, all to the one partition, so ~5 records a batch at 1,000/s), captured
+whole, warm-up second included: the hops are then per Produce request (a batch), the client figure is the e2e
+p50 of the records, and CPU is per batch.
 """
 
 from __future__ import annotations
@@ -168,11 +174,12 @@ def _positioned(producer, consumer, topic: str, timeout_s: float = 30) -> None:
     raise RuntimeError(f"the consumer received no marker record within {timeout_s:g} s")
 
 
-def run(impl: str, records: int, warmup: int) -> dict:
+def run(impl: str, records: int, warmup: int, rate: int = 0, seconds: float = 10.0) -> dict:
     from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    from benchmarks.cluster_throughput import create_replicated_topic, warm_up_offsets_topic
+    from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
+    from benchmarks.vs_apache import E2E_PRODUCER
     from kafkascope.local.launcher import ClusterLauncher
 
     tcpdump = shutil.which("tcpdump")
@@ -188,35 +195,44 @@ def run(impl: str, records: int, warmup: int) -> dict:
             leader = AdminClient({"bootstrap.servers": bs}).list_topics("wire", timeout=10).topics["wire"] \
                 .partitions[0].leader
             port = c.broker_port(leader)
-            producer = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 0,
-                                 "enable.idempotence": False})
-            consumer = Consumer({"bootstrap.servers": bs, "group.id": "latency-wire", "enable.auto.commit": False,
-                                 "fetch.wait.max.ms": 500, "fetch.min.bytes": 1})
-            consumer.assign([TopicPartition("wire", 0, OFFSET_END)])
-            _positioned(producer, consumer, "wire")
-            for seq in range(warmup):
-                _one_record(producer, consumer, "wire", seq)
+            if not rate:
+                producer = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 0,
+                                     "enable.idempotence": False})
+                consumer = Consumer({"bootstrap.servers": bs, "group.id": "latency-wire", "enable.auto.commit": False,
+                                     "fetch.wait.max.ms": 500, "fetch.min.bytes": 1})
+                consumer.assign([TopicPartition("wire", 0, OFFSET_END)])
+                _positioned(producer, consumer, "wire")
+                for seq in range(warmup):
+                    _one_record(producer, consumer, "wire", seq)
+            else:  # the JVM's and the page cache's warm-up: one unrecorded run of the same load
+                e2e_latency(bs, "wire", "all", rate, seconds / 2, 1.0, VALUE, E2E_PRODUCER)
             pcap = Path(tmp) / "lo.pcap"
             dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "128", "-U", "-w", str(pcap), f"tcp port {port}"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             time.sleep(1.0)  # tcpdump has no readiness signal on stdout; its capture starts within this
             pids = {b: pid for b in c.broker_ids if (pid := c.pid(b))}
             before = {b: _proc_figures(pid) for b, pid in pids.items()}
-            rounds = []
-            for seq in range(warmup, warmup + records):
-                rounds.append(_one_record(producer, consumer, "wire", seq))
-                time.sleep(0.01)
+            rounds: list[float] = []
+            if rate:
+                e2e = e2e_latency(bs, "wire", "all", rate, seconds, 1.0, VALUE, E2E_PRODUCER)
+                rounds = [e2e["p50_ms"] / 1e3] if e2e.get("p50_ms") is not None else []
+            else:
+                for seq in range(warmup, warmup + records):
+                    rounds.append(_one_record(producer, consumer, "wire", seq))
+                    time.sleep(0.01)
             after = {b: _proc_figures(pid) for b, pid in pids.items()}
             time.sleep(0.3)  # the last segments reach the capture file
             dump.terminate()
             dump.wait(10)
             segments = read_pcap(pcap.read_bytes())
-            consumer.close()
+            if not rate:
+                consumer.close()
         finally:
             c.shutdown()
     hops = record_hops(segments, port)
+    units = len(hops["produce -> produce response"]) if rate else records  # per batch with --rate
     per_broker = {("leader" if b == leader else f"follower {b}"): {
-        k: round((after[b][k] - before[b][k]) / records * (1 if k == "involuntary" else 1e3), 3)
+        k: round((after[b][k] - before[b][k]) / max(1, units) * (1 if k == "involuntary" else 1e3), 3)
         for k in before[b]} for b in before}
     return {"impl": impl, "records": records, "client_round_trip_ms": _stats(rounds),
             "hops_ms": {h: _stats(v) for h, v in hops.items()}, "per_record": per_broker,
@@ -237,17 +253,21 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--impl", default="kafkascope", choices=("kafkascope", "apache-kafka"))
     p.add_argument("--records", type=int, default=500)
     p.add_argument("--warmup", type=int, default=300)
+    p.add_argument("--rate", type=int, default=0, help="records/s of vs_apache's e2e load (0: one at a time)")
+    p.add_argument("--seconds", type=float, default=10.0, help="with --rate: the measured run's length")
     args = p.parse_args(argv)
     load = os.getloadavg()[0]
-    r = run(args.impl, args.records, args.warmup)
-    print(f"{args.impl}: one record at a time, acks=all, RF=3, min.insync.replicas=2, {VALUE} B, {args.records} "
-          f"records; load {load:.1f}->{r['loadavg_1m']:.1f}")
+    r = run(args.impl, args.records, args.warmup, args.rate, args.seconds)
+    what = (f"{args.rate} records/s, linger.ms=5, for {args.seconds:g} s" if args.rate
+            else f"one record at a time, {args.records} records")
+    print(f"{args.impl}: {what}, acks=all, RF=3, min.insync.replicas=2, {VALUE} B; "
+          f"load {load:.1f}->{r['loadavg_1m']:.1f}")
     print(f"  client send..consumed: p50 {fmt(r['client_round_trip_ms']['p50'])} ms, "
-          f"mean {fmt(r['client_round_trip_ms']['mean'])} ms")
+          f"mean {fmt(r['client_round_trip_ms']['mean'])} ms" + (" (the e2e p50)" if args.rate else ""))
     for hop, s in r["hops_ms"].items():
         print(f"  {hop:32s} p50 {fmt(s['p50']):>7} ms  mean {fmt(s['mean']):>7}  p90 {fmt(s['p90']):>7}  (n={s['n']})")
     for who, f in r["per_record"].items():
-        print(f"  {who:11s} per record: CPU user {fmt(f['user_s'])} ms, system {fmt(f['system_s'])} ms, "
+        print(f"  {who:11s} per {'batch' if args.rate else 'record'}: CPU user {fmt(f['user_s'])} ms, system {fmt(f['system_s'])} ms, "
               f"run-queue wait {fmt(f['runqueue_wait_s'])} ms, involuntary switches {fmt(f['involuntary'])}")
     emit_json("latency_wire", r)
     return r
