@@ -22,7 +22,8 @@ other, never at once), then, measured from this process:
   partition has a live leader (polled via Metadata). It includes the ZooKeeper session timeout (the controller
   learns of the death only when the session expires), ``--zk-session-timeout-ms`` for both (default 6000);
 * restart: that broker started again; time from the spawn until it is back in every ISR;
-* controlled shutdown: SIGTERM of the broker leading the most partitions, until the process has exited.
+* controlled shutdown: SIGTERM of the broker leading the most partitions, until the process has exited;
+* start-up: that broker started again (its logs closed cleanly: no recovery), until it is back in every ISR.
 
 Prints one table per figure with the ratio ours/Kafka at each size and the growth factor between sizes, with its
 exponent (log growth / log size step: 1.0 is linear, above 1 grows faster than linearly). The last line is one
@@ -67,6 +68,7 @@ FIGURES = [
     ("failover_beyond_session_s", "failover less the ZooKeeper session timeout (s)", "s"),
     ("restart_s", "restart after kill -9 until in every ISR (s)", "s"),
     ("shutdown_s", "controlled shutdown, SIGTERM to exit (s)", "s"),
+    ("start_s", "start after the controlled shutdown, until in every ISR (s)", "s"),
 ]
 
 
@@ -297,6 +299,10 @@ def measure_size(impl: str, size: int, args: argparse.Namespace) -> dict:
             _progress(impl, size, phase, out)
             phase = "controlled shutdown"
             out.update(_controlled_shutdown(c, admin, bound))
+            _progress(impl, size, phase, out)
+            if out.get("shutdown_how") == "stopped":
+                phase = "start-up after the controlled shutdown"
+                out["start_s"] = _started(c, admin, out["shutdown_broker"], size, args.rf, bound)
         except Exception as e:  # keep what was measured; the table shows n/a from here on
             out["error"] = f"{phase}: {type(e).__name__}: {e}"[:500]
         finally:
@@ -340,7 +346,16 @@ def _controlled_shutdown(c: MetricsClusterLauncher, admin: Any, bound: float) ->
     t0 = time.perf_counter()
     how = c.stop(target, timeout_s=bound)
     return {"shutdown_s": time.perf_counter() - t0 if how == "stopped" else None, "shutdown_how": how,
-            "shutdown_led": led.get(target, 0)}
+            "shutdown_led": led.get(target, 0), "shutdown_broker": target}
+
+
+def _started(c: MetricsClusterLauncher, admin: Any, broker: int, size: int, rf: int, bound: float) -> float:
+    """Seconds from spawning a cleanly stopped `broker` until it is back in every ISR."""
+    t0 = time.perf_counter()
+    c.start(broker, timeout_s=bound)
+    wait_until(lambda: all_in_isr(snapshot(admin, 10)[0], size, rf, broker), bound, 0.2,
+               what=f"broker {broker} back in every ISR after its controlled shutdown", retry_on=(Exception,))
+    return time.perf_counter() - t0
 
 
 # ---- report ------------------------------------------------------------------------------------------------------
