@@ -349,6 +349,7 @@ class Controller:
         self._process_deletes()
         process_legacy_reassignment(self, live)
         self._process_preferred_znode(live)
+        moves: list[tuple[str, int, Decide]] = []
         writes: list[tuple[str, int, Decide]] = []
         reassigning: list[tuple[str, int]] = []
         missing: list[tuple[str, int, tuple[int, ...]]] = []
@@ -357,16 +358,17 @@ class Controller:
                 continue
             unclean = self._unclean(t)
             for p, replicas in a.partitions.items():
-                if cache.partition_state(t, p) is None:
+                s = cache.partition_state(t, p)
+                if s is None:
                     missing.append((t, p, replicas))
                     continue
                 def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
                     return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
-                writes.append((t, p, decide))
+                (moves if election.leader_moves(s.replicas, s.leader, live, shutting) else writes).append((t, p, decide))
                 if a.reassigning(p):
                     reassigning.append((t, p))
         again = create_states(self, missing, live, PIPELINE) > 0  # those that existed: reconcile them next
-        self._write_states(writes)
+        self._write_leaders_first(moves, writes)
         for t, p in reassigning:
             again |= self._maybe_complete_reassignment(t, p, live, shutting)
         self._answer_shutdowns(shutting)
@@ -378,22 +380,33 @@ class Controller:
         live = cache.live_broker_ids()
         shutting = cache.shutting_down_brokers() & live
         deleting = cache.pending_deletes()
+        moves: list[tuple[str, int, Decide]] = []
         writes: list[tuple[str, int, Decide]] = []
         reassigning: list[tuple[str, int]] = []
         for t, p in sorted(keys):
             a = cache.assignment(t)
-            if t in deleting or a is None or cache.partition_state(t, p) is None:
+            s = cache.partition_state(t, p)
+            if t in deleting or a is None or s is None:
                 continue
             unclean = self._unclean(t)
 
             def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
                 return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
-            writes.append((t, p, decide))
+            (moves if election.leader_moves(s.replicas, s.leader, live, shutting) else writes).append((t, p, decide))
             if a.reassigning(p):
                 reassigning.append((t, p))
-        self._write_states(writes)
+        self._write_leaders_first(moves, writes)
         if any([self._maybe_complete_reassignment(t, p, live, shutting) for t, p in reassigning]):
             self.enqueue("reconcile")
+
+    def _write_leaders_first(self, moves: list[tuple[str, int, Decide]], rest: list[tuple[str, int, Decide]]) -> None:
+        """The partitions that need a new leader, all written and acknowledged, before the others (ISR shrinks):
+        Kafka's KafkaController.onReplicasBecomeOffline order (PartitionStateMachine to OnlinePartition, then
+        ReplicaStateMachine to OfflineReplica). Each write bumps the leader epoch and every broker re-reads and
+        re-applies it, so with one broker of three dead, two thirds of the writes are ISR shrinks; in assignment
+        order they delayed the last new leader until the last of them."""
+        self._write_states(moves)
+        self._write_states(rest)
 
     def _answer_shutdowns(self, shutting: set[int]) -> None:
         zk = self.zk

@@ -58,6 +58,14 @@ def offline(replicas: Sequence[int], isr: Sequence[int], live: set[int], unclean
     return Decision(NO_LEADER, in_replicas[-1:] if in_replicas else tuple(isr[-1:]))
 
 
+def leader_moves(replicas: Sequence[int], leader: int, live: AbstractSet[int],
+                 shutting_down: AbstractSet[int] = frozenset()) -> bool:
+    """Whether `reconcile` would elect (the leader is gone, not a replica, or shutting down): the partitions
+    Kafka's KafkaController.onReplicasBecomeOffline moves first (PartitionStateMachine to OnlinePartition),
+    before the ReplicaStateMachine takes the dead replicas out of the other partitions' ISRs."""
+    return leader == NO_LEADER or leader not in live or leader not in replicas or leader in shutting_down
+
+
 def reconcile(replicas: Sequence[int], leader: int, isr: Sequence[int], live: set[int], unclean_enabled: bool,
               shutting_down: AbstractSet[int] = frozenset()) -> Decision | None:
     """What a partition's state should become given the live brokers (None: leave it).
