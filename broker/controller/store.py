@@ -366,8 +366,8 @@ class ZkMetadata:
                 state = replace(new, version=stat.version)
                 if self.cache.put_state(topic, partition, state, deliver=False):
                     self.events.put("state", topic, partition)
-            try:
-                loop.call_soon_threadsafe(done, state)
+            try:  # behind the states already queued for the loop: an older one must not land after this answer
+                self.cache.call_in_order(loop, done, state)
             except RuntimeError:  # the loop closed (shutting down)
                 pass
         try:
