@@ -9,6 +9,7 @@ import pytest
 from benchmarks.partition_scale import (
     all_in_isr,
     all_led,
+    any_moved,
     children_of,
     figure_rows,
     growth,
@@ -142,3 +143,12 @@ def test_the_wire_metadata_request_is_a_v4_request_for_all_topics():
     assert (header.request_api_key, header.request_api_version, header.correlation_id) == (3, 4, 7)
     assert header.client_id == "ps"
     assert body.topics is None and body.allow_auto_topic_creation is False
+
+
+def test_any_moved_sees_the_dead_brokers_partitions_led_elsewhere():
+    before = {("t", 0): (1, [1, 2]), ("t", 1): (2, [2, 1]), ("t", 2): (1, [1, 2])}
+    assert not any_moved(before, before, dead=1)
+    assert not any_moved(before, {**before, ("t", 0): (-1, [2])}, dead=1)       # leaderless is not moved
+    assert not any_moved(before, {**before, ("t", 1): (3, [3])}, dead=1)        # not one the dead broker led
+    assert any_moved(before, {**before, ("t", 2): (2, [2])}, dead=1)
+    assert not any_moved(before, {("t", 1): (2, [2])}, dead=1)                  # missing from the answer
