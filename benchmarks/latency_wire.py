@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> dict:
     for hop, s in r["hops_ms"].items():
         print(f"  {hop:32s} p50 {fmt(s['p50']):>7} ms  mean {fmt(s['mean']):>7}  p90 {fmt(s['p90']):>7}  (n={s['n']})")
     for who, f in r["per_record"].items():
-        print(f"  {who:11s} per {'batch' if args.rate else 'record'}: CPU user {fmt(f['user_s'])} ms, system {fmt(f['system_s'])} ms, "
+        unit = "batch" if args.rate else "record"
+        print(f"  {who:11s} per {unit}: CPU user {fmt(f['user_s'])} ms, system {fmt(f['system_s'])} ms, "
               f"run-queue wait {fmt(f['runqueue_wait_s'])} ms, involuntary switches {fmt(f['involuntary'])}")
     emit_json("latency_wire", r)
     return r

@@ -8,7 +8,8 @@ metrics read from it.
 
 Threads: writers are kazoo's callback thread, the controller thread and the event loop. Changes this broker's
 `ClusterListener` must hear of are queued while the lock is held and applied on the event loop a slice per turn
-(`_drain`), so they arrive in cache-update order without holding up the loop's sockets. Rule: no ZooKeeper I/O while holding `_lock` (the cache never does any).
+(`_drain`), so they arrive in cache-update order without holding up the loop's sockets. Rule: no ZooKeeper I/O
+while holding `_lock` (the cache never does any).
 """
 
 from __future__ import annotations

@@ -364,7 +364,8 @@ class Controller:
                     continue
                 def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
                     return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
-                (moves if election.leader_moves(s.replicas, s.leader, live, shutting) else writes).append((t, p, decide))
+                moving = election.leader_moves(s.replicas, s.leader, live, shutting)
+                (moves if moving else writes).append((t, p, decide))
                 if a.reassigning(p):
                     reassigning.append((t, p))
         again = create_states(self, missing, live, PIPELINE) > 0  # those that existed: reconcile them next
@@ -392,14 +393,16 @@ class Controller:
 
             def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
                 return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
-            (moves if election.leader_moves(s.replicas, s.leader, live, shutting) else writes).append((t, p, decide))
+            moving = election.leader_moves(s.replicas, s.leader, live, shutting)
+            (moves if moving else writes).append((t, p, decide))
             if a.reassigning(p):
                 reassigning.append((t, p))
         self._write_leaders_first(moves, writes)
         if any([self._maybe_complete_reassignment(t, p, live, shutting) for t, p in reassigning]):
             self.enqueue("reconcile")
 
-    def _write_leaders_first(self, moves: list[tuple[str, int, Decide]], rest: list[tuple[str, int, Decide]]) -> None:
+    def _write_leaders_first(self, moves: list[tuple[str, int, Decide]],
+                             rest: list[tuple[str, int, Decide]]) -> None:
         """The partitions that need a new leader, all written and acknowledged, before the others (ISR shrinks):
         Kafka's KafkaController.onReplicasBecomeOffline order (PartitionStateMachine to OnlinePartition, then
         ReplicaStateMachine to OfflineReplica). Each write bumps the leader epoch and every broker re-reads and
