@@ -52,6 +52,16 @@ PIPELINE = 1000  # new partitions' reads and creates in flight at once (new_part
 Decide = Callable[[PartitionState], "election.Decision | None"]
 
 
+def _plan_write(moves: list[tuple[str, int, Decide]], rest: list[tuple[str, int, Decide]], topic: str,
+                partition: int, state: PartitionState, live: set[int], shutting: set[int], unclean: bool) -> None:
+    """Queue a partition's reconcile write: into `moves` when its leader must change (written first,
+    `Controller._write_leaders_first`), else into `rest`. The write re-decides on the state it reads."""
+    def decide(c: PartitionState) -> election.Decision | None:
+        return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
+    moving = election.leader_moves(state.replicas, state.leader, live, shutting)
+    (moves if moving else rest).append((topic, partition, decide))
+
+
 @dataclass(frozen=True)
 class ControllerSettings:
     auto_leader_rebalance_enable: bool = True
@@ -362,10 +372,7 @@ class Controller:
                 if s is None:
                     missing.append((t, p, replicas))
                     continue
-                def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
-                    return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
-                moving = election.leader_moves(s.replicas, s.leader, live, shutting)
-                (moves if moving else writes).append((t, p, decide))
+                _plan_write(moves, writes, t, p, s, live, shutting, unclean)
                 if a.reassigning(p):
                     reassigning.append((t, p))
         again = create_states(self, missing, live, PIPELINE) > 0  # those that existed: reconcile them next
@@ -389,12 +396,7 @@ class Controller:
             s = cache.partition_state(t, p)
             if t in deleting or a is None or s is None:
                 continue
-            unclean = self._unclean(t)
-
-            def decide(c: PartitionState, unclean: bool = unclean) -> election.Decision | None:
-                return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
-            moving = election.leader_moves(s.replicas, s.leader, live, shutting)
-            (moves if moving else writes).append((t, p, decide))
+            _plan_write(moves, writes, t, p, s, live, shutting, self._unclean(t))
             if a.reassigning(p):
                 reassigning.append((t, p))
         self._write_leaders_first(moves, writes)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
+
+import pytest
 
 from broker.controller import zk_paths as zp
 from broker.controller.cache import DRAIN_SLICE, MetadataCache
@@ -31,7 +34,8 @@ class Recorder:
         pass
 
 
-def attached() -> tuple[asyncio.AbstractEventLoop, MetadataCache, Recorder, list[int]]:
+@pytest.fixture
+def attached() -> Iterator[tuple[asyncio.AbstractEventLoop, MetadataCache, Recorder, list[int]]]:
     """A cache on a fresh loop whose call_soon_threadsafe calls are counted (the wake-ups of the loop)."""
     loop = asyncio.new_event_loop()
     wakeups = [0]
@@ -44,7 +48,10 @@ def attached() -> tuple[asyncio.AbstractEventLoop, MetadataCache, Recorder, list
     cache, rec = MetadataCache(), Recorder()
     cache.attach(rec, loop)
     cache.put_assignment("t", zp.TopicAssignment(uuid.uuid4(), {p: (1, 2, 3) for p in range(N)}, version=0))
-    return loop, cache, rec, wakeups
+    try:
+        yield loop, cache, rec, wakeups
+    finally:
+        loop.close()
 
 
 def burst(cache: MetadataCache, version: int) -> None:
@@ -63,40 +70,31 @@ def settle(loop: asyncio.AbstractEventLoop, rec: Recorder, count: int) -> None:
     loop.run_until_complete(until())
 
 
-def test_a_callback_queued_behind_a_burst_waits_for_a_slice_not_the_burst():
-    loop, cache, rec, _ = attached()
-    try:
-        burst(cache, 1)
-        seen: list[int] = []
-        loop.call_soon_threadsafe(lambda: seen.append(len(rec.order)))  # a request's bytes, behind the burst
-        settle(loop, rec, N)
-        assert seen and seen[0] <= DRAIN_SLICE  # before: all 1,000 first
-        assert rec.order == list(range(N))  # cache-update order kept
-    finally:
-        loop.close()
+def test_a_callback_queued_behind_a_burst_waits_for_a_slice_not_the_burst(attached):
+    loop, cache, rec, _ = attached
+    burst(cache, 1)
+    seen: list[int] = []
+    loop.call_soon_threadsafe(lambda: seen.append(len(rec.order)))  # a request's bytes, behind the burst
+    settle(loop, rec, N)
+    assert seen and seen[0] <= DRAIN_SLICE  # before: all 1,000 first
+    assert rec.order == list(range(N))  # cache-update order kept
 
 
-def test_one_wakeup_of_the_loop_per_burst():
-    loop, cache, rec, wakeups = attached()
-    try:
-        burst(cache, 1)
-        assert wakeups[0] == 1  # before: one per partition
-        settle(loop, rec, N)
-        burst(cache, 2)
-        settle(loop, rec, 2 * N)
-        assert wakeups[0] == 2
-    finally:
-        loop.close()
+def test_one_wakeup_of_the_loop_per_burst(attached):
+    loop, cache, rec, wakeups = attached
+    burst(cache, 1)
+    assert wakeups[0] == 1  # before: one per partition
+    settle(loop, rec, N)
+    burst(cache, 2)
+    settle(loop, rec, 2 * N)
+    assert wakeups[0] == 2
 
 
-def test_call_in_order_runs_after_every_state_queued_before_it():
-    loop, cache, rec, _ = attached()
-    try:
-        burst(cache, 1)
-        got: list[int] = []
-        cache.call_in_order(loop, lambda n: got.append(len(rec.order) + n), 0)
-        settle(loop, rec, N)
-        loop.run_until_complete(asyncio.sleep(0))
-        assert got == [N]  # the ISR write's answer cannot overtake an older state of its partition
-    finally:
-        loop.close()
+def test_call_in_order_runs_after_every_state_queued_before_it(attached):
+    loop, cache, rec, _ = attached
+    burst(cache, 1)
+    got: list[int] = []
+    cache.call_in_order(loop, lambda n: got.append(len(rec.order) + n), 0)
+    settle(loop, rec, N)
+    loop.run_until_complete(asyncio.sleep(0))
+    assert got == [N]  # the ISR write's answer cannot overtake an older state of its partition
