@@ -127,7 +127,9 @@ def seek_into_middle_of_compressed_batch(broker: Broker, topic: str, client: str
     """A consumer positioned inside a compressed batch gets the records from there on."""
     create_topic(broker.port, topic)
     recs = [(None, f"m{i}".encode() + PAD, []) for i in range(10)]
-    produce("confluent", broker.bootstrap, topic, recs, "lz4", partition=0)
+    # One batch whatever the machine's load: a linger far longer than the produce loop, and flush() sends at once
+    # (librdkafka ignores linger.ms on flush since 1.5). With 50 ms, a slow CI loop split the records in two.
+    produce("confluent", broker.bootstrap, topic, recs, "lz4", partition=0, **{"linger.ms": 60_000})
     assert len(batches(broker.port, topic)) == 1
     got: list[tuple[int, bytes]] = []
     deadline = time.monotonic() + 30
