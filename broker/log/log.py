@@ -8,6 +8,7 @@ import shutil
 import threading
 import uuid
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +81,10 @@ class PartitionLog(TransactionalLog):
     segments under it.
     """
 
-    def __init__(self, topic: str, partition: int, directory: Path, config: LogConfig, clock: Clock) -> None:
+    def __init__(self, topic: str, partition: int, directory: Path, config: LogConfig, clock: Clock,
+                 epoch_writer: Callable[[LeaderEpochCache], None] | None = None) -> None:
+        """`epoch_writer` takes leader-epoch checkpoints to write later (LogManager's CheckpointWriter.submit);
+        without it they are written at once."""
         self.topic = topic
         self.partition = partition
         self.directory = directory
@@ -115,7 +119,7 @@ class PartitionLog(TransactionalLog):
             # (replication/replica_manager.py sets `auto_high_watermark` off).
             self.high_watermark = self.log_end_offset
             self.auto_high_watermark = True
-            self.leader_epochs = LeaderEpochCache(directory)
+            self.leader_epochs = LeaderEpochCache(directory, epoch_writer)
             self.cleaner_checkpoint = _read_int_file(directory / CLEANER_CHECKPOINT_FILE) or self.log_start_offset
             self.producer_state = ProducerStateManager(directory)
             self._unreplicated = []
@@ -138,7 +142,13 @@ class PartitionLog(TransactionalLog):
             if found is None:
                 continue
             for pos, h in seg.batches(found[0], _REPLAY_CHUNK):
-                if h.producer_id >= 0 and h.last_offset >= start:
+                if h.last_offset < start:
+                    continue
+                if h.partition_leader_epoch > self.leader_epochs.latest_epoch:
+                    # An epoch assigned after the snapshot may not have reached the checkpoint before a crash
+                    # (`snapshot_producer_state` writes it first): its first batch says where it started.
+                    self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset)
+                if h.producer_id >= 0:
                     self._track(seg, seg.read_batch(pos, h) if h.is_control else b"", h)
         self.producer_state.evict_below(self.log_start_offset)
         self._unreplicated = []
@@ -518,6 +528,8 @@ class PartitionLog(TransactionalLog):
         log has nothing to replay, so no snapshot (Kafka's ProducerStateManager.takeSnapshot likewise skips an
         offset it already has): its fsync was a quarter of shutting down 3,000 new partitions (issue 20)."""
         with self.lock:
+            # Epochs that start before the snapshot must be on disk: replay after a crash starts at the snapshot.
+            self.leader_epochs.flush()
             if self.log_end_offset == self.segments[0].base_offset:
                 return
             if self._snapshot_offset != self.log_end_offset:
@@ -550,6 +562,7 @@ class PartitionLog(TransactionalLog):
         nothing that loads as a partition (LogManager removes such leftovers at startup).
         """
         with self.lock:
+            self.leader_epochs.discard()
             for seg in self.segments:
                 seg.close()
             self.segments = []

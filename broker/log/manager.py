@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker.config import LogConfig
+from broker.log.checkpoint_writer import CheckpointWriter
 from broker.log.cleaner import LogCleaner
 from broker.log.log import DELETE_DIR_SUFFIX, PartitionLog
 from common.clock import Clock
@@ -35,6 +36,7 @@ class LogManager:
         self.clock = clock
         self.config_for = config_for
         self.cleaner = LogCleaner(clock, cleaner_backoff_ms)
+        self.epoch_writer = CheckpointWriter()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         # Partitions per log dir, to place new partitions in the emptiest one.
         self._dir_counts = dict.fromkeys(self.log_dirs, 0)
@@ -56,7 +58,8 @@ class LogManager:
                 if tp in self._logs:
                     log.error("partition %s-%d found in two log dirs; using %s", *tp, self._logs[tp].directory)
                     continue
-                self._logs[tp] = PartitionLog(tp[0], tp[1], d, self.config_for(tp[0]), self.clock)
+                self._logs[tp] = PartitionLog(tp[0], tp[1], d, self.config_for(tp[0]), self.clock,
+                                              self.epoch_writer.submit)
                 self._dir_counts[root] += 1
         log.info("loaded %d partition logs", len(self._logs))
 
@@ -70,7 +73,7 @@ class LogManager:
             if plog is None:
                 root = min(self.log_dirs, key=self._dir_counts.__getitem__)
                 plog = PartitionLog(topic, partition, root / f"{topic}-{partition}", self.config_for(topic),
-                                    self.clock)
+                                    self.clock, self.epoch_writer.submit)
                 self._logs[(topic, partition)] = plog
                 self._dir_counts[root] += 1
             return plog
@@ -124,8 +127,14 @@ class LogManager:
         self.cleaner.stop()
 
     def close(self) -> None:
-        """Stop the cleaner and close every log (fsync, producer snapshots)."""
+        """Stop the cleaner and close every log (fsync, producer snapshots, leader-epoch checkpoints)."""
         self.stop()
+        try:
+            self._close_logs()
+        finally:
+            self.epoch_writer.close()  # each log's close wrote its own checkpoint; this stops the thread
+
+    def _close_logs(self) -> None:
         with self._lock:
             logs = list(self._logs.values())
             self._logs.clear()

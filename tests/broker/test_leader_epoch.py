@@ -34,3 +34,28 @@ def test_truncation_from_both_ends(tmp_path):
     c.truncate_from_start(12)
     assert c.entries == [(1, 12)]
     assert LeaderEpochCache(tmp_path).entries == [(1, 12)]
+
+
+def test_deferred_assignment_is_written_by_flush_and_by_truncation(tmp_path):
+    queued = []
+    c = LeaderEpochCache(tmp_path, on_dirty=queued.append)
+    c.assign(1, 0)
+    c.assign(2, 5)  # still dirty: queued once
+    assert queued == [c] and c.dirty
+    assert not (tmp_path / LeaderEpochCache.FILE).exists()
+    c.flush()
+    assert LeaderEpochCache(tmp_path).entries == [(1, 0), (2, 5)] and not c.dirty
+    c.flush()  # nothing new: nothing written
+    c.assign(3, 9)
+    c.assign(4, 12)
+    assert queued == [c, c]
+    c.truncate_from_end(10)  # written at once, with the assignment still queued before it
+    assert LeaderEpochCache(tmp_path).entries == [(1, 0), (2, 5), (3, 9)] and not c.dirty
+
+
+def test_discarded_cache_writes_nothing(tmp_path):
+    c = LeaderEpochCache(tmp_path, on_dirty=lambda _: None)
+    c.assign(1, 0)
+    c.discard()
+    c.flush()
+    assert not (tmp_path / LeaderEpochCache.FILE).exists()
