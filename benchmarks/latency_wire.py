@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks._common import emit_json, fmt
+from common.polling import wait_until
 
 VALUE = 1024
 _PCAP_MAGIC_US = 0xA1B2C3D4
@@ -192,8 +193,11 @@ def run(impl: str, records: int, warmup: int, rate: int = 0, seconds: float = 10
             bs = c.bootstrap
             warm_up_offsets_topic(bs)
             create_replicated_topic(bs, "wire", 1, 3, {"min.insync.replicas": "2"})
-            leader = AdminClient({"bootstrap.servers": bs}).list_topics("wire", timeout=10).topics["wire"] \
-                .partitions[0].leader
+            admin = AdminClient({"bootstrap.servers": bs})
+            # The full ISR was seen on one broker; the one this client asks may not know the leader yet (-1).
+            found = wait_until(lambda: _leader(admin, "wire"), 30.0, what="a leader of wire-0 in every answer")
+            assert found is not None  # wait_until returns a truthy value or raises
+            leader = found[0]
             port = c.broker_port(leader)
             if not rate:
                 producer = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 0,
@@ -237,6 +241,12 @@ def run(impl: str, records: int, warmup: int, rate: int = 0, seconds: float = 10
     return {"impl": impl, "records": records, "client_round_trip_ms": _stats(rounds),
             "hops_ms": {h: _stats(v) for h, v in hops.items()}, "per_record": per_broker,
             "loadavg_1m": os.getloadavg()[0]}
+
+
+def _leader(admin, topic: str) -> tuple[int] | None:
+    """(leader of partition 0,) once the answering broker knows it; a tuple, since broker 0 is falsy."""
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    return (leader,) if leader >= 0 else None
 
 
 def _stats(values: list[float]) -> dict[str, float | int | None]:

@@ -77,3 +77,21 @@ def test_a_record_without_both_followers_answered_is_left_out():
     packets = [p for i, p in enumerate(_one_record(5.0)) if i != 2]  # follower 2 never got the data
     hops = record_hops(read_pcap(_pcap(packets)), LEADER)
     assert all(v == [] for v in hops.values())
+
+
+def test_leader_is_awaited_and_broker_zero_counts():
+    """A broker may answer leader -1 just after the ISR was seen full on another; broker id 0 is a leader too."""
+    from types import SimpleNamespace
+
+    from benchmarks.latency_wire import _leader
+
+    answers = iter([-1, 0])
+
+    class Admin:
+        def list_topics(self, topic, timeout):
+            part = SimpleNamespace(leader=next(answers))
+            return SimpleNamespace(topics={topic: SimpleNamespace(partitions={0: part})})
+
+    admin = Admin()
+    assert _leader(admin, "wire") is None
+    assert _leader(admin, "wire") == (0,)
