@@ -146,3 +146,28 @@ def test_recovers_a_gigabyte_after_kill_under_ten_seconds(tmp_path, clock):
     assert again.get("big", 0).log_end_offset == leo
     assert again.get("big", 0).append_as_leader(data, 0).duplicate
     again.close()
+
+
+
+def test_epoch_checkpoints_go_through_the_writer_and_are_all_on_disk_after_close(tmp_path, clock):
+    import threading
+
+    from broker.log.leader_epoch import LeaderEpochCache
+
+    m = manager([tmp_path], clock)
+    logs = [m.get_or_create("t", p) for p in range(30)]
+    gate, held = threading.Event(), threading.Event()
+
+    class Blocker:
+        def flush(self):
+            held.set()
+            gate.wait(10)
+
+    m.epoch_writer.submit(Blocker())  # holds the writer thread, so nothing below can be written by it yet
+    assert held.wait(10)
+    for plog in logs:
+        plog.leader_epochs.assign(3, 0)
+    assert not any((tmp_path / f"t-{p}" / LeaderEpochCache.FILE).exists() for p in range(30))  # not by the caller
+    gate.set()
+    m.close()
+    assert [LeaderEpochCache(tmp_path / f"t-{p}").entries for p in range(30)] == [[(3, 0)]] * 30
