@@ -41,22 +41,15 @@ class CheckpointWriter:
                 return
         _flush(cache)
 
-    def drain(self) -> None:
-        """Write everything queued, on the caller's thread."""
-        with self._cond:
-            batch, self._pending = list(self._pending.values()), {}
-        for cache in batch:
-            _flush(cache)
-
     def close(self) -> None:
-        """Stop the thread once the queue is written; later submissions are written by the caller."""
+        """Stop the thread once the queue is written (it exits only with the queue empty); later submissions are
+        written by the caller."""
         with self._cond:
             self._stopping = True
             self._cond.notify()
             thread = self._thread
         if thread is not None:
             thread.join()
-        self.drain()
 
     def _run(self) -> None:
         while True:
