@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from broker.log.segment import FileRegion
 from broker.memory_pool import MemoryPool
+from broker.network.send_batch import send_batch
 
 if TYPE_CHECKING:
     from broker.network.sasl_session import ConnectionSession
@@ -24,6 +25,9 @@ _LAZY_BUFFER_BYTES = 1 << 20
 # segment and one wake-up of the reader (a caught-up follower or consumer fetching a few KiB), where
 # sendmsg + sendfile + sendmsg put three segments on the wire under TCP_NODELAY. Larger regions keep sendfile.
 INLINE_REGION_BYTES = 64 * 1024
+# Responses up to this size are joined into one buffer and sent with the others of the loop's turn
+# (broker/network/send_batch.py); larger ones, not waiting on a single event, are sent at once without a copy.
+BATCHED_RESPONSE_BYTES = 256 * 1024
 
 
 def _read_region(region: FileRegion) -> bytes:
@@ -145,11 +149,12 @@ class Connection:
         return view.toreadonly()  # kio's reader takes read-only buffers only
 
     async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
-        """Write all of `data`: buffers are gathered with sendmsg, file regions over INLINE_REGION_BYTES go out
-        with sendfile, so neither is copied in user space; smaller regions are read into the gathered buffers."""
+        """Write all of `data`. A response of up to BATCHED_RESPONSE_BYTES is joined and sent with the others
+        written in this turn of the loop; larger ones are gathered with sendmsg, file regions over
+        INLINE_REGION_BYTES go out with sendfile, so neither is copied in user space; smaller regions are read
+        into the buffers."""
         if isinstance(data, bytes | bytearray):
-            await self._send_buffers([memoryview(data)])
-            return
+            data = [data]
         pending: list[memoryview] = []
         try:
             for part in data:
@@ -161,6 +166,10 @@ class Connection:
                     await self._send_file(part)
                 elif len(part):
                     pending.append(memoryview(part).cast("B"))
+            if pending and sum(map(len, pending)) <= BATCHED_RESPONSE_BYTES:
+                joined = b"".join(pending)
+                sent = await send_batch(self.loop).send(self.sock, joined)
+                pending = [memoryview(joined)[sent:]] if sent < len(joined) else []
             await self._send_buffers(pending)
         finally:
             for part in data:

@@ -1,5 +1,5 @@
 """Connection.write over a real socket pair: a small fetched file region goes out inline with the response in one
-sendmsg (one TCP segment under TCP_NODELAY, one wake-up of the reader); a large one keeps sendfile."""
+write (one TCP segment under TCP_NODELAY, one wake-up of the reader); a large one keeps sendfile."""
 
 import asyncio
 import os
@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from broker.log.segment import FileRegion
-from broker.network import connection
+from broker.network import connection, send_batch
 from broker.network.connection import Connection
 
 
@@ -51,14 +51,16 @@ def _receive(sock: socket.socket, n: int) -> bytes:
     return out
 
 
-async def test_a_small_region_is_sent_inline_in_one_sendmsg(tmp_path, pair, monkeypatch):
+async def test_a_small_region_is_sent_inline_in_one_write(tmp_path, pair, monkeypatch):
     sock, peer = pair
-    sendfiles = []
+    sendfiles, writes = [], []
     monkeypatch.setattr(os, "sendfile", lambda *a: sendfiles.append(a) or 0)
+    real_send_once = send_batch.send_once
+    monkeypatch.setattr(send_batch, "send_once", lambda fd, data: writes.append(data) or real_send_once(fd, data))
     payload = os.urandom(4096)
     region = _region(tmp_path, payload)
     await Connection(sock, asyncio.get_running_loop()).write([b"head", region, memoryview(b"trailer")])
-    assert CountingSocket.sendmsgs == 1 and sendfiles == []
+    assert len(writes) == 1 and CountingSocket.sendmsgs == 0 and sendfiles == []
     assert region.fd == -1  # released once written
     assert _receive(peer, 4 + len(payload) + 7) == b"head" + payload + b"trailer"
 
@@ -70,7 +72,7 @@ async def test_a_large_region_still_goes_out_with_sendfile(tmp_path, pair):
     received = asyncio.get_running_loop().run_in_executor(None, _receive, peer, 4 + len(payload) + 7)
     await Connection(sock, asyncio.get_running_loop()).write([b"head", region, b"trailer"])
     assert await received == b"head" + payload + b"trailer"
-    assert CountingSocket.sendmsgs >= 2  # the buffers on either side of the file region
+    assert CountingSocket.sendmsgs == 1  # the buffer before the file region; the one after goes with the batch
 
 
 async def test_a_region_cut_short_by_truncation_closes_the_connection(tmp_path, pair):

@@ -1,0 +1,169 @@
+"""Responses written in one turn of the event loop, sent together in one system call (Linux AIO's io_submit).
+
+One event often completes several parked requests: an append wakes every follower's Fetch, a high-watermark move
+the consumers' Fetches and the producers' Produces. Sent one by one, each send on loopback wakes its reader
+synchronously, and on a busy machine the woken process takes the sender's core before the next send: the second
+follower's answer then left a whole follower turnaround after the first (docs/latency.md). Queued to the end of
+the turn and submitted together, every answer is on the wire before the broker returns to user space, which is
+where the kernel preempts it. Kafka gets the same from its network threads sending in parallel.
+
+Linux AIO runs a write to a socket synchronously inside io_submit, and a non-blocking socket stays non-blocking (a
+full send buffer gives -EAGAIN), so nothing is waited for: io_getevents(min_nr=0) collects the results at once.
+It is three system calls through ctypes: the one Python binding (python-libaio) needs the libaio system library
+and is built for file I/O, and io_uring's bindings need kernels newer than Debian 12's. Where io_setup fails (not
+Linux, a seccomp filter, aio-max-nr reached) the batch goes out with one send per response, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import errno
+import os
+import platform
+import socket
+import threading
+import weakref
+
+MAX_BATCH = 64
+
+# (io_setup, io_getevents, io_submit): arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h.
+_SYSCALLS = {"x86_64": (206, 208, 209), "aarch64": (0, 4, 2)}
+_IOCB_CMD_PWRITE = 1
+
+
+class _IoCb(ctypes.Structure):
+    """struct iocb (include/uapi/linux/aio_abi.h), little-endian field order."""
+    _fields_ = [("aio_data", ctypes.c_uint64), ("aio_key", ctypes.c_uint32), ("aio_rw_flags", ctypes.c_int32),
+                ("aio_lio_opcode", ctypes.c_uint16), ("aio_reqprio", ctypes.c_int16),
+                ("aio_fildes", ctypes.c_uint32), ("aio_buf", ctypes.c_uint64), ("aio_nbytes", ctypes.c_uint64),
+                ("aio_offset", ctypes.c_int64), ("aio_reserved2", ctypes.c_uint64), ("aio_flags", ctypes.c_uint32),
+                ("aio_resfd", ctypes.c_uint32)]
+
+
+class _IoEvent(ctypes.Structure):
+    """struct io_event."""
+    _fields_ = [("data", ctypes.c_uint64), ("obj", ctypes.c_uint64), ("res", ctypes.c_int64),
+                ("res2", ctypes.c_int64)]
+
+
+class AioWriter:
+    """One Linux AIO context, used only for socket writes, which complete inside io_submit. Thread-safe."""
+
+    def __init__(self) -> None:
+        numbers = _SYSCALLS.get(platform.machine())
+        if numbers is None or not hasattr(ctypes, "CDLL"):
+            raise OSError(errno.ENOSYS, "no Linux AIO on this machine")
+        setup, self._getevents, self._submit = numbers
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._ctx = ctypes.c_ulong(0)
+        if self._libc.syscall(setup, MAX_BATCH, ctypes.byref(self._ctx)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        self._iocbs = (_IoCb * MAX_BATCH)()
+        self._ptrs = (ctypes.POINTER(_IoCb) * MAX_BATCH)(*(ctypes.pointer(c) for c in self._iocbs))
+        self._events = (_IoEvent * MAX_BATCH)()
+        for cb in self._iocbs:
+            cb.aio_lio_opcode = _IOCB_CMD_PWRITE
+        self._lock = threading.Lock()
+
+    def write_all(self, writes: list[tuple[int, bytes]]) -> list[int]:
+        """Write each (fd, data) once, all in one io_submit (at most MAX_BATCH); per write the bytes written
+        or -errno."""
+        n = len(writes)
+        results = [-errno.EAGAIN] * n
+        with self._lock:
+            buffers = []   # the c_char_p objects keep each address valid until io_submit returns
+            for i, (fd, data) in enumerate(writes):
+                cb, buf = self._iocbs[i], ctypes.c_char_p(data)
+                buffers.append(buf)
+                cb.aio_data, cb.aio_fildes, cb.aio_nbytes = i, fd, len(data)
+                cb.aio_buf = ctypes.cast(buf, ctypes.c_void_p).value or 0
+            submitted = max(self._libc.syscall(self._submit, self._ctx, n, self._ptrs), 0)
+            reaped = 0
+            while reaped < submitted:   # at most `submitted` events exist; each call returns at least one
+                got = self._libc.syscall(self._getevents, self._ctx, 0, MAX_BATCH, self._events, None)
+                if got <= 0:
+                    break
+                for ev in self._events[:got]:
+                    results[ev.data] = ev.res
+                reaped += got
+        # The writes io_submit did not take (it stops at the first it cannot queue) are sent one by one.
+        for i in range(submitted, n):
+            results[i] = send_once(*writes[i])
+        return results
+
+
+_aio: AioWriter | None = None
+_aio_tried = False
+_aio_lock = threading.Lock()
+
+
+def aio_writer() -> AioWriter | None:
+    """The process's AIO context, made on first use; None where Linux AIO is not available."""
+    global _aio, _aio_tried
+    if not _aio_tried:
+        with _aio_lock:
+            if not _aio_tried:
+                try:
+                    _aio = AioWriter()
+                except (OSError, AttributeError):
+                    _aio = None
+                _aio_tried = True
+    return _aio
+
+
+def send_once(fd: int, data: bytes) -> int:
+    """One non-blocking write: the bytes written, 0 if the socket's buffer is full, or -errno."""
+    try:
+        return os.write(fd, data)
+    except (BlockingIOError, InterruptedError):
+        return 0
+    except OSError as e:
+        return -(e.errno or errno.EIO)
+
+
+class SendBatch:
+    """Writes queued during one turn of an event loop, sent together at the start of its next turn."""
+
+    def __init__(self) -> None:
+        self._queue: list[tuple[socket.socket, bytes, asyncio.Future[int]]] = []
+
+    def send(self, sock: socket.socket, data: bytes) -> asyncio.Future[int]:
+        """Queue one write; the future gives the bytes written (0 if the socket's buffer was full). Cancelling
+        it before the flush withdraws the write."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        if not self._queue:
+            loop.call_soon(self.flush)
+        self._queue.append((sock, data, fut))
+        return fut
+
+    def flush(self) -> None:
+        queue, self._queue = self._queue, []
+        # A withdrawn write, or one whose socket was closed meanwhile, is dropped: its descriptor number may
+        # already belong to another connection.
+        live = [(sock.fileno(), data, fut) for sock, data, fut in queue if not fut.done() and sock.fileno() >= 0]
+        for start in range(0, len(live), MAX_BATCH):
+            chunk = live[start:start + MAX_BATCH]
+            writes = [(fd, data) for fd, data, _ in chunk]
+            aio = aio_writer() if len(chunk) > 1 else None
+            results = aio.write_all(writes) if aio is not None else [send_once(fd, data) for fd, data in writes]
+            for (_, _, fut), res in zip(chunk, results, strict=True):
+                if res >= 0:
+                    fut.set_result(res)
+                elif -res in (errno.EAGAIN, errno.EINTR):
+                    fut.set_result(0)
+                else:
+                    fut.set_exception(OSError(-res, os.strerror(-res)))
+
+
+_BATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SendBatch] = weakref.WeakKeyDictionary()
+
+
+def send_batch(loop: asyncio.AbstractEventLoop) -> SendBatch:
+    """The loop's batch (a loop runs in one thread, so its queue needs no lock)."""
+    batch = _BATCHES.get(loop)
+    if batch is None:
+        batch = _BATCHES[loop] = SendBatch()
+    return batch
