@@ -12,6 +12,7 @@ import logging
 import socket
 import struct
 from collections import Counter
+from functools import partial
 from time import perf_counter, perf_counter_ns
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,10 @@ log = logging.getLogger(__name__)
 _ENDPOINT_APIS = frozenset((3, 10, 60))  # Metadata, FindCoordinator, DescribeCluster
 
 
-def _record(watcher: ConnectionObserver, timing: RequestTiming) -> None:
+def _sent(watcher: ConnectionObserver, timing: RequestTiming) -> None:
+    """A response's last byte is with the kernel (or, for acks=0, none is due): stamp and record the request."""
+    timing.t4 = perf_counter()
+    timing.phase = 0
     watcher.request_done(timing)
     timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
 
@@ -206,7 +210,7 @@ class KafkaServer:
                 del self._per_ip[host]
             conn.close()
             if watcher is not None:
-                asyncio.get_running_loop().call_soon(watcher.closed)   # after the last request's _record
+                asyncio.get_running_loop().call_soon(watcher.closed)   # after the last request's record
 
     async def _serve_one(self, conn: Connection, frame: bytes | memoryview, host: str,
                          watcher: ConnectionObserver | None) -> None:
@@ -223,15 +227,16 @@ class KafkaServer:
         if timing is not None:
             timing.t3 = perf_counter()
             timing.phase = 2
+        # Recorded once the response is with the kernel, which for a batched response is after the loop's whole
+        # batch went out: the handlers woken together with this one (the other follower, the consumer after the
+        # producer) are not answered behind this one's bookkeeping.
+        on_sent = partial(_sent, watcher, timing) if timing is not None and watcher is not None else None
         if response is not None:
-            await conn.write(response)
-        if timing is not None and watcher is not None:
-            timing.t4 = perf_counter()
-            timing.phase = 0
-            # Recorded on the loop's next turn: the handlers woken together with this one (the other follower, the
-            # consumer after the producer) send their answers first. Callbacks run in order, so closed() stays last.
+            await conn.write(response, on_sent)
+        elif on_sent is not None:
+            on_sent()
+        if on_sent is not None:
             conn.timing = RequestTiming()
-            asyncio.get_running_loop().call_soon(_record, watcher, timing)
         if session is not None and session.close_after_response:
             raise ConnectionError("closed after a failed SASL exchange")
 

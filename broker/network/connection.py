@@ -8,6 +8,7 @@ import mmap
 import os
 import socket
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.log.segment import FileRegion
@@ -49,6 +50,10 @@ class Connection:
         self._fd = -1   # registered with the loop's selector while >= 0
         self._waiter: asyncio.Future[None] | None = None
         self._direct = False   # a large frame's body is being received straight into its own buffer
+        self._unsent: list[memoryview] = []   # the queued response's bytes the kernel has not taken yet
+        self._on_sent: Callable[[], None] | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self._send_error: OSError | None = None
 
     async def _fill(self, need: int) -> None:
         while len(self._buf) < need:
@@ -148,33 +153,97 @@ class Connection:
             self._direct = False
         return view.toreadonly()  # kio's reader takes read-only buffers only
 
-    async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
-        """Write all of `data`. A response of up to BATCHED_RESPONSE_BYTES is joined and sent with the others
-        written in this turn of the loop; larger ones are gathered with sendmsg, file regions over
-        INLINE_REGION_BYTES go out with sendfile, so neither is copied in user space; smaller regions are read
-        into the buffers."""
-        if isinstance(data, bytes | bytearray):
-            data = [data]
-        pending: list[memoryview] = []
+    async def write(self, data: bytes | list[bytes | memoryview | FileRegion],
+                    on_sent: Callable[[], None] | None = None) -> None:
+        """Write `data` after everything written before; `on_sent` is called once its last byte is with the kernel.
+
+        A response of up to BATCHED_RESPONSE_BYTES is joined into one buffer and queued in the loop's send batch,
+        to go out with the others written in this turn: it returns at once. A larger one, or any write while an
+        earlier one is still unsent, is sent here: buffers gathered with sendmsg, file regions over
+        INLINE_REGION_BYTES with sendfile (neither copied in user space), smaller regions read into the buffers.
+        """
+        if self._send_error is not None:
+            raise self._send_error
+        parts = [data] if isinstance(data, bytes | bytearray) else data
         try:
-            for part in data:
-                if isinstance(part, FileRegion) and part.length <= INLINE_REGION_BYTES:
-                    pending.append(memoryview(_read_region(part)))
-                elif isinstance(part, FileRegion):
-                    await self._send_buffers(pending)
-                    pending = []
-                    await self._send_file(part)
-                elif len(part):
-                    pending.append(memoryview(part).cast("B"))
-            if pending and sum(map(len, pending)) <= BATCHED_RESPONSE_BYTES:
-                joined = b"".join(pending)
-                sent = await send_batch(self.loop).send(self.sock, joined)
-                pending = [memoryview(joined)[sent:]] if sent < len(joined) else []
-            await self._send_buffers(pending)
+            if all(not isinstance(p, FileRegion) or p.length <= INLINE_REGION_BYTES for p in parts):
+                buffers = [_read_region(p) if isinstance(p, FileRegion) else p for p in parts]
+                size = sum(map(len, buffers))
+                if size <= BATCHED_RESPONSE_BYTES and not self._unsent:
+                    joined = b"".join(buffers)
+                    self._unsent, self._on_sent = [memoryview(joined)], on_sent
+                    send_batch(self.loop).send(self.sock, joined, self._batched)
+                    return
+            await self._drain()
+            await self._write_now(parts)
         finally:
-            for part in data:
+            for part in parts:
                 if isinstance(part, FileRegion):
                     part.release()
+        if on_sent is not None:
+            on_sent()
+
+    def _batched(self, result: int) -> None:
+        """The send batch's report for this connection's queued response."""
+        if result < 0:
+            self._fail(OSError(-result, os.strerror(-result)))
+        elif result < len(self._unsent[0]):
+            self._unsent[0] = self._unsent[0][result:]
+            self.loop.add_writer(self.sock.fileno(), self._send_rest)   # the rest when the peer has read
+        else:
+            self._unsent = []
+            self._sent()
+
+    def _send_rest(self) -> None:
+        try:
+            sent = self.sock.send(self._unsent[0])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            self.loop.remove_writer(self.sock.fileno())
+            self._fail(e)
+            return
+        self._unsent[0] = self._unsent[0][sent:]
+        if not self._unsent[0]:
+            self.loop.remove_writer(self.sock.fileno())
+            self._unsent = []
+            self._sent()
+
+    def _sent(self) -> None:
+        on_sent, self._on_sent = self._on_sent, None
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if on_sent is not None:
+            on_sent()
+
+    def _fail(self, error: OSError) -> None:
+        """A failed send: this connection is done for (the next read or write raises it)."""
+        self._send_error, self._unsent, self._on_sent = error, [], None
+        for waiter in (self._drained, self._waiter):
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(error)
+
+    async def _drain(self) -> None:
+        """Wait until the queued response, if any, is wholly with the kernel."""
+        while self._unsent:
+            self._drained = self.loop.create_future()
+            try:
+                await self._drained
+            finally:
+                self._drained = None
+
+    async def _write_now(self, parts: list) -> None:
+        pending: list[memoryview] = []
+        for part in parts:
+            if isinstance(part, FileRegion) and part.length <= INLINE_REGION_BYTES:
+                pending.append(memoryview(_read_region(part)))
+            elif isinstance(part, FileRegion):
+                await self._send_buffers(pending)
+                pending = []
+                await self._send_file(part)
+            elif len(part):
+                pending.append(memoryview(part).cast("B"))
+        await self._send_buffers(pending)
 
     async def _send_file(self, region: FileRegion) -> None:
         offset, end = region.position, region.position + region.length
@@ -219,6 +288,16 @@ class Connection:
 
     def close(self) -> None:
         self._unwatch()
+        fd = self.sock.fileno() if self._unsent else -1
+        if fd >= 0:
+            # A response still queued (a failed SASL exchange's answer, written just before the close) or its
+            # rest: the kernel takes what it can now; the batch skips a closed socket.
+            self.loop.remove_writer(fd)
+            try:
+                self.sock.send(self._unsent[0])
+            except OSError:
+                pass
+        self._unsent = []
         try:
             self.sock.close()
         except OSError:

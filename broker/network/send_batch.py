@@ -24,6 +24,7 @@ import platform
 import socket
 import threading
 import weakref
+from collections.abc import Callable
 
 MAX_BATCH = 64
 
@@ -123,39 +124,34 @@ def send_once(fd: int, data: bytes) -> int:
         return -(e.errno or errno.EIO)
 
 
+SendDone = Callable[[int], None]
+
+
 class SendBatch:
     """Writes queued during one turn of an event loop, sent together at the start of its next turn."""
 
     def __init__(self) -> None:
-        self._queue: list[tuple[socket.socket, bytes, asyncio.Future[int]]] = []
+        self._queue: list[tuple[socket.socket, bytes, SendDone]] = []
 
-    def send(self, sock: socket.socket, data: bytes) -> asyncio.Future[int]:
-        """Queue one write; the future gives the bytes written (0 if the socket's buffer was full). Cancelling
-        it before the flush withdraws the write."""
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
+    def send(self, sock: socket.socket, data: bytes, done: SendDone) -> None:
+        """Queue one write. After the flush `done` gets the bytes written (0: the socket's buffer was full) or
+        -errno; it is not called if the socket was closed before the flush."""
         if not self._queue:
-            loop.call_soon(self.flush)
-        self._queue.append((sock, data, fut))
-        return fut
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._queue.append((sock, data, done))
 
     def flush(self) -> None:
         queue, self._queue = self._queue, []
-        # A withdrawn write, or one whose socket was closed meanwhile, is dropped: its descriptor number may
-        # already belong to another connection.
-        live = [(sock.fileno(), data, fut) for sock, data, fut in queue if not fut.done() and sock.fileno() >= 0]
+        # A write whose socket was closed meanwhile is dropped: its descriptor number may already belong to
+        # another connection.
+        live = [(sock.fileno(), data, done) for sock, data, done in queue if sock.fileno() >= 0]
         for start in range(0, len(live), MAX_BATCH):
             chunk = live[start:start + MAX_BATCH]
             writes = [(fd, data) for fd, data, _ in chunk]
             aio = aio_writer() if len(chunk) > 1 else None
             results = aio.write_all(writes) if aio is not None else [send_once(fd, data) for fd, data in writes]
-            for (_, _, fut), res in zip(chunk, results, strict=True):
-                if res >= 0:
-                    fut.set_result(res)
-                elif -res in (errno.EAGAIN, errno.EINTR):
-                    fut.set_result(0)
-                else:
-                    fut.set_exception(OSError(-res, os.strerror(-res)))
+            for (_, _, done), res in zip(chunk, results, strict=True):   # told after every send of the chunk
+                done(0 if res in (-errno.EAGAIN, -errno.EINTR) else res)
 
 
 _BATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SendBatch] = weakref.WeakKeyDictionary()

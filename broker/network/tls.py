@@ -7,6 +7,7 @@ the TLS port) closes only that connection, inside asyncio, before the broker see
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from broker.log.segment import FileRegion
 from broker.network.connection import Connection
@@ -35,7 +36,8 @@ class StreamConnection(Connection):
         del self._buf[:4 + size]
         return frame
 
-    async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
+    async def write(self, data: bytes | list[bytes | memoryview | FileRegion],
+                    on_sent: Callable[[], None] | None = None) -> None:
         parts = [data] if isinstance(data, bytes | bytearray) else data
         try:
             for p in parts:
@@ -45,6 +47,8 @@ class StreamConnection(Connection):
                 if isinstance(p, FileRegion):
                     p.release()
         await self.writer.drain()
+        if on_sent is not None:
+            on_sent()
 
     def close(self) -> None:
         self.writer.close()

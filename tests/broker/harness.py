@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,8 @@ class _MemoryConnection(Connection):
     async def _recv_into(self, view: memoryview) -> int:
         return await self._end.sock_recv_into(None, view)
 
-    async def write(self, data: bytes | list[bytes | memoryview | FileRegion]) -> None:
+    async def write(self, data: bytes | list[bytes | memoryview | FileRegion],
+                    on_sent: Callable[[], None] | None = None) -> None:
         parts = [data] if isinstance(data, bytes | bytearray) else data
         try:
             self.written.append(b"".join(p.read_bytes() if isinstance(p, FileRegion) else bytes(p) for p in parts))
@@ -137,6 +139,8 @@ class _MemoryConnection(Connection):
                 if isinstance(p, FileRegion):
                     p.release()
         self.on_write()
+        if on_sent is not None:   # as the loop's send batch does: after the other answers of this turn
+            asyncio.get_running_loop().call_soon(on_sent)
 
     def close(self) -> None:
         self.closed = True

@@ -60,6 +60,7 @@ async def test_a_small_region_is_sent_inline_in_one_write(tmp_path, pair, monkey
     payload = os.urandom(4096)
     region = _region(tmp_path, payload)
     await Connection(sock, asyncio.get_running_loop()).write([b"head", region, memoryview(b"trailer")])
+    await asyncio.sleep(0)   # the loop's send batch goes out on its next turn
     assert len(writes) == 1 and CountingSocket.sendmsgs == 0 and sendfiles == []
     assert region.fd == -1  # released once written
     assert _receive(peer, 4 + len(payload) + 7) == b"head" + payload + b"trailer"
@@ -72,7 +73,7 @@ async def test_a_large_region_still_goes_out_with_sendfile(tmp_path, pair):
     received = asyncio.get_running_loop().run_in_executor(None, _receive, peer, 4 + len(payload) + 7)
     await Connection(sock, asyncio.get_running_loop()).write([b"head", region, b"trailer"])
     assert await received == b"head" + payload + b"trailer"
-    assert CountingSocket.sendmsgs == 1  # the buffer before the file region; the one after goes with the batch
+    assert CountingSocket.sendmsgs >= 2  # the buffers on either side of the file region
 
 
 async def test_a_region_cut_short_by_truncation_closes_the_connection(tmp_path, pair):
