@@ -34,12 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# How often the request timers' recorded values are drained into their HdrHistograms (and meters ticked). Each
-# drain runs on the event loop, in pure Python: once a second it took ~20 ms on the leader of benchmarks.vs_apache's
-# e2e load (1,000 records/s, ~1,400 requests/s; py-spy, issue 20), a stall for every request arriving meanwhile.
-# Five times a second each drain is a fifth as long.
-TICK_PERIOD_S = 0.2
-
 DELAYED_OPERATIONS = ("Produce", "Fetch")
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 BROKER_STATE_RUNNING = 3
@@ -356,7 +350,7 @@ class BrokerMetrics:
 
     async def _tick_loop(self) -> None:
         while True:
-            await asyncio.sleep(TICK_PERIOD_S)
+            await asyncio.sleep(1.0)
             try:
                 self.registry.tick()
             except Exception:
