@@ -6,10 +6,10 @@ handler resumes on the event loop's very next turn: the waiter awaits that futur
 timer that resolves it too (asyncio.wait_for would add a turn: its own waiter is resolved by a callback of ours).
 
 Kafka completes the delayed operations of a key in its handler thread and its network threads send the answers in
-parallel; one event loop sends them in turn, in the order the waiters resume. A high watermark move wakes the
-fetches first, then the produces (Kafka checks DelayedProduce first, but there both answers leave at once): the
-consumers' copy of a record is what end-to-end latency waits for, the producer's acknowledgement follows one send
-later.
+parallel; here the waiters resume in turn and their answers go out together at the end of the loop's turn
+(broker/network/send_batch.py), in the order they resumed. A high watermark move wakes the fetches first, then
+the produces (Kafka checks DelayedProduce first): the consumers' copy of a record is what end-to-end latency waits
+for, and it is first in the batch.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The network edge: TCP framing, per-connection ordering, connection limits, request dispatch.
 
 Sockets are driven directly (not through asyncio streams) so that large Produce frames are received into
-one buffer and Fetch responses are written with sendmsg straight from the buffers read from the log,
-without the copies and buffer compaction that StreamReader/StreamWriter do.
+one buffer and Fetch responses are written straight from the buffers read from the log, without the copies and
+buffer compaction that StreamReader/StreamWriter do; small responses go out with the others of the loop's turn in
+one system call (broker/network/send_batch.py).
 """
 
 from __future__ import annotations
