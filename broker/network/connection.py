@@ -166,16 +166,16 @@ class Connection:
             raise self._send_error
         parts = [data] if isinstance(data, bytes | bytearray) else data
         try:
+            to_send: list = parts
             if all(not isinstance(p, FileRegion) or p.length <= INLINE_REGION_BYTES for p in parts):
-                buffers = [_read_region(p) if isinstance(p, FileRegion) else p for p in parts]
-                size = sum(map(len, buffers))
-                if size <= BATCHED_RESPONSE_BYTES and not self._unsent:
-                    joined = b"".join(buffers)
+                to_send = [_read_region(p) if isinstance(p, FileRegion) else p for p in parts]
+                if sum(map(len, to_send)) <= BATCHED_RESPONSE_BYTES and not self._unsent:
+                    joined = b"".join(to_send)
                     self._unsent, self._on_sent = [memoryview(joined)], on_sent
                     send_batch(self.loop).send(self.sock, joined, self._batched)
                     return
             await self._drain()
-            await self._write_now(parts)
+            await self._write_now(to_send)
         finally:
             for part in parts:
                 if isinstance(part, FileRegion):

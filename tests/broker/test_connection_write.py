@@ -83,3 +83,16 @@ async def test_a_region_cut_short_by_truncation_closes_the_connection(tmp_path, 
     with pytest.raises(OSError, match="segment file ended"):
         await Connection(sock, asyncio.get_running_loop()).write([b"head", region])
     assert region.fd == -1
+
+
+async def test_a_response_too_large_for_the_batch_reads_each_small_region_once(tmp_path, pair, monkeypatch):
+    sock, peer = pair
+    payload = os.urandom(60 * 1024)
+    regions = [_region(tmp_path, payload) for _ in range(5)]   # 300 KiB in all: sent at once, not batched
+    reads = []
+    real_read = FileRegion.read_bytes
+    monkeypatch.setattr(FileRegion, "read_bytes", lambda self: reads.append(self) or real_read(self))
+    received = asyncio.get_running_loop().run_in_executor(None, _receive, peer, 5 * len(payload))
+    await Connection(sock, asyncio.get_running_loop()).write(list(regions))
+    assert await received == payload * 5
+    assert len(reads) == 5 and CountingSocket.sendmsgs >= 1
