@@ -294,10 +294,13 @@ class Connection:
             # rest: the kernel takes what it can now; the batch skips a closed socket.
             self.loop.remove_writer(fd)
             try:
-                self.sock.send(self._unsent[0])
+                whole = self.sock.send(self._unsent[0]) == len(self._unsent[0])
             except OSError:
-                pass
-        self._unsent = []
+                whole = False
+            if whole:
+                self._unsent = []
+                self._sent()   # its request is recorded before the connection's close is
+        self._unsent, self._on_sent = [], None
         try:
             self.sock.close()
         except OSError:
