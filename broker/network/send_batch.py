@@ -48,6 +48,10 @@ class _IoEvent(ctypes.Structure):
                 ("res2", ctypes.c_int64)]
 
 
+class _TimeSpec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
 class AioWriter:
     """One Linux AIO context, used only for socket writes, which complete inside io_submit. Thread-safe."""
 
@@ -67,12 +71,14 @@ class AioWriter:
         for cb in self._iocbs:
             cb.aio_lio_opcode = _IOCB_CMD_PWRITE
         self._lock = threading.Lock()
+        self._timeout = _TimeSpec(1, 0)   # a bound, never reached by a socket write
 
     def write_all(self, writes: list[tuple[int, bytes]]) -> list[int]:
         """Write each (fd, data) once, all in one io_submit (at most MAX_BATCH); per write the bytes written
         or -errno."""
         n = len(writes)
-        results = [-errno.EAGAIN] * n
+        # A submitted write whose result never came back fails its connection: sending it again could repeat bytes.
+        results = [-errno.EIO] * n
         with self._lock:
             buffers = []   # the c_char_p objects keep each address valid until io_submit returns
             for i, (fd, data) in enumerate(writes):
@@ -82,8 +88,9 @@ class AioWriter:
                 cb.aio_buf = ctypes.cast(buf, ctypes.c_void_p).value or 0
             submitted = max(self._libc.syscall(self._submit, self._ctx, n, self._ptrs), 0)
             reaped = 0
-            while reaped < submitted:   # at most `submitted` events exist; each call returns at least one
-                got = self._libc.syscall(self._getevents, self._ctx, 0, MAX_BATCH, self._events, None)
+            while reaped < submitted:   # socket writes complete inside io_submit: this does not wait
+                got = self._libc.syscall(self._getevents, self._ctx, submitted - reaped, MAX_BATCH, self._events,
+                                         ctypes.byref(self._timeout))
                 if got <= 0:
                     break
                 for ev in self._events[:got]:
