@@ -31,6 +31,8 @@ MAX_BATCH = 64
 # (io_setup, io_getevents, io_submit): arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h.
 _SYSCALLS = {"x86_64": (206, 208, 209), "aarch64": (0, 4, 2)}
 _IOCB_CMD_PWRITE = 1
+_NOT_SUBMITTED = -(1 << 40)   # not an errno: io_submit did not take the write
+_REFUSED = frozenset((-errno.EINVAL, -errno.EOPNOTSUPP, -errno.ENOSYS))
 
 
 class _IoCb(ctypes.Structure):
@@ -72,10 +74,20 @@ class AioWriter:
             cb.aio_lio_opcode = _IOCB_CMD_PWRITE
         self._lock = threading.Lock()
         self._timeout = _TimeSpec(1, 0)   # a bound, never reached by a socket write
+        self.usable = True
 
     def write_all(self, writes: list[tuple[int, bytes]]) -> list[int]:
         """Write each (fd, data) once, all in one io_submit (at most MAX_BATCH); per write the bytes written
-        or -errno."""
+        or -errno. A kernel that refuses AIO on sockets turns this writer off; its writes are sent one by one."""
+        results = self._submit_all(writes) if self.usable else [_NOT_SUBMITTED] * len(writes)
+        for i, res in enumerate(results):
+            if res in _REFUSED:   # nothing was written: the kernel did not take the operation
+                self.usable = False
+            if res == _NOT_SUBMITTED or res in _REFUSED:
+                results[i] = send_once(*writes[i])
+        return results
+
+    def _submit_all(self, writes: list[tuple[int, bytes]]) -> list[int]:
         n = len(writes)
         # A submitted write whose result never came back fails its connection: sending it again could repeat bytes.
         results = [-errno.EIO] * n
@@ -96,9 +108,8 @@ class AioWriter:
                 for ev in self._events[:got]:
                     results[ev.data] = ev.res
                 reaped += got
-        # The writes io_submit did not take (it stops at the first it cannot queue) are sent one by one.
-        for i in range(submitted, n):
-            results[i] = send_once(*writes[i])
+        # io_submit stops at the first write it cannot queue; those after it were not submitted.
+        results[submitted:] = [_NOT_SUBMITTED] * (n - submitted)
         return results
 
 
@@ -108,7 +119,7 @@ _aio_lock = threading.Lock()
 
 
 def aio_writer() -> AioWriter | None:
-    """The process's AIO context, made on first use; None where Linux AIO is not available."""
+    """The process's AIO context, made on first use; None where Linux AIO is not available or was refused."""
     global _aio, _aio_tried
     if not _aio_tried:
         with _aio_lock:
@@ -118,7 +129,7 @@ def aio_writer() -> AioWriter | None:
                 except (OSError, AttributeError):
                     _aio = None
                 _aio_tried = True
-    return _aio
+    return _aio if _aio is not None and _aio.usable else None
 
 
 def send_once(fd: int, data: bytes) -> int:

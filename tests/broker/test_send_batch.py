@@ -128,6 +128,19 @@ async def test_a_queued_response_to_a_closed_socket_is_not_sent_and_close_hands_
     assert _receive(b3, 4) == b"sent"
 
 
+@needs_aio
+async def test_a_kernel_refusing_aio_on_sockets_turns_it_off_and_loses_nothing(pairs, monkeypatch):
+    writer = send_batch.aio_writer()
+    monkeypatch.setattr(writer, "_submit_all", lambda writes: [-errno.EINVAL] * len(writes))
+    monkeypatch.setattr(writer, "usable", True)
+    loop = asyncio.get_running_loop()
+    for i, (a, _) in enumerate(pairs):
+        await Connection(a, loop).write([b"r%d" % i])
+    await asyncio.sleep(0)
+    assert [_receive(b, 2) for _, b in pairs] == [b"r0", b"r1", b"r2"]
+    assert send_batch.aio_writer() is None
+
+
 async def test_without_aio_the_batch_is_sent_write_by_write_in_order(pairs, monkeypatch):
     monkeypatch.setattr(send_batch, "aio_writer", lambda: None)
     loop = asyncio.get_running_loop()
