@@ -50,7 +50,7 @@ class Connection:
         self._fd = -1   # registered with the loop's selector while >= 0
         self._waiter: asyncio.Future[None] | None = None
         self._direct = False   # a large frame's body is being received straight into its own buffer
-        self._unsent: list[memoryview] = []   # the queued response's bytes the kernel has not taken yet
+        self._unsent: memoryview | None = None   # the queued response's bytes the kernel has not taken yet
         self._on_sent: Callable[[], None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self._send_error: OSError | None = None
@@ -169,9 +169,9 @@ class Connection:
             to_send: list = parts
             if all(not isinstance(p, FileRegion) or p.length <= INLINE_REGION_BYTES for p in parts):
                 to_send = [_read_region(p) if isinstance(p, FileRegion) else p for p in parts]
-                if sum(map(len, to_send)) <= BATCHED_RESPONSE_BYTES and not self._unsent:
+                if sum(map(len, to_send)) <= BATCHED_RESPONSE_BYTES and self._unsent is None:
                     joined = b"".join(to_send)
-                    self._unsent, self._on_sent = [memoryview(joined)], on_sent
+                    self._unsent, self._on_sent = memoryview(joined), on_sent
                     send_batch(self.loop).send(self.sock, joined, self._batched)
                     return
             await self._drain()
@@ -187,26 +187,27 @@ class Connection:
         """The send batch's report for this connection's queued response."""
         if result < 0:
             self._fail(OSError(-result, os.strerror(-result)))
-        elif result < len(self._unsent[0]):
-            self._unsent[0] = self._unsent[0][result:]
+        elif self._unsent is not None and result < len(self._unsent):
+            self._unsent = self._unsent[result:]
             self.loop.add_writer(self.sock.fileno(), self._send_rest)   # the rest when the peer has read
         else:
-            self._unsent = []
+            self._unsent = None
             self._sent()
 
     def _send_rest(self) -> None:
+        assert self._unsent is not None   # registered only while a rest is unsent
         try:
-            sent = self.sock.send(self._unsent[0])
+            sent = self.sock.send(self._unsent)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
             self.loop.remove_writer(self.sock.fileno())
             self._fail(e)
             return
-        self._unsent[0] = self._unsent[0][sent:]
-        if not self._unsent[0]:
+        self._unsent = self._unsent[sent:]
+        if not self._unsent:
             self.loop.remove_writer(self.sock.fileno())
-            self._unsent = []
+            self._unsent = None
             self._sent()
 
     def _sent(self) -> None:
@@ -218,14 +219,14 @@ class Connection:
 
     def _fail(self, error: OSError) -> None:
         """A failed send: this connection is done for (the next read or write raises it)."""
-        self._send_error, self._unsent, self._on_sent = error, [], None
+        self._send_error, self._unsent, self._on_sent = error, None, None
         for waiter in (self._drained, self._waiter):
             if waiter is not None and not waiter.done():
                 waiter.set_exception(error)
 
     async def _drain(self) -> None:
         """Wait until the queued response, if any, is wholly with the kernel."""
-        while self._unsent:
+        while self._unsent is not None:
             self._drained = self.loop.create_future()
             try:
                 await self._drained
@@ -288,19 +289,19 @@ class Connection:
 
     def close(self) -> None:
         self._unwatch()
-        fd = self.sock.fileno() if self._unsent else -1
-        if fd >= 0:
+        fd = self.sock.fileno() if self._unsent is not None else -1
+        if self._unsent is not None and fd >= 0:
             # A response still queued (a failed SASL exchange's answer, written just before the close) or its
             # rest: the kernel takes what it can now; the batch skips a closed socket.
             self.loop.remove_writer(fd)
             try:
-                whole = self.sock.send(self._unsent[0]) == len(self._unsent[0])
+                whole = self.sock.send(self._unsent) == len(self._unsent)
             except OSError:
                 whole = False
             if whole:
-                self._unsent = []
+                self._unsent = None
                 self._sent()   # its request is recorded before the connection's close is
-        self._unsent, self._on_sent = [], None
+        self._unsent, self._on_sent = None, None
         try:
             self.sock.close()
         except OSError:

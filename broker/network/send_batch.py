@@ -8,10 +8,12 @@ the turn and submitted together, every answer is on the wire before the broker r
 where the kernel preempts it. Kafka gets the same from its network threads sending in parallel.
 
 Linux AIO runs a write to a socket synchronously inside io_submit, and a non-blocking socket stays non-blocking (a
-full send buffer gives -EAGAIN), so nothing is waited for: io_getevents(min_nr=0) collects the results at once.
+full send buffer gives -EAGAIN), so the results are ready when io_submit returns and io_getevents collects them
+without waiting.
 It is three system calls through ctypes: the one Python binding (python-libaio) needs the libaio system library
 and is built for file I/O, and io_uring's bindings need kernels newer than Debian 12's. Where io_setup fails (not
-Linux, a seccomp filter, aio-max-nr reached) the batch goes out with one send per response, in order.
+Linux, a seccomp filter, aio-max-nr reached), or the kernel refuses AIO on sockets, the batch goes out with one
+write per response, in order.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class AioWriter:
             if res in _REFUSED:   # nothing was written: the kernel did not take the operation
                 self.usable = False
             if res == _NOT_SUBMITTED or res in _REFUSED:
-                results[i] = send_once(*writes[i])
+                [results[i]] = write_each([writes[i]])
         return results
 
     def _submit_all(self, writes: list[tuple[int, bytes]]) -> list[int]:
@@ -132,14 +134,15 @@ def aio_writer() -> AioWriter | None:
     return _aio if _aio is not None and _aio.usable else None
 
 
-def send_once(fd: int, data: bytes) -> int:
-    """One non-blocking write: the bytes written, 0 if the socket's buffer is full, or -errno."""
-    try:
-        return os.write(fd, data)
-    except (BlockingIOError, InterruptedError):
-        return 0
-    except OSError as e:
-        return -(e.errno or errno.EIO)
+def write_each(writes: list[tuple[int, bytes]]) -> list[int]:
+    """Each (fd, data) with its own non-blocking write, in order: the bytes written or -errno each."""
+    results = []
+    for fd, data in writes:
+        try:
+            results.append(os.write(fd, data))
+        except OSError as e:
+            results.append(-(e.errno or errno.EIO))
+    return results
 
 
 SendDone = Callable[[int], None]
@@ -167,7 +170,7 @@ class SendBatch:
             chunk = live[start:start + MAX_BATCH]
             writes = [(fd, data) for fd, data, _ in chunk]
             aio = aio_writer() if len(chunk) > 1 else None
-            results = aio.write_all(writes) if aio is not None else [send_once(fd, data) for fd, data in writes]
+            results = aio.write_all(writes) if aio is not None else write_each(writes)
             for (_, _, done), res in zip(chunk, results, strict=True):   # told after every send of the chunk
                 done(0 if res in (-errno.EAGAIN, -errno.EINTR) else res)
 

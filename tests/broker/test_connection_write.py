@@ -55,8 +55,8 @@ async def test_a_small_region_is_sent_inline_in_one_write(tmp_path, pair, monkey
     sock, peer = pair
     sendfiles, writes = [], []
     monkeypatch.setattr(os, "sendfile", lambda *a: sendfiles.append(a) or 0)
-    real_send_once = send_batch.send_once
-    monkeypatch.setattr(send_batch, "send_once", lambda fd, data: writes.append(data) or real_send_once(fd, data))
+    real_write_each = send_batch.write_each
+    monkeypatch.setattr(send_batch, "write_each", lambda ws: writes.extend(d for _, d in ws) or real_write_each(ws))
     payload = os.urandom(4096)
     region = _region(tmp_path, payload)
     await Connection(sock, asyncio.get_running_loop()).write([b"head", region, memoryview(b"trailer")])
