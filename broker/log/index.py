@@ -13,10 +13,13 @@ always a whole number of entries.
 from __future__ import annotations
 
 import os
+import resource
 import struct
 import sys
+import threading
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from operator import le, lt
 from pathlib import Path
 
@@ -36,10 +39,64 @@ def _increasing(a: array, strict: bool) -> bool:
     return all(map(lt if strict else le, a, a[1:]))
 
 
+class _WriteDescriptors:
+    """Descriptors of the index files written most recently, at most `limit` of them (an eighth of the soft
+    open-file limit, at most 1,024, unless set); past it the least recently written is closed.
+
+    An active segment's two indexes get an entry every `index.interval.bytes` (4 KiB), which for batches of that
+    size is every append: an open and a close per entry were ~20 µs of every leader and follower append, on the
+    acks=all path (issue 20). Bounded so that a broker writing to tens of thousands of partitions stays inside its
+    open-file limit (issue 14): such a broker reopens, as every write did before. One lock guards the table and the
+    write itself, so no thread writes through a descriptor another is closing.
+    """
+
+    def __init__(self) -> None:
+        self.limit: int | None = None
+        self._lock = threading.Lock()
+        self._fds: OrderedDict[_IndexFile, int] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._fds)
+
+    def _limit(self) -> int:
+        if self.limit is None:  # read at the first write, after the broker raised its limit
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            self.limit = 1024 if soft == resource.RLIM_INFINITY else max(4, min(1024, soft // 8))
+        return self.limit
+
+    def write(self, index_file: _IndexFile, data: bytes) -> None:
+        with self._lock:
+            fd = self._fds.get(index_file)
+            if fd is None:
+                fd = os.open(index_file.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                self._fds[index_file] = fd
+                while len(self._fds) > max(1, self._limit()):   # never the one just opened (the last)
+                    os.close(self._fds.popitem(last=False)[1])
+            else:
+                self._fds.move_to_end(index_file)
+            os.write(fd, data)
+
+    def fsync(self, index_file: _IndexFile) -> bool:
+        """fsync through the file's descriptor if one is open; False if none is."""
+        with self._lock:
+            fd = self._fds.get(index_file)
+            if fd is None:
+                return False
+            os.fsync(fd)
+            return True
+
+    def release(self, index_file: _IndexFile) -> None:
+        with self._lock:
+            fd = self._fds.pop(index_file, None)
+            if fd is not None:
+                os.close(fd)
+
+
 class _IndexFile:
-    """The append-only file behind one index. It holds no descriptor: it is read once, when its segment is first
-    used, and opened per write, as entries are rare (one per interval); so a broker with tens of thousands of
-    segments stays well inside its open-file limit. A missing file reads as empty (the segment rebuilds it)."""
+    """The append-only file behind one index. It is read once, when its segment is first used; it is written
+    through a descriptor of `write_descriptors`, kept only while the file is among the most recently written and
+    its segment is in use, so a broker with tens of thousands of segments stays well inside its open-file limit. A
+    missing file reads as empty (the segment rebuilds it)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -52,14 +109,11 @@ class _IndexFile:
             return b""
 
     def write(self, data: bytes) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        write_descriptors.write(self, data)
         self._unsynced = True
 
     def truncate(self, size: int) -> None:
+        # Its own descriptor: a kept one appends (O_APPEND), so it writes at the new end after this.
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             if os.fstat(fd).st_size == size:
@@ -75,12 +129,20 @@ class _IndexFile:
         """fsync if written since the last fsync (a broker flushing thousands of idle segments opens nothing)."""
         if not self._unsynced:
             return
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if not write_descriptors.fsync(self):
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         self._unsynced = False
+
+    def release(self) -> None:
+        """Close the kept write descriptor, if any (the segment is closed, deleted or no longer written)."""
+        write_descriptors.release(self)
+
+
+write_descriptors = _WriteDescriptors()
 
 
 class OffsetIndex:
@@ -143,6 +205,9 @@ class OffsetIndex:
 
     def fsync(self) -> None:
         self._file.fsync()
+
+    def release(self) -> None:
+        self._file.release()
 
 
 class TimeIndex:
@@ -211,3 +276,6 @@ class TimeIndex:
 
     def fsync(self) -> None:
         self._file.fsync()
+
+    def release(self) -> None:
+        self._file.release()

@@ -128,9 +128,9 @@ class LogSegment:
 
     Nothing is held open until used, so a broker with tens of thousands of partitions starts within its
     open-file limit: the `.log` descriptor is opened on the first read or append and kept until `close`,
-    `release_file` or eviction by `open_log_files`; index files are read on first use and only opened to write
-    an entry (see index.py). A sealed segment opened with `lazy` is not even read before its first use (Kafka's
-    LazyIndex).
+    `release_file` or eviction by `open_log_files`; index files are read on first use, and written through
+    descriptors kept for the most recently written few (index.py's `write_descriptors`). A sealed segment opened
+    with `lazy` is not even read before its first use (Kafka's LazyIndex).
     """
 
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
@@ -227,13 +227,19 @@ class LogSegment:
         return os.open(self.log_path, os.O_RDWR | os.O_APPEND)
 
     def release_file(self) -> None:
-        """Close the `.log` descriptor until the next use. Only while nothing else can be using the segment
-        (its partition's lock held, or the partition not yet shared)."""
+        """Close the `.log` descriptor until the next use, and the indexes' write descriptors. Only while nothing
+        else can be using the segment (its partition's lock held, or the partition not yet shared)."""
         with _open_lock:
             open_log_files.forget(self)
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+        self._release_indexes()
+
+    def _release_indexes(self) -> None:
+        self._offset_index.release()
+        self._time_index.release()
+        self.txn_index.release()
 
     # ---------------------------------------------------------------- open / recover
 
@@ -466,6 +472,7 @@ class LogSegment:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+        self._release_indexes()
 
     def delete_files(self) -> None:
         """Close and remove the segment's files."""

@@ -136,6 +136,10 @@ class TransactionIndex:
     def fsync(self) -> None:
         self._file.fsync()
 
+    def release(self) -> None:
+        self._file.release()
+
     def delete(self) -> None:
         self._entries = []
+        self._file.release()
         self._file.path.unlink(missing_ok=True)

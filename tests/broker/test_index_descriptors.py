@@ -1,0 +1,94 @@
+"""Index files are written through a bounded set of kept descriptors (index.py's `write_descriptors`): an entry
+per append no longer costs an open and a close (issue 20), and a broker writing to many partitions still holds at
+most `limit` of them (issue 14)."""
+
+import os
+
+import pytest
+
+from broker.log import index as index_module
+from broker.log.index import OffsetIndex
+from common.clock import ManualClock
+from tests.broker.test_log_lazy_open import descriptors_under
+from tests.broker.test_log_support import batch, make_log, read_all
+
+INDEX_FILES = (".index", ".timeindex")
+
+
+@pytest.fixture
+def clock():
+    return ManualClock()
+
+
+@pytest.fixture
+def few_descriptors(monkeypatch):
+    """At most 4 index files keep a write descriptor in this test."""
+    monkeypatch.setattr(index_module.write_descriptors, "limit", 4)
+    monkeypatch.setattr(index_module.write_descriptors, "_fds", type(index_module.write_descriptors._fds)())
+
+
+@pytest.fixture
+def opens(monkeypatch):
+    """Index files passed to os.open."""
+    seen: list[str] = []
+    real = os.open
+
+    def counting(path, *args, **kwargs):
+        seen.append(os.fspath(path))
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(index_module.os, "open", counting)
+    return seen
+
+
+def open_index_files(path) -> list[str]:
+    return sorted(f for f in descriptors_under(path).values() if f.endswith(INDEX_FILES))
+
+
+def test_an_index_written_on_every_append_is_opened_once(tmp_path, clock, opens):
+    plog = make_log(tmp_path, clock, index_interval_bytes=0)   # an entry per batch after the first
+    opens.clear()
+    for i in range(51):
+        plog.append_as_leader(batch(ts=clock.now_ms() + i), 0)
+    seg = plog.active_segment
+    assert len(seg.offset_index) == 50 and len(seg.time_index) == 50
+    assert sorted(f for f in opens if f.endswith(INDEX_FILES)) == sorted(str(seg.log_path.with_suffix(s)) for s in INDEX_FILES)
+    # Written as they are made: the files hold every entry without a close (what a kill -9 leaves).
+    assert seg.log_path.with_suffix(".index").stat().st_size == 50 * OffsetIndex.ENTRY_SIZE
+    assert seg.log_path.with_suffix(".timeindex").stat().st_size == 50 * 12
+    plog.close()
+    assert open_index_files(tmp_path) == []
+
+
+def test_at_most_limit_index_files_stay_open(tmp_path, clock, few_descriptors):
+    logs = [make_log(tmp_path, clock, partition=p, index_interval_bytes=0) for p in range(6)]
+    for round_ in range(3):
+        for p, plog in enumerate(logs):
+            plog.append_as_leader(batch(ts=clock.now_ms() + round_, value=b"%d" % p), 0)
+            assert len(open_index_files(tmp_path)) <= 4
+    for p, plog in enumerate(logs):
+        assert [r.value for r in read_all(plog)] == [b"%d" % p] * 3
+        seg = plog.active_segment
+        assert seg.log_path.with_suffix(".index").stat().st_size == 2 * OffsetIndex.ENTRY_SIZE  # not the first
+    # Reopened from disk, every entry is there (none lost with an evicted descriptor).
+    for p, plog in enumerate(logs):
+        plog.close()
+        again = make_log(tmp_path, clock, partition=p, index_interval_bytes=0)
+        assert len(again.active_segment.offset_index) == 2
+        again.close()
+    assert open_index_files(tmp_path) == []
+
+
+def test_rolled_and_deleted_segments_let_their_index_files_go(tmp_path, clock):
+    plog = make_log(tmp_path, clock, index_interval_bytes=0, segment_bytes=300)
+    for i in range(12):
+        plog.append_as_leader(batch(ts=clock.now_ms() + i), 0)
+    assert len(plog.segments) > 2
+    # Only the active segment's indexes are open for writing: a rolled one was released.
+    active = plog.active_segment.log_path
+    assert open_index_files(tmp_path) == sorted(str(active.with_suffix(s)) for s in INDEX_FILES)
+    plog.delete_records_before(plog.log_end_offset)   # every sealed segment goes
+    plog.roll()
+    plog.apply_retention()
+    assert all(str(active.with_suffix(s)) not in open_index_files(tmp_path) for s in INDEX_FILES)
+    plog.delete()
+    assert descriptors_under(tmp_path) == {}   # nothing open, not even a removed file's "(deleted)" inode
