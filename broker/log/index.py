@@ -77,13 +77,18 @@ class _WriteDescriptors:
             os.write(fd, data)
 
     def fsync(self, index_file: _IndexFile) -> bool:
-        """fsync through the file's descriptor if one is open; False if none is."""
+        """fsync through a copy of the file's descriptor if one is open (the lock is not held while the disk
+        works, and an eviction meanwhile closes only the original); False if none is."""
         with self._lock:
             fd = self._fds.get(index_file)
             if fd is None:
                 return False
+            fd = os.dup(fd)
+        try:
             os.fsync(fd)
-            return True
+        finally:
+            os.close(fd)
+        return True
 
     def release(self, index_file: _IndexFile) -> None:
         with self._lock:

@@ -92,3 +92,24 @@ def test_rolled_and_deleted_segments_let_their_index_files_go(tmp_path, clock):
     assert all(str(active.with_suffix(s)) not in open_index_files(tmp_path) for s in INDEX_FILES)
     plog.delete()
     assert descriptors_under(tmp_path) == {}   # nothing open, not even a removed file's "(deleted)" inode
+
+
+def test_flush_syncs_through_a_kept_descriptor_without_holding_it(tmp_path, clock, monkeypatch):
+    plog = make_log(tmp_path, clock, index_interval_bytes=0)
+    for i in range(3):
+        plog.append_as_leader(batch(ts=clock.now_ms() + i), 0)
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        # Another thread may write index entries meanwhile: the table's lock is free during the fsync.
+        assert index_module.write_descriptors._lock.acquire(blocking=False)
+        index_module.write_descriptors._lock.release()
+        real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    before = descriptors_under(tmp_path)
+    plog.flush()
+    assert {str(plog.active_segment.log_path.with_suffix(s)) for s in INDEX_FILES} <= set(synced)
+    assert descriptors_under(tmp_path) == before   # the copies used for the fsync are closed again
+    plog.close()
