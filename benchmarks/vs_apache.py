@@ -2,7 +2,7 @@
 
     python -m benchmarks.vs_apache [--seconds 8] [--records 300000] [--rate 1000] [--perf-records 200000]
                                    [--e2e-records 2000] [--repeat 3] [--warmup-fraction 1]
-                                   [--brokers 3] [--impls kafkascope,apache-kafka]
+                                   [--brokers 3] [--impls kafkascope,apache-kafka] [--interleave]
 
 For each implementation a fresh cluster is started with the `kafkascope cluster` launcher (`--impl`): one
 ZooKeeper and ``--brokers`` brokers on loopback (default 3), then, on topics with RF=min(3, brokers),
@@ -29,13 +29,17 @@ against cold Kafka JVMs). With 5 in flight (Kafka's own clients' default) the ba
 latency settles.
 
 The clusters run one after the other (never at once) on the same 2 cores; client and brokers share them, so
-read the ratios (ours / Kafka: > 1 is better for throughput, < 1 is better for latency).  The 1-minute load
-average at each cluster's start and end is printed. The last line is one JSON object with every figure.
+read the ratios (ours / Kafka: > 1 is better for throughput, < 1 is better for latency). Two halves minutes apart
+meet different moments of a shared machine, and a slow minute on one side moves the ratio by more than the
+brokers differ; with ``--interleave`` both clusters are up at once, the idle one waits while the other is
+measured, and their passes alternate, the order reversed every round. The 1-minute load average at each cluster's
+start and end is printed. The last line is one JSON object with every figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
@@ -153,6 +157,36 @@ def run_impl(impl: str, args: argparse.Namespace) -> dict:
     return {"median": median_of_passes(passes), "passes": passes, "loadavg_1m_start_end": load}
 
 
+def run_interleaved(impls: list[str], args: argparse.Namespace) -> dict[str, dict]:
+    """Every cluster up at once, each idle while another is measured: the warm-up passes, then ``--repeat``
+    rounds of one pass per implementation, the order reversed every round, so a slow minute of the machine
+    falls on both sides alike. Returns the same per-implementation results as `run_impl`."""
+    rf = min(3, args.brokers)
+    w = args.warmup_fraction
+    out: dict[str, dict] = {i: {"passes": [], "loadavg_1m_start_end": [os.getloadavg()[0]]} for i in impls}
+    with tempfile.TemporaryDirectory(prefix="vs-apache-") as tmp, contextlib.ExitStack() as stack:
+        clusters = {i: stack.enter_context(Cluster(Path(tmp) / i, brokers=args.brokers, impl=i,
+                                                   group_initial_rebalance_delay_ms=0)) for i in impls}
+        for impl, c in clusters.items():
+            if rf == 3:
+                warm_up_offsets_topic(c.bootstrap)
+            measure(c.bootstrap, "warm-up", rf, max(1, int(args.records * w)), args.seconds * w, args.rate,
+                    max(1, int(args.perf_records * w)), max(1, int(args.e2e_records * w)))
+            print(f"  {impl}: {args.brokers} brokers up, warm-up pass done (discarded)", flush=True)
+        for i in range(args.repeat):
+            for impl in (impls if i % 2 == 0 else impls[::-1]):
+                os.sync()
+                passes = out[impl]["passes"]
+                passes.append(measure(clusters[impl].bootstrap, f"run{i}", rf, args.records, args.seconds, args.rate,
+                                      args.perf_records, args.e2e_records))
+                print(f"  {impl}: pass {i + 1}/{args.repeat}: " + ", ".join(f"{k} {fmt(v)}" for k, v in passes[-1].items()),
+                      flush=True)
+    for r in out.values():
+        r["loadavg_1m_start_end"].append(os.getloadavg()[0])
+        r["median"] = median_of_passes(r["passes"])
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.vs_apache", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -166,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-fraction", type=float, default=1.0,
                    help="the discarded warm-up pass runs every measurement at this fraction of its size")
     p.add_argument("--impls", default="kafkascope,apache-kafka")
+    p.add_argument("--interleave", action="store_true",
+                   help="run every cluster at once and alternate their passes (the order reversed each round)")
     return p
 
 
@@ -173,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
     ensure_kafka(ZK_VERSION)
     impls = [i.strip() for i in args.impls.split(",") if i.strip()]
-    runs = {impl: run_impl(impl, args) for impl in impls}
+    runs = run_interleaved(impls, args) if args.interleave else {impl: run_impl(impl, args) for impl in impls}
     results = {impl: r["median"] for impl, r in runs.items()}
     keys = list(next(iter(results.values())))
     rows = [("metric", *impls, "ours/Kafka")]
