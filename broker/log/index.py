@@ -12,8 +12,8 @@ always a whole number of entries.
 
 from __future__ import annotations
 
+import errno
 import os
-import resource
 import struct
 import sys
 import threading
@@ -22,6 +22,8 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from operator import le, lt
 from pathlib import Path
+
+from broker.log.open_files import share_of_open_files
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -59,22 +61,34 @@ class _WriteDescriptors:
         return len(self._fds)
 
     def _limit(self) -> int:
-        if self.limit is None:  # read at the first write, after the broker raised its limit
-            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-            self.limit = 1024 if soft == resource.RLIM_INFINITY else max(4, min(1024, soft // 8))
+        if self.limit is None:
+            self.limit = share_of_open_files(8, 4, 1024)
         return self.limit
 
     def write(self, index_file: _IndexFile, data: bytes) -> None:
         with self._lock:
             fd = self._fds.get(index_file)
             if fd is None:
-                fd = os.open(index_file.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                fd = self._open(index_file.path)
                 self._fds[index_file] = fd
                 while len(self._fds) > max(1, self._limit()):   # never the one just opened (the last)
                     os.close(self._fds.popitem(last=False)[1])
             else:
                 self._fds.move_to_end(index_file)
             os.write(fd, data)
+
+    def _open(self, path: Path) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        try:
+            return os.open(path, flags, 0o644)
+        except OSError as e:
+            # Out of descriptors (sockets and in-flight Fetch regions took the room): give back every kept one
+            # and try once more, as a segment's `.log` open gives back half of its share.
+            if e.errno != errno.EMFILE or not self._fds:
+                raise
+            while self._fds:
+                os.close(self._fds.popitem()[1])
+        return os.open(path, flags, 0o644)
 
     def fsync(self, index_file: _IndexFile) -> bool:
         """fsync through a copy of the file's descriptor if one is open (the lock is not held while the disk

@@ -6,13 +6,13 @@ import errno
 import logging
 import mmap
 import os
-import resource
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
 from broker.log.index import OffsetIndex, TimeIndex
+from broker.log.open_files import share_of_open_files
 from broker.log.records import HEADER_SIZE, BatchHeader, crc_ok, decode_records, header_is_sane, read_header
 from broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
@@ -46,9 +46,8 @@ class OpenLogFiles:
         return len(self._lru)
 
     def _limit(self) -> int:
-        if self.limit is None:  # read at the first open, after the broker raised its limit
-            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-            self.limit = 1 << 20 if soft == resource.RLIM_INFINITY else max(16, soft // 2)
+        if self.limit is None:
+            self.limit = share_of_open_files(2, 16, 1 << 20)
         return self.limit
 
     def opened(self, seg: LogSegment) -> None:

@@ -2,11 +2,13 @@
 per append no longer costs an open and a close (issue 20), and a broker writing to many partitions still holds at
 most `limit` of them (issue 14)."""
 
+import errno
 import os
 
 import pytest
 
 from broker.log import index as index_module
+from broker.log import open_files
 from broker.log.index import OffsetIndex
 from common.clock import ManualClock
 from tests.broker.test_log_lazy_open import descriptors_under
@@ -113,3 +115,48 @@ def test_flush_syncs_through_a_kept_descriptor_without_holding_it(tmp_path, cloc
     assert {str(plog.active_segment.log_path.with_suffix(s)) for s in INDEX_FILES} <= set(synced)
     assert descriptors_under(tmp_path) == before   # the copies used for the fsync are closed again
     plog.close()
+
+
+def test_out_of_descriptors_gives_back_the_kept_ones_and_writes(tmp_path, clock, monkeypatch):
+    logs = [make_log(tmp_path, clock, partition=p, index_interval_bytes=0) for p in range(3)]
+    for plog in logs[:2]:
+        for i in range(2):
+            plog.append_as_leader(batch(ts=clock.now_ms() + i), 0)
+    assert len(open_index_files(tmp_path)) == 4
+    real = os.open
+    refused: list[str] = []
+
+    def emfile_once(path, *args, **kwargs):
+        if os.fspath(path).endswith(".index") and not refused:
+            refused.append(os.fspath(path))
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(os, "open", emfile_once)
+    third = logs[2]
+    third.append_as_leader(batch(ts=clock.now_ms()), 0)
+    third.append_as_leader(batch(ts=clock.now_ms() + 1), 0)   # its first index entry: refused once, then written
+    assert refused and third.active_segment.log_path.with_suffix(".index").stat().st_size == OffsetIndex.ENTRY_SIZE
+    # the others' descriptors were given back; their next entries reopen
+    assert open_index_files(tmp_path) == sorted(str(third.active_segment.log_path.with_suffix(s)) for s in INDEX_FILES)
+    monkeypatch.setattr(os, "open", real)
+    logs[0].append_as_leader(batch(ts=clock.now_ms() + 5), 0)
+    assert len(logs[0].active_segment.offset_index) == 2
+    for plog in logs:
+        plog.close()
+
+
+@pytest.mark.parametrize("soft, divisor, minimum, maximum, want", [
+    (1024, 8, 4, 1024, 128),       # index files: an eighth of the limit
+    (1024, 2, 16, 1 << 20, 512),   # .log files: half
+    (16, 8, 4, 1024, 4),           # never below the floor
+    (1 << 22, 8, 4, 1024, 1024),   # nor above the cap
+])
+def test_share_of_open_files(monkeypatch, soft, divisor, minimum, maximum, want):
+    monkeypatch.setattr(open_files.resource, "getrlimit", lambda which: (soft, soft))
+    assert open_files.share_of_open_files(divisor, minimum, maximum) == want
+
+
+def test_share_of_unlimited_open_files_is_the_cap(monkeypatch):
+    inf = open_files.resource.RLIM_INFINITY
+    monkeypatch.setattr(open_files.resource, "getrlimit", lambda which: (inf, inf))
+    assert open_files.share_of_open_files(8, 4, 1024) == 1024
