@@ -25,8 +25,9 @@ from broker.log.records import Record, build_batch
 from common.clock import ManualClock
 
 
-def _round(directory: Path, batches: list[bytes], limit: int) -> tuple[float, float]:
-    """(leader, follower) µs per append with at most `limit` index files keeping a write descriptor."""
+def _round(directory: Path, batches: list[bytes], per_batch: int, limit: int) -> tuple[float, float]:
+    """(leader, follower) µs per append of `batches` (`per_batch` records each) with at most `limit` index files
+    keeping a write descriptor."""
     saved = index.write_descriptors.limit
     index.write_descriptors.limit = limit
     clock = ManualClock()
@@ -37,7 +38,6 @@ def _round(directory: Path, batches: list[bytes], limit: int) -> tuple[float, fl
         for b in batches:
             leader.append_as_leader(b, 0)
         leader_us = (time.perf_counter() - start) / len(batches) * 1e6
-        per_batch = leader.log_end_offset // len(batches)
         copies = [leader.read(i * per_batch, 1 << 20, max_offset=(i + 1) * per_batch) for i in range(len(batches))]
         start = time.perf_counter()
         for data in copies:
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> dict:
     reopened: list[tuple[float, float]] = []
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="log-append-") as tmp:
-            kept.append(_round(Path(tmp) / "kept", batches, 1024))
-            reopened.append(_round(Path(tmp) / "reopened", batches, 1))
+            kept.append(_round(Path(tmp) / "kept", batches, args.records, 1024))
+            reopened.append(_round(Path(tmp) / "reopened", batches, args.records, 1))
     result = {}
     rows = [("µs per append", "kept descriptors", "reopened per entry", "ratio kept/reopened")]
     for i, side in enumerate(("leader", "follower")):

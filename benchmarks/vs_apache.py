@@ -128,6 +128,22 @@ def measure(bs: str, prefix: str, rf: int, records: int, seconds: float, rate: i
     return out
 
 
+def _warm_up(bs: str, rf: int, args: argparse.Namespace) -> None:
+    """The discarded pass, every measurement at ``--warmup-fraction`` of its size."""
+    w = args.warmup_fraction
+    measure(bs, "warm-up", rf, max(1, int(args.records * w)), args.seconds * w, args.rate,
+            max(1, int(args.perf_records * w)), max(1, int(args.e2e_records * w)))
+
+
+def _measured_pass(impl: str, bs: str, rf: int, i: int, args: argparse.Namespace) -> dict:
+    # Each pass writes ~1.5 GB (RF=3); past the kernel's dirty limits writeback throttles produce (a run without
+    # this: ours 122 -> 66 MB/s from pass 2). Write the previous pass's data back now, off the clock.
+    os.sync()
+    out = measure(bs, f"run{i}", rf, args.records, args.seconds, args.rate, args.perf_records, args.e2e_records)
+    print(f"  {impl}: pass {i + 1}/{args.repeat}: " + ", ".join(f"{k} {fmt(v)}" for k, v in out.items()), flush=True)
+    return out
+
+
 def run_impl(impl: str, args: argparse.Namespace) -> dict:
     """A fresh cluster: one discarded warm-up pass (JIT, page cache, connections), then ``--repeat`` passes;
     the median of each figure is kept, every pass is in the JSON."""
@@ -139,20 +155,10 @@ def run_impl(impl: str, args: argparse.Namespace) -> dict:
         if rf == 3:
             warm_up_offsets_topic(bs)  # the consumers have a group.id: __consumer_offsets exists before measuring
         print(f"  {impl}: {args.brokers} brokers up", flush=True)
-        w = args.warmup_fraction
         t0 = time.monotonic()
-        measure(bs, "warm-up", rf, max(1, int(args.records * w)), args.seconds * w, args.rate,
-                max(1, int(args.perf_records * w)), max(1, int(args.e2e_records * w)))
+        _warm_up(bs, rf, args)
         print(f"  {impl}: warm-up pass done ({time.monotonic() - t0:.0f} s, discarded)", flush=True)
-        passes = []
-        for i in range(args.repeat):
-            # Each pass writes ~1.5 GB (RF=3); past the kernel's dirty limits writeback throttles produce (a run
-            # without this: ours 122 -> 66 MB/s from pass 2). Write the previous pass's data back now, off the clock.
-            os.sync()
-            passes.append(measure(bs, f"run{i}", rf, args.records, args.seconds, args.rate, args.perf_records,
-                                  args.e2e_records))
-            print(f"  {impl}: pass {i + 1}/{args.repeat}: " + ", ".join(f"{k} {fmt(v)}" for k, v in passes[-1].items()),
-                  flush=True)
+        passes = [_measured_pass(impl, bs, rf, i, args) for i in range(args.repeat)]
     load.append(os.getloadavg()[0])
     return {"median": median_of_passes(passes), "passes": passes, "loadavg_1m_start_end": load}
 
@@ -162,7 +168,6 @@ def run_interleaved(impls: list[str], args: argparse.Namespace) -> dict[str, dic
     rounds of one pass per implementation, the order reversed every round, so a slow minute of the machine
     falls on both sides alike. Returns the same per-implementation results as `run_impl`."""
     rf = min(3, args.brokers)
-    w = args.warmup_fraction
     out: dict[str, dict] = {i: {"passes": [], "loadavg_1m_start_end": [os.getloadavg()[0]]} for i in impls}
     with tempfile.TemporaryDirectory(prefix="vs-apache-") as tmp, contextlib.ExitStack() as stack:
         clusters = {i: stack.enter_context(Cluster(Path(tmp) / i, brokers=args.brokers, impl=i,
@@ -170,17 +175,11 @@ def run_interleaved(impls: list[str], args: argparse.Namespace) -> dict[str, dic
         for impl, c in clusters.items():
             if rf == 3:
                 warm_up_offsets_topic(c.bootstrap)
-            measure(c.bootstrap, "warm-up", rf, max(1, int(args.records * w)), args.seconds * w, args.rate,
-                    max(1, int(args.perf_records * w)), max(1, int(args.e2e_records * w)))
+            _warm_up(c.bootstrap, rf, args)
             print(f"  {impl}: {args.brokers} brokers up, warm-up pass done (discarded)", flush=True)
         for i in range(args.repeat):
             for impl in (impls if i % 2 == 0 else impls[::-1]):
-                os.sync()
-                passes = out[impl]["passes"]
-                passes.append(measure(clusters[impl].bootstrap, f"run{i}", rf, args.records, args.seconds, args.rate,
-                                      args.perf_records, args.e2e_records))
-                print(f"  {impl}: pass {i + 1}/{args.repeat}: " + ", ".join(f"{k} {fmt(v)}" for k, v in passes[-1].items()),
-                      flush=True)
+                out[impl]["passes"].append(_measured_pass(impl, clusters[impl].bootstrap, rf, i, args))
     for r in out.values():
         r["loadavg_1m_start_end"].append(os.getloadavg()[0])
         r["median"] = median_of_passes(r["passes"])

@@ -289,8 +289,7 @@ class Connection:
 
     def close(self) -> None:
         self._unwatch()
-        fd = self.sock.fileno() if self._unsent is not None else -1
-        if self._unsent is not None and fd >= 0:
+        if self._unsent is not None and (fd := self.sock.fileno()) >= 0:
             # A response still queued (a failed SASL exchange's answer, written just before the close) or its
             # rest: the kernel takes what it can now; the batch skips a closed socket.
             self.loop.remove_writer(fd)
