@@ -5,18 +5,24 @@ Kafka's DelayedFetch and DelayedProduce are completed by the thread that appends
 handler resumes on the event loop's very next turn: the waiter awaits that future itself, with the timeout a
 timer that resolves it too (asyncio.wait_for would add a turn: its own waiter is resolved by a callback of ours).
 
-Kafka completes the delayed operations of a key in its handler thread and its network threads send the answers in
-parallel; here the waiters resume in turn and their answers go out together at the end of the loop's turn
-(broker/network/send_batch.py), in the order they resumed. A high watermark move wakes the fetches first, then
-the produces (Kafka checks DelayedProduce first): the consumers' copy of a record is what end-to-end latency waits
-for, and it is first in the batch.
+Kafka completes the delayed operations of a key in its handler thread, DelayedProduce first, and its network
+threads send the answers in parallel. Here a waiter with a completer (a Fetch) is completed inside `notify`, in
+the order the waiters parked: its answer is built and queued before the notifier goes on, with no turn of the
+loop and no resumed coroutine in between. A waiter without one (a Produce) resumes on the next turn; produces are
+woken before the fetches are completed, so their acknowledgements join the same batch. The batch goes out in
+one system call (broker/network/send_batch.py), the consumers' answers first: the consumers' copy of a record is
+what end-to-end latency waits for.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
+
+# Called inside notify with the keys notified that the waiter watches; True: its operation is complete (answered).
+Completer = Callable[[list], bool]
 
 
 def _resolve(fut: asyncio.Future[bool], woken: bool) -> None:
@@ -32,16 +38,24 @@ class Purgatory:
         self._delayed: Counter[str] = Counter()  # operations waiting, per kind (NumDelayedOperations)
         self._watched: Counter[str] = Counter()  # watch entries, per kind (PurgatorySize)
         self._woken_keys: dict[asyncio.Future, list] = {}  # waiter -> the keys notified while it waited
+        self._completers: dict[asyncio.Future, Completer] = {}
+        self._held = 0   # nesting depth of `held`
+        self._pending: dict[Hashable, None] = {}   # keys notified while held, in order
 
     async def wait(self, keys: Iterable[Hashable], timeout_s: float, kind: str = "Fetch",
-                   woken: list | None = None) -> bool:
+                   woken: list | None = None, complete: Completer | None = None) -> bool:
         """Wait until one of `keys` is notified (True) or `timeout_s` passes (False). With `woken`, every key
-        notified before the waiter resumes is appended to it (a fetch then re-reads only those partitions)."""
+        notified before the waiter resumes is appended to it (a fetch then re-reads only those partitions).
+        With `complete`, a notify first calls it with the keys (Kafka's DelayedOperation.tryComplete): when it
+        returns True the operation is done and the keys are not added to `woken`. An exception in it is the
+        completer's to handle; it must not escape into the notifier."""
         keys = list(keys)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
         if woken is not None:
             self._woken_keys[fut] = woken
+        if complete is not None:
+            self._completers[fut] = complete
         for k in keys:
             self._watchers[k][fut] = kind
         self._delayed[kind] += 1
@@ -53,6 +67,8 @@ class Purgatory:
             timer.cancel()
             if woken is not None:
                 del self._woken_keys[fut]
+            if complete is not None:
+                del self._completers[fut]
             self._delayed[kind] -= 1
             self._watched[kind] -= len(keys)
             for k in keys:
@@ -63,22 +79,61 @@ class Purgatory:
                         del self._watchers[k]
 
     def notify(self, key: Hashable) -> None:
-        waiters = self._watchers.pop(key, None)
-        if not waiters:
+        """Complete or wake the operations watching `key`; while held, only noted (see `held`)."""
+        if self._held:
+            self._pending.setdefault(key, None)
             return
-        produces = []
-        woken_keys = self._woken_keys
-        for fut, kind in waiters.items():   # fetches resume first, in the order they parked
-            if woken_keys:
-                keys = woken_keys.get(fut)
-                if keys is not None:
-                    keys.append(key)
-            if kind == "Produce":
+        self._notify_all((key,))
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Notifications inside the block are delivered at its end, each waiter's together: a Produce that appends
+        to several partitions of one leader completes a follower's parked fetch once, with all of them, as
+        Kafka's ReplicaManager completes delayed fetches after the whole append (its action queue). The block
+        must not await: other requests' notifications would wait for it."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held and self._pending:
+                keys, self._pending = list(self._pending), {}
+                self._notify_all(keys)
+
+    def _notify_all(self, keys: Iterable[Hashable]) -> None:
+        waiting: dict[asyncio.Future, list] = {}   # waiter -> the keys of `keys` it watches, in park order
+        kinds: dict[asyncio.Future, str] = {}
+        for key in keys:
+            for fut, kind in self._watchers.pop(key, {}).items():
+                waiting.setdefault(fut, []).append(key)
+                kinds[fut] = kind
+        completing, produces = [], []
+        completers = self._completers
+        for fut, moved in waiting.items():   # fetches resume first, in the order they parked
+            if kinds[fut] == "Produce":
                 produces.append(fut)
+            elif completers and fut in completers and not fut.done():
+                completing.append((fut, moved))
             else:
-                _resolve(fut, True)
+                self._wake(fut, moved)
+        # Produces are woken before the fetches are completed: each resumes on the next turn and queues its
+        # acknowledgement before the batch the completed answers are queued in goes out (that batch is scheduled
+        # by its first answer), behind them in it. Woken after, they would miss that batch and be answered only
+        # once the consumers just woken let the broker have its core back.
         for fut in produces:
             _resolve(fut, True)
+        for fut, moved in completing:
+            # A waiter completed meanwhile (by a completion this one set off) still learns the keys.
+            if not fut.done() and completers[fut](moved):
+                _resolve(fut, True)
+            else:
+                self._wake(fut, moved)
+
+    def _wake(self, fut: asyncio.Future[bool], moved: list) -> None:
+        """Resume a waiter on the next turn, telling it the keys (if it asked, `woken`)."""
+        if self._woken_keys and (noted := self._woken_keys.get(fut)) is not None:
+            noted.extend(moved)
+        _resolve(fut, True)
 
     def delayed(self, kind: str) -> int:
         return self._delayed[kind]

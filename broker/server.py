@@ -13,6 +13,7 @@ import logging
 import socket
 import struct
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from time import perf_counter, perf_counter_ns
 from typing import TYPE_CHECKING
@@ -40,6 +41,35 @@ def _sent(watcher: ConnectionObserver, timing: RequestTiming) -> None:
     timing.phase = 0
     watcher.request_done(timing)
     timing.body = timing.result = None  # a Fetch result holds log buffers: let them go now
+
+
+class _EarlyAnswer:
+    """One request's response sent before its handler returns: a Fetch completed inside the purgatory's notify,
+    as Kafka's DelayedFetch.onComplete sends from the thread that appended or moved the high watermark. A
+    response too large for the send batch is kept and written when the handler returns."""
+
+    __slots__ = ("conn", "watcher", "timing", "queued", "response")
+
+    def __init__(self, conn: Connection, watcher: ConnectionObserver | None, timing: RequestTiming | None) -> None:
+        self.conn, self.watcher, self.timing = conn, watcher, timing
+        self.queued = False
+        self.response: bytes | list | None = None
+
+    def on_sent(self) -> Callable[[], None] | None:
+        timing = self.timing
+        if timing is None or self.watcher is None:
+            return None
+        timing.t3 = perf_counter()
+        timing.phase = 2
+        return partial(_sent, self.watcher, timing)
+
+    def send(self, response: bytes | list | None) -> None:
+        if response is None:
+            return
+        if self.conn.queue(response, self.on_sent()):
+            self.queued = True
+        else:
+            self.response = response
 
 
 class KafkaServer:
@@ -224,31 +254,51 @@ class KafkaServer:
             return
         if timing is not None:
             timing.t0 = perf_counter()
-        response = await self.dispatch(frame, host, timing, session)
-        if timing is not None:
-            timing.t3 = perf_counter()
-            timing.phase = 2
+        early = _EarlyAnswer(conn, watcher, timing)
+        response = await self.dispatch(frame, host, timing, session, early)
         # Recorded once the response is with the kernel, which for a batched response is after the loop's whole
         # batch went out: the handlers woken together with this one (the other follower, the consumer after the
         # producer) are not answered behind this one's bookkeeping.
-        on_sent = partial(_sent, watcher, timing) if timing is not None and watcher is not None else None
-        if response is not None:
-            await conn.write(response, on_sent)
-        elif on_sent is not None:
-            on_sent()
-        if on_sent is not None:
-            conn.timing = RequestTiming()
+        if not early.queued:
+            on_sent = early.on_sent()
+            if response is not None:
+                await conn.write(response, on_sent)
+            elif on_sent is not None:
+                on_sent()
+        if watcher is not None:
+            conn.timing = RequestTiming()   # the record of this request keeps the old one
         if session is not None and session.close_after_response:
             raise ConnectionError("closed after a failed SASL exchange")
+
+    def _encode(self, ctx: RequestContext, timing: RequestTiming | None, result: dict | None) -> bytes | list | None:
+        """The handler's result as the response frame (None: no response), stamped as the handler's end."""
+        if timing is not None:
+            timing.t2, timing.result, timing.remote_s = perf_counter(), result, ctx.remote_s
+        if result is None:
+            return None
+        session = ctx.session
+        if session is not None and session.spec is not None and ctx.api_key in _ENDPOINT_APIS:
+            rewrite_endpoints(result, session.spec, self.security.listeners[0], self.broker.metadata.brokers(),
+                              self.broker.node_id)
+        return encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, result)
+
+    def _respond_early(self, ctx: RequestContext, timing: RequestTiming | None, early: _EarlyAnswer,
+                       result: dict) -> None:
+        """RequestContext.respond: encode and send now; the handler's return value is then ignored."""
+        early.send(self._encode(ctx, timing, result))
+        ctx.responded = True
 
     def _failed(self, timing: RequestTiming | None, api_key: int, code: int) -> None:
         if timing is not None and self._observer is not None:
             self._observer.request_failed(api_key, code)
 
     async def dispatch(self, frame: bytes | memoryview, client_host: str, timing: RequestTiming | None = None,
-                       session: ConnectionSession | None = None) -> bytes | list | None:
+                       session: ConnectionSession | None = None, early: _EarlyAnswer | None = None
+                       ) -> bytes | list | None:
         """Serve one request frame; with `timing` (observed), stamp the handler's start and end into it.
-        `session` is the connection's authentication state (None: PLAINTEXT, User:ANONYMOUS)."""
+        `session` is the connection's authentication state (None: PLAINTEXT, User:ANONYMOUS). With `early`, the
+        handler may answer before it returns (RequestContext.respond); the response is then `early`'s, and None
+        is returned."""
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
         if timing is not None:
             timing.start(api_key, api_version)
@@ -271,16 +321,13 @@ class KafkaServer:
             ctx.security_protocol = session.security_protocol
         if timing is not None:
             timing.body, timing.t1 = body, perf_counter()
+        if early is not None:
+            ctx.respond = partial(self._respond_early, ctx, timing, early)
         try:
             result = await spec.handle(ctx, body)
-            if timing is not None:
-                timing.t2, timing.result, timing.remote_s = perf_counter(), result, ctx.remote_s
-            if result is None:
-                return None
-            if session is not None and session.spec is not None and api_key in _ENDPOINT_APIS:
-                rewrite_endpoints(result, session.spec, self.security.listeners[0], self.broker.metadata.brokers(),
-                                  self.broker.node_id)
-            return encode_response(api_key, api_version, correlation_id, result)
+            if ctx.responded:
+                return early.response if early is not None else None   # None: queued already
+            return self._encode(ctx, timing, result)
         except InvalidRequest as e:
             self._failed(timing, api_key, ErrorCode.invalid_request)
             raise UnparseableRequest(f"api_key={api_key} v{api_version}: {e.message}") from None

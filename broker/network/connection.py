@@ -164,24 +164,46 @@ class Connection:
         """
         if self._send_error is not None:
             raise self._send_error
+        if self.queue(data, on_sent):
+            return
         parts = [data] if isinstance(data, bytes | bytearray) else data
         try:
-            to_send: list = parts
-            if all(not isinstance(p, FileRegion) or p.length <= INLINE_REGION_BYTES for p in parts):
-                to_send = [_read_region(p) if isinstance(p, FileRegion) else p for p in parts]
-                if sum(map(len, to_send)) <= BATCHED_RESPONSE_BYTES and self._unsent is None:
-                    joined = b"".join(to_send)
-                    self._unsent, self._on_sent = memoryview(joined), on_sent
-                    send_batch(self.loop).send(self.sock, joined, self._batched)
-                    return
             await self._drain()
-            await self._write_now(to_send)
+            await self._write_now(parts)
         finally:
             for part in parts:
                 if isinstance(part, FileRegion):
                     part.release()
         if on_sent is not None:
             on_sent()
+
+    def queue(self, data: bytes | list[bytes | memoryview | FileRegion],
+              on_sent: Callable[[], None] | None = None) -> bool:
+        """`write`'s synchronous part: a response of up to BATCHED_RESPONSE_BYTES (file regions up to
+        INLINE_REGION_BYTES read into it) is queued in the loop's send batch when nothing is unsent before it.
+        False, with `data` untouched: it must go through `write`."""
+        parts = [data] if isinstance(data, bytes | bytearray) else data
+        if self._send_error is not None or self._unsent is not None:
+            return False
+        size = 0
+        for p in parts:
+            if isinstance(p, FileRegion):
+                if p.length > INLINE_REGION_BYTES:
+                    return False
+                size += p.length
+            else:
+                size += len(p)
+        if size > BATCHED_RESPONSE_BYTES:
+            return False
+        try:
+            joined = b"".join([_read_region(p) if isinstance(p, FileRegion) else p for p in parts])
+        finally:
+            for p in parts:
+                if isinstance(p, FileRegion):
+                    p.release()
+        self._unsent, self._on_sent = memoryview(joined), on_sent
+        send_batch(self.loop).send(self.sock, joined, self._batched)
+        return True
 
     def _batched(self, result: int) -> None:
         """The send batch's report for this connection's queued response."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -221,6 +222,11 @@ class ReplicaManager:
         if not result.duplicate:
             self._appended(part, hw_before)
         return part, result
+
+    def appending_together(self) -> AbstractContextManager[None]:
+        """A block of appends whose parked fetches are completed once, with every partition appended, when it
+        ends (Purgatory.held: Kafka's ReplicaManager completes delayed fetches after the whole produce)."""
+        return self.purgatory.held()
 
     def append_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
                       coordinator_epoch: int, commit: bool) -> tuple[Partition, int]:

@@ -131,6 +131,11 @@ class _MemoryConnection(Connection):
 
     async def write(self, data: bytes | list[bytes | memoryview | FileRegion],
                     on_sent: Callable[[], None] | None = None) -> None:
+        self.queue(data, on_sent)
+
+    def queue(self, data: bytes | list[bytes | memoryview | FileRegion],
+              on_sent: Callable[[], None] | None = None) -> bool:
+        """Collected at once (a Fetch completed inside the purgatory's notify writes through here)."""
         parts = [data] if isinstance(data, bytes | bytearray) else data
         try:
             self.written.append(b"".join(p.read_bytes() if isinstance(p, FileRegion) else bytes(p) for p in parts))
@@ -141,6 +146,7 @@ class _MemoryConnection(Connection):
         self.on_write()
         if on_sent is not None:   # as the loop's send batch does: after the other answers of this turn
             asyncio.get_running_loop().call_soon(on_sent)
+        return True
 
     def close(self) -> None:
         self.closed = True

@@ -96,3 +96,22 @@ async def test_a_response_too_large_for_the_batch_reads_each_small_region_once(t
     await Connection(sock, asyncio.get_running_loop()).write(list(regions))
     assert await received == payload * 5
     assert len(reads) == 5 and CountingSocket.sendmsgs >= 1
+
+
+async def test_queue_takes_only_what_the_batch_can_send_and_leaves_the_rest_untouched(tmp_path, pair):
+    """Connection.queue (a Fetch answered inside the purgatory's notify writes through it): a large region, a
+    response over the batch's size, or one behind an unsent response is refused with its regions still open, for
+    `write` to send; a small one is queued and goes out on the loop's next turn."""
+    sock, peer = pair
+    conn = Connection(sock, asyncio.get_running_loop())
+    large = _region(tmp_path, os.urandom(connection.INLINE_REGION_BYTES + 1))
+    assert not conn.queue([b"head", large]) and large.fd >= 0
+    large.release()
+    assert not conn.queue(b"x" * (connection.BATCHED_RESPONSE_BYTES + 1))
+    small = _region(tmp_path, b"payload")
+    sent: list[str] = []
+    assert conn.queue([b"head", small], lambda: sent.append("sent")) and small.fd == -1
+    assert not conn.queue(b"second")   # the first is not with the kernel yet: write() waits for it
+    await asyncio.sleep(0)
+    assert sent == ["sent"] and _receive(peer, 11) == b"headpayload"
+    assert conn.queue(b"second")

@@ -200,3 +200,32 @@ def test_handlers_woken_together_send_before_either_request_is_recorded(tmp_path
         assert all(p.done() for p in pending)
         fetch_events = [e for e in events if e in ("sent 0", "sent 1", f"recorded {FETCH}")]
         assert fetch_events[:2] in (["sent 0", "sent 1"], ["sent 1", "sent 0"]), events
+
+
+def test_a_fetch_answered_inside_the_append_is_recorded_once_and_its_connection_goes_on(tmp_path, monkeypatch):
+    """A parked Fetch completed inside the produce's append (Kafka's DelayedFetch) is written before the Produce
+    handler returns, recorded once with its purgatory time, and the connection then serves its next request."""
+    from broker.metrics.core import BrokerMetrics
+
+    recorded = []
+    record = BrokerMetrics.request_done
+    monkeypatch.setattr(BrokerMetrics, "request_done",
+                        lambda self, s, timing: (recorded.append((timing.api_key, timing.remote_s,
+                                                                  timing.t1 <= timing.t2 <= timing.t3 <= timing.t4)),
+                                                 record(self, s, timing)))
+    with Harness(tmp_path / "logs", hdr_log_dir=str(tmp_path / "hdr")) as h:
+        assert create(h, "early").error_code == ErrorCode.none
+        consumer = h.connect()
+        pending = consumer.send(FETCH, 12, fetch_body("early", 0, max_wait_ms=30_000))
+        written: list[str] = []
+        previous = consumer._conn.on_write
+        consumer._conn.on_write = lambda: (written.append("fetch answer"), previous())
+        recorded.clear()
+        assert produce(h, "early", b"new", acks=1).error_code == ErrorCode.none
+        assert written == ["fetch answer"]
+        assert values(pending.result().responses[0].partitions[0].records) == [(0, b"new")]
+        fetches = [r for r in recorded if r[0] == FETCH]
+        assert len(fetches) == 1 and fetches[0][1] > 0 and fetches[0][2]
+        again = consumer.send(FETCH, 12, fetch_body("early", 1))
+        assert again.result().responses[0].partitions[0].high_watermark == 1
+        assert len([r for r in recorded if r[0] == FETCH]) == 2

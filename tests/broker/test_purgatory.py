@@ -92,3 +92,79 @@ async def test_a_waiter_can_learn_every_key_notified_before_it_resumed():
     assert woken == [("leo", "t", 2), ("leo", "t", 0)]
     p.notify(("leo", "t", 1))   # after: the waiter is gone from every key
     assert woken == [("leo", "t", 2), ("leo", "t", 0)] and len(p) == 0
+
+
+async def test_a_completer_answers_inside_notify_and_is_not_asked_again():
+    p = Purgatory()
+    completed: list = []
+    woken: list = []
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0), ("leo", "t", 1)], 30, woken=woken,
+                                        complete=lambda keys: completed.append(keys) or True))
+    await _one_turn()
+    p.notify(("leo", "t", 0))
+    assert completed == [[("leo", "t", 0)]]          # in notify itself, before any turn of the loop
+    p.notify(("leo", "t", 1))                        # completed already: noted, not completed again
+    assert completed == [[("leo", "t", 0)]]
+    assert await waiter is True and woken == [("leo", "t", 1)]
+    assert p.delayed("Fetch") == 0 and p.watched("Fetch") == 0 and len(p) == 0
+
+
+async def test_a_completer_that_declines_leaves_the_waiter_to_resume_with_the_key():
+    p = Purgatory()
+    woken: list = []
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0)], 30, woken=woken, complete=lambda keys: False))
+    await _one_turn()
+    p.notify(("leo", "t", 0))
+    assert await waiter is True and woken == [("leo", "t", 0)]
+
+
+async def test_a_produce_woken_with_completed_fetches_answers_in_the_batch_they_scheduled():
+    """The completed fetch's answer schedules the send batch; the produce woken by the same notify resumes before
+    that batch goes out, so its acknowledgement is in it (behind the fetch's answer)."""
+    p = Purgatory()
+    loop = asyncio.get_running_loop()
+    order: list[str] = []
+
+    async def produce() -> None:
+        await p.wait([("hw", "t", 0)], 30, kind="Produce")
+        order.append("acknowledgement queued")
+
+    def complete(keys: list) -> bool:
+        order.append("fetch answer queued")
+        loop.call_soon(order.append, "batch sent")   # as SendBatch.send schedules its flush
+        return True
+
+    tasks = [asyncio.create_task(produce()), asyncio.create_task(p.wait([("hw", "t", 0)], 30, complete=complete))]
+    await _one_turn()
+    p.notify(("hw", "t", 0))
+    await asyncio.gather(*tasks)
+    assert order == ["fetch answer queued", "acknowledgement queued", "batch sent"]
+
+
+async def test_notifications_held_are_delivered_once_per_waiter_with_every_key():
+    p = Purgatory()
+    completed: list = []
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0), ("leo", "t", 1)], 30,
+                                        complete=lambda keys: completed.append(keys) or True))
+    await _one_turn()
+    with p.held():
+        p.notify(("leo", "t", 0))
+        with p.held():   # nested: delivered when the outermost block ends
+            p.notify(("leo", "t", 1))
+            p.notify(("leo", "t", 0))
+        assert completed == []
+    assert completed == [[("leo", "t", 0), ("leo", "t", 1)]]
+    assert await waiter is True
+
+
+async def test_notifications_held_are_delivered_when_the_block_raises():
+    p = Purgatory()
+    waiter = asyncio.create_task(p.wait([("hw", "t", 0)], 30, kind="Produce"))
+    await _one_turn()
+    try:
+        with p.held():
+            p.notify(("hw", "t", 0))
+            raise RuntimeError("an append failed")
+    except RuntimeError:
+        pass
+    assert await waiter is True

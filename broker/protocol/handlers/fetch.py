@@ -1,5 +1,6 @@
 """Fetch (1) with long-poll, ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21)."""
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from time import perf_counter
@@ -14,6 +15,7 @@ from broker.replication.replica_manager import hw_key, leo_key
 from broker.security.operations import CONSUMER, FOLLOWER
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+log = logging.getLogger(__name__)
 
 
 def _new_context(ctx: RequestContext, req, follower: bool, now_ms: int) -> FetchContext:
@@ -116,7 +118,24 @@ def _left_out(fetch: FetchContext, topics: list[dict]) -> Counter[str]:
     return +left
 
 
-async def handle_fetch(ctx: RequestContext, req) -> dict:
+def _answer(ctx: RequestContext, fetch: FetchContext, topics: list[dict], datas: list, follower: bool,
+            session_follower: bool, now_ms: int) -> dict:
+    """The response body for what was read, with the fetch session updated and the partitions counted."""
+    if ctx.broker.metrics is not None:
+        # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
+        ctx.broker.metrics.fetched(topics, follower)
+        if session_follower:
+            ctx.broker.metrics.fetched_unchanged(_left_out(fetch, topics))
+    result = fetch.respond(topics, datas, now_ms)
+    return {"throttle_time": 0, "error_code": result.error_code, "session_id": result.session_id,
+            "responses": result.topics}
+
+
+def _satisfied(topics: list[dict], gathered: int, min_bytes: int) -> bool:
+    return gathered >= min_bytes or any(p["error_code"] for t in topics for p in t["partitions"])
+
+
+async def handle_fetch(ctx: RequestContext, req) -> dict | None:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
     follower_id = getattr(req, "replica_id", -1)
@@ -130,16 +149,48 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
     committed = not follower and getattr(req, "isolation_level", 0) == 1
     session_follower = follower and isinstance(fetch, IncrementalFetchContext)
     view: FetchContext = fetch
+    parked = 0.0
+    respond = ctx.respond
+
+    failed: list[Exception] = []
+    answered: list[bool] = []
+
+    def complete(moved: list) -> bool:
+        """Inside the purgatory's notify: read the partitions the `moved` keys name and, if that satisfies the
+        fetch, answer now (Kafka's DelayedFetch.tryComplete and onComplete, in the thread that appended or moved
+        the high watermark). False leaves it to the parked handler, which resumes and reads again."""
+        try:
+            part = _Moved(fetch, moved) if session_follower else fetch
+            topics, datas, gathered = _read_partitions(ctx, part, follower_id, max_bytes, denied, committed,
+                                                       session_follower)
+        except Exception:   # never into the notifier (a Produce's append): the handler reads again
+            log.exception("completing a fetch in the purgatory failed")
+            return False
+        if not _satisfied(topics, gathered, req.min_bytes):
+            return False
+        ctx.remote_s += perf_counter() - parked
+        try:
+            assert respond is not None   # the handler passes complete only with it
+            respond(_answer(ctx, fetch, topics, datas, follower, session_follower, now_ms))
+            answered.append(True)
+        except Exception as e:   # not built or not queued: the handler raises it, as a failed write would
+            failed.append(e)
+        return True
+
     while True:
         topics, datas, gathered = _read_partitions(ctx, view, follower_id, max_bytes, denied, committed,
                                                    session_follower)
         remaining = deadline - ctx.broker.clock.monotonic()
-        errors = any(p["error_code"] for t in topics for p in t["partitions"])
-        if gathered >= req.min_bytes or remaining <= 0 or errors or not keys:
+        if _satisfied(topics, gathered, req.min_bytes) or remaining <= 0 or not keys:
             break
         parked = perf_counter()
         moved: list | None = [] if session_follower else None
-        woken = await ctx.broker.purgatory.wait(keys, remaining, woken=moved)
+        woken = await ctx.broker.purgatory.wait(keys, remaining, woken=moved,
+                                                complete=complete if respond is not None else None)
+        if failed:
+            raise failed[0]
+        if answered:
+            return None
         ctx.remote_s += perf_counter() - parked
         if not woken:
             topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed,
@@ -150,14 +201,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict:
             # fetch came in; news on them since, such as a high watermark moved by the other followers, goes
             # out with this follower's next fetch, which follows at once.
             view = _Moved(fetch, moved)
-    if ctx.broker.metrics is not None:
-        # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
-        ctx.broker.metrics.fetched(topics, follower)
-        if session_follower:
-            ctx.broker.metrics.fetched_unchanged(_left_out(fetch, topics))
-    result = fetch.respond(topics, datas, now_ms)
-    return {"throttle_time": 0, "error_code": result.error_code, "session_id": result.session_id,
-            "responses": result.topics}
+    return _answer(ctx, fetch, topics, datas, follower, session_follower, now_ms)
 
 
 def _per_partition(topics, topic_key: str, index_key: str, defaults: dict,

@@ -21,11 +21,13 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     tid = req.transactional_id
     txn_denied = authz.request_error(ctx, 0, {TRANSACTIONAL}, {authz.TRANSACTIONAL_ID: tid}) \
         if tid is not None else ErrorCode.none
+    accepted = []   # (topic, partition data, response entry): checked, to be appended
     for t in req.topic_data:
         parts = []
         for p in t.partition_data:
             entry = {"index": p.index, "error_code": ErrorCode.none, "base_offset": -1,
                      "log_append_time": -1, "log_start_offset": -1}
+            parts.append(entry)
             try:
                 if txn_denied:
                     raise KafkaError(txn_denied)
@@ -36,21 +38,24 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                     raise KafkaError(ErrorCode.invalid_record)
                 if tid is not None:
                     await _verify_transactional(broker, tid, t.name, p.index, p.records)
-                part, result = broker.replicas.append(t.name, p.index, p.records, acks)
+                accepted.append((t.name, p, entry))
+            except KafkaError as e:
+                _failed(metrics, entry, t.name, p, e)
+        topics.append({"name": t.name, "partition_responses": parts})
+    # Appended together: a follower's parked fetch is completed once, with every partition appended.
+    with broker.replicas.appending_together():
+        for topic, p, entry in accepted:
+            try:
+                part, result = broker.replicas.append(topic, p.index, p.records, acks)
                 entry.update(base_offset=result.base_offset, log_append_time=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset)
                 if acks == -1:
                     replicating.append((entry, part, result.last_offset))
                 if metrics is not None:
-                    metrics.produced(t.name, len(p.records), 0 if result.duplicate else result.record_count,
+                    metrics.produced(topic, len(p.records), 0 if result.duplicate else result.record_count,
                                      result.converted)
             except KafkaError as e:
-                entry["error_code"] = e.code
-                entry["error_message"] = e.message
-                if metrics is not None:
-                    metrics.produce_failed(t.name, e.code, len(p.records or b""))
-            parts.append(entry)
-        topics.append({"name": t.name, "partition_responses": parts})
+                _failed(metrics, entry, topic, p, e)
     # acks=all: what is replicated already (an ISR of one) is answered now, without a trip through the event
     # loop behind other requests' work, as Kafka's DelayedProduce completes before it watches; the rest wait in the
     # produce purgatory at once, up to the request's timeout.
@@ -74,6 +79,13 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     if acks == 0:
         return None
     return {"responses": topics, "throttle_time": 0}
+
+
+def _failed(metrics, entry: dict, topic: str, p, e: KafkaError) -> None:
+    entry["error_code"] = e.code
+    entry["error_message"] = e.message
+    if metrics is not None:
+        metrics.produce_failed(topic, e.code, len(p.records or b""))
 
 
 async def _verify_transactional(broker, tid: str, topic: str, partition: int, records) -> None:
