@@ -6,12 +6,12 @@ handler resumes on the event loop's very next turn: the waiter awaits that futur
 timer that resolves it too (asyncio.wait_for would add a turn: its own waiter is resolved by a callback of ours).
 
 Kafka completes the delayed operations of a key in its handler thread, DelayedProduce first, and its network
-threads send the answers in parallel. Here a waiter with a completer (a Fetch) is completed inside `notify`, in
-the order the waiters parked: its answer is built and queued before the notifier goes on, with no turn of the
-loop and no resumed coroutine in between. A waiter without one (a Produce) resumes on the next turn; produces are
-woken before the fetches are completed, so their acknowledgements join the same batch. The batch goes out in
-one system call (broker/network/send_batch.py), the consumers' answers first: the consumers' copy of a record is
-what end-to-end latency waits for.
+threads send the answers in parallel. Here a waiter with a completer (a Fetch, an acks=all Produce) is completed
+inside `notify`: its answer is built and queued before the notifier goes on, with no turn of the loop and no
+resumed coroutine in between. Fetches are completed first, in the order they parked, then produces: the answers
+go out together in one system call at the next turn (broker/network/send_batch.py), the consumers' first, since
+the consumers' copy of a record is what end-to-end latency waits for. A waiter without a completer resumes on the
+next turn.
 """
 
 from __future__ import annotations
@@ -110,18 +110,20 @@ class Purgatory:
         completing, produces = [], []
         completers = self._completers
         for fut, moved in waiting.items():   # fetches resume first, in the order they parked
-            if kinds[fut] == "Produce":
-                produces.append(fut)
-            elif completers and fut in completers and not fut.done():
+            if completers and fut in completers and not fut.done():
                 completing.append((fut, moved))
+            elif kinds[fut] == "Produce":
+                produces.append(fut)
             else:
                 self._wake(fut, moved)
-        # Produces are woken before the fetches are completed: each resumes on the next turn and queues its
-        # acknowledgement before the batch the completed answers are queued in goes out (that batch is scheduled
-        # by its first answer), behind them in it. Woken after, they would miss that batch and be answered only
-        # once the consumers just woken let the broker have its core back.
+        # Produces without a completer are woken before the completions run: each resumes on the next turn and
+        # queues its acknowledgement before the batch the completed answers are queued in goes out (that batch is
+        # scheduled by its first answer). Woken after, they would miss that batch and be answered only once the
+        # consumers just woken let the broker have its core back.
         for fut in produces:
             _resolve(fut, True)
+        # Fetches are completed before produces: the consumers' answers come first in the batch.
+        completing.sort(key=lambda waiter: kinds[waiter[0]] == "Produce")
         for fut, moved in completing:
             # A waiter completed meanwhile (by a completion this one set off) still learns the keys.
             if not fut.done() and completers[fut](moved):

@@ -21,7 +21,7 @@ def _produce_request(acks: int, partitions: list[int], timeout_ms: int = 30_000)
 
 
 def _context(rm) -> RequestContext:
-    broker = SimpleNamespace(replicas=rm, metrics=None, clock=rm.clock, authorizer=None)
+    broker = SimpleNamespace(replicas=rm, purgatory=rm.purgatory, metrics=None, clock=rm.clock, authorizer=None)
     return RequestContext(broker, 0, 9, 1, "test", "127.0.0.1")  # type: ignore[arg-type]
 
 
@@ -77,3 +77,22 @@ async def test_a_follower_fetch_parked_on_the_leader_is_woken_by_the_append(tmp_
     rm.append("t", 0, _batch(), -1)
     await asyncio.sleep(0)
     assert parked.done() and parked.result() is True
+
+
+async def test_a_replicated_produce_is_answered_inside_the_follower_fetch_that_moves_the_high_watermark(tmp_path):
+    rm, _, store = _manager(tmp_path)
+    store.topics["t"] = SimpleNamespace(name="t", partitions=2)
+    for i in (0, 1):
+        rm.on_partition_state("t", i, PartitionState((1, 2), 1, 0, (1, 2), version=0))
+    ctx = _context(rm)
+    answers: list[dict] = []
+    ctx.respond = answers.append
+    handler = asyncio.create_task(handle_produce(ctx, _produce_request(-1, [0, 1])))
+    await asyncio.sleep(0)
+    rm.on_follower_fetch(rm.partitions[("t", 1)], 2, 1)
+    assert answers == []   # partition 0 is not replicated yet
+    await asyncio.sleep(0)
+    rm.on_follower_fetch(rm.partitions[("t", 0)], 2, 1)
+    assert len(answers) == 1   # inside the fetch that decided the last partition (Kafka's DelayedProduce)
+    assert [p["error_code"] for p in answers[0]["responses"][0]["partition_responses"]] == [ErrorCode.none] * 2
+    assert await handler is None and ctx.remote_s > 0

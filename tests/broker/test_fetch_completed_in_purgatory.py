@@ -12,6 +12,7 @@ from broker.protocol.api import RequestContext
 from broker.protocol.codec import build, request_class
 from broker.protocol.handlers import fetch as fetch_handler
 from broker.protocol.handlers.fetch import handle_fetch
+from broker.protocol.handlers.produce import handle_produce
 from tests.broker.test_follower_session_fetch import _leader
 from tests.broker.test_replica_manager import _batch
 
@@ -126,3 +127,21 @@ async def test_a_produce_to_several_partitions_completes_a_follower_fetch_once_w
     assert sorted(p["partition_index"] for p in answers[0]["responses"][0]["partitions"]) == [0, 1]
     assert all(p["records"] for p in answers[0]["responses"][0]["partitions"])
     assert await task is None
+
+
+async def test_a_consumer_answer_is_queued_before_the_acknowledgement_completed_by_the_same_move(tmp_path):
+    rm, _clock, broker, _calls = _leader(tmp_path)
+    broker.purgatory = rm.purgatory
+    queued: list[str] = []
+    produce_ctx = RequestContext(broker, 0, 9, 3, "producer", "127.0.0.1")  # type: ignore[arg-type]
+    produce_ctx.respond = lambda answer: queued.append("acknowledgement")
+    produce = await _parked(handle_produce(produce_ctx, build(request_class(0, 9), {
+        "transactional_id": None, "acks": -1, "timeout": 30_000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": _batch()}]}]})))
+    consumer_ctx = _context(broker, [], "consumer")   # parked after the produce, answered before it
+    consumer_ctx.respond = lambda answer: queued.append("consumer data")
+    consumer = await _parked(handle_fetch(consumer_ctx, _request(-1, 0)))
+    await handle_fetch(RequestContext(broker, 1, 12, 2, "replica-fetcher-2", "127.0.0.1"),  # type: ignore[arg-type]
+                       _request(2, 1, max_wait=0))   # the high watermark moves
+    assert queued == ["consumer data", "acknowledgement"]
+    assert await consumer is None and await produce is None

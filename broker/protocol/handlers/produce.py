@@ -1,5 +1,6 @@
 """Produce (0) and InitProducerId (22), with a transactional id through the transaction coordinator."""
 
+import logging
 from time import perf_counter
 
 from broker.coordinator.transaction.broker_io import verify_txn_partition
@@ -8,7 +9,10 @@ from broker.log.records import HEADER_SIZE, read_header
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
+from broker.replication.replica_manager import hw_key
 from broker.security.operations import IDEMPOTENT, TRANSACTIONAL
+
+log = logging.getLogger(__name__)
 
 
 async def handle_produce(ctx: RequestContext, req) -> dict | None:
@@ -66,19 +70,69 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
             waiting.append((entry, part, last, part.leadership))
         else:
             entry["error_code"] = outcome
-    if waiting:
-        # One deadline for the request (Kafka's DelayedProduce has one timeout), partitions awaited in turn: the
-        # request is answered once the last is decided either way, and a single partition resumes on the turn
-        # after its high watermark moves (asyncio.gather would add a task and two turns).
-        parked = perf_counter()
-        deadline = broker.clock.monotonic() + ms(req.timeout) / 1000
-        for entry, part, last, leadership in waiting:
-            remaining = max(deadline - broker.clock.monotonic(), 0.0)
-            entry["error_code"] = await broker.replicas.wait_for_replication(part, last, remaining, leadership)
-        ctx.remote_s += perf_counter() - parked
+    answer = {"responses": topics, "throttle_time": 0}
+    if waiting and await _await_replication(ctx, waiting, broker.clock.monotonic() + ms(req.timeout) / 1000, answer):
+        return None   # answered inside the notify that decided it
     if acks == 0:
         return None
-    return {"responses": topics, "throttle_time": 0}
+    return answer
+
+
+async def _await_replication(ctx: RequestContext, waiting: list, deadline: float, result: dict) -> bool:
+    """acks=all: park until every partition's high watermark passes its last offset, or is decided otherwise
+    (Kafka's DelayedProduce, one timeout for the request). The purgatory completes it inside the notify that
+    decides the last partition: the acknowledgement is queued there, in the same batch as the consumers' answers
+    completed by the same move (True). False: the entries hold the outcomes, for the handler to return."""
+    broker = ctx.broker
+    replicas, respond = broker.replicas, ctx.respond
+    undecided = list(waiting)   # (response entry, partition, last offset, leadership at the append)
+    answered: list[bool] = []
+    failed: list[Exception] = []
+
+    def decide() -> bool:
+        """Record the outcome of every partition decided; True when none is left."""
+        left = []
+        for entry, part, last, leadership in undecided:
+            outcome = replicas.replication_outcome(part, last, leadership)
+            if outcome is None:
+                left.append((entry, part, last, leadership))
+            else:
+                entry["error_code"] = outcome
+        undecided[:] = left
+        return not left
+
+    def complete(_moved: list) -> bool:
+        try:
+            if not decide():
+                return False
+        except Exception:   # never into the notifier (another request's fetch): the handler decides again
+            log.exception("completing a produce in the purgatory failed")
+            return False
+        ctx.remote_s += perf_counter() - parked
+        try:
+            assert respond is not None   # passed only with it
+            respond(result)
+            answered.append(True)
+        except Exception as e:   # not built or not queued: the handler raises it, as a failed write would
+            failed.append(e)
+        return True
+
+    parked = perf_counter()
+    while not decide():
+        remaining = deadline - broker.clock.monotonic()
+        if remaining <= 0:
+            for entry, *_ in undecided:
+                entry["error_code"] = ErrorCode.request_timed_out
+            break
+        keys = [hw_key(part.topic, part.index) for _, part, _, _ in undecided]
+        await broker.purgatory.wait(keys, remaining, kind="Produce",
+                                    complete=complete if respond is not None else None)
+        if failed:
+            raise failed[0]
+        if answered:
+            return True
+    ctx.remote_s += perf_counter() - parked
+    return False
 
 
 def _failed(metrics, entry: dict, topic: str, p, e: KafkaError) -> None:
