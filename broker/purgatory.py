@@ -109,7 +109,7 @@ class Purgatory:
                 kinds[fut] = kind
         completing, produces = [], []
         completers = self._completers
-        for fut, moved in waiting.items():   # fetches resume first, in the order they parked
+        for fut, moved in waiting.items():   # in the order they parked; a fetch without a completer resumes first
             if completers and fut in completers and not fut.done():
                 completing.append((fut, moved))
             elif kinds[fut] == "Produce":

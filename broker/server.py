@@ -44,9 +44,9 @@ def _sent(watcher: ConnectionObserver, timing: RequestTiming) -> None:
 
 
 class _EarlyAnswer:
-    """One request's response sent before its handler returns: a Fetch completed inside the purgatory's notify,
-    as Kafka's DelayedFetch.onComplete sends from the thread that appended or moved the high watermark. A
-    response too large for the send batch is kept and written when the handler returns."""
+    """One request's response sent before its handler returns: a Fetch or an acks=all Produce completed inside the
+    purgatory's notify, as Kafka's DelayedFetch and DelayedProduce answer from the thread that appended or moved
+    the high watermark. A response too large for the send batch is kept and written when the handler returns."""
 
     __slots__ = ("conn", "watcher", "timing", "queued", "response")
 
@@ -297,8 +297,8 @@ class KafkaServer:
                        ) -> bytes | list | None:
         """Serve one request frame; with `timing` (observed), stamp the handler's start and end into it.
         `session` is the connection's authentication state (None: PLAINTEXT, User:ANONYMOUS). With `early`, the
-        handler may answer before it returns (RequestContext.respond); the response is then `early`'s, and None
-        is returned."""
+        handler may answer before it returns (RequestContext.respond): the answer is queued there, and what could
+        not be queued (too large for the send batch) is returned instead."""
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
         if timing is not None:
             timing.start(api_key, api_version)

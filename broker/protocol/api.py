@@ -44,7 +44,8 @@ class RequestContext:
     listener: str = "PLAINTEXT"  # the listener name the connection came in on
     security_protocol: str = "PLAINTEXT"  # that listener's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
     session: Any = None  # the connection's broker.network.sasl_session.ConnectionSession (None: in-process)
-    # Set by the server: answer with this result now, before the handler returns (a Fetch completed inside the
-    # purgatory's notify, as Kafka's DelayedFetch completes in the appending thread). None: return the result.
+    # Set by the server: answer with this result now, before the handler returns (a Fetch or a Produce completed
+    # inside the purgatory's notify, as Kafka's delayed operations complete in the notifying thread). None: return
+    # the result.
     respond: Callable[[dict], None] | None = None
     responded: bool = False  # respond was called; the handler's return value is then ignored
