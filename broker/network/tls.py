@@ -50,6 +50,12 @@ class StreamConnection(Connection):
         if on_sent is not None:
             on_sent()
 
+    def queue(self, data: bytes | list[bytes | memoryview | FileRegion],
+              on_sent: Callable[[], None] | None = None) -> bool:
+        """Never: the loop's send batch writes to the raw socket, under TLS. An answer completed inside the
+        purgatory's notify is written through `write` when its handler returns."""
+        return False
+
     def close(self) -> None:
         self.writer.close()
 
