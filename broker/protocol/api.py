@@ -49,3 +49,36 @@ class RequestContext:
     # the result.
     respond: Callable[[dict], None] | None = None
     responded: bool = False  # respond was called; the handler's return value is then ignored
+
+
+class Completion:
+    """A parked request's answer given inside the purgatory's notify (`RequestContext.respond`), as Kafka's
+    DelayedOperation.onComplete runs in the notifying thread. The notifier never sees a failure: it is kept and
+    raised in the handler when it resumes, which closes the connection as a failed write does."""
+
+    __slots__ = ("_respond", "_answered", "_failure")
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self._respond = ctx.respond
+        self._answered = False
+        self._failure: Exception | None = None
+
+    @property
+    def possible(self) -> bool:
+        """Whether the server takes answers before the handler returns (a connection it serves)."""
+        return self._respond is not None
+
+    def give(self, build: Callable[[], dict]) -> None:
+        """Build the answer and hand it to the server now."""
+        try:
+            assert self._respond is not None   # called only when possible
+            self._respond(build())
+            self._answered = True
+        except Exception as e:   # not built or not queued
+            self._failure = e
+
+    def settled(self) -> bool:
+        """In the resumed handler: True if the answer was given; raises what giving it failed with."""
+        if self._failure is not None:
+            raise self._failure
+        return self._answered

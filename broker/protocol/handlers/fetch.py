@@ -9,7 +9,7 @@ from typing import Any
 from broker.errors import ErrorCode, KafkaError
 from broker.fetch_session import FetchContext, IncrementalFetchContext, SessionlessFetchContext
 from broker.protocol import authz
-from broker.protocol.api import ApiSpec, RequestContext
+from broker.protocol.api import ApiSpec, Completion, RequestContext
 from broker.protocol.codec import ms
 from broker.replication.replica_manager import hw_key, leo_key
 from broker.security.operations import CONSUMER, FOLLOWER
@@ -150,10 +150,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict | None:
     session_follower = follower and isinstance(fetch, IncrementalFetchContext)
     view: FetchContext = fetch
     parked = 0.0
-    respond = ctx.respond
-
-    failed: list[Exception] = []
-    answered: list[bool] = []
+    completion = Completion(ctx)
 
     def complete(moved: list) -> bool:
         """Inside the purgatory's notify: read the partitions the `moved` keys name and, if that satisfies the
@@ -169,12 +166,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict | None:
         if not _satisfied(topics, gathered, req.min_bytes):
             return False
         ctx.remote_s += perf_counter() - parked
-        try:
-            assert respond is not None   # the handler passes complete only with it
-            respond(_answer(ctx, fetch, topics, datas, follower, session_follower, now_ms))
-            answered.append(True)
-        except Exception as e:   # not built or not queued: the handler raises it, as a failed write would
-            failed.append(e)
+        completion.give(lambda: _answer(ctx, fetch, topics, datas, follower, session_follower, now_ms))
         return True
 
     while True:
@@ -186,10 +178,8 @@ async def handle_fetch(ctx: RequestContext, req) -> dict | None:
         parked = perf_counter()
         moved: list | None = [] if session_follower else None
         woken = await ctx.broker.purgatory.wait(keys, remaining, woken=moved,
-                                                complete=complete if respond is not None else None)
-        if failed:
-            raise failed[0]
-        if answered:
+                                                complete=complete if completion.possible else None)
+        if completion.settled():
             return None
         ctx.remote_s += perf_counter() - parked
         if not woken:

@@ -7,7 +7,7 @@ from broker.coordinator.transaction.broker_io import verify_txn_partition
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import HEADER_SIZE, read_header
 from broker.protocol import authz
-from broker.protocol.api import ApiSpec, RequestContext
+from broker.protocol.api import ApiSpec, Completion, RequestContext
 from broker.protocol.codec import ms
 from broker.replication.replica_manager import hw_key
 from broker.security.operations import IDEMPOTENT, TRANSACTIONAL
@@ -84,10 +84,8 @@ async def _await_replication(ctx: RequestContext, waiting: list, deadline: float
     decides the last partition: the acknowledgement is queued there, in the same batch as the consumers' answers
     completed by the same move (True). False: the entries hold the outcomes, for the handler to return."""
     broker = ctx.broker
-    replicas, respond = broker.replicas, ctx.respond
+    replicas, completion = broker.replicas, Completion(ctx)
     undecided = list(waiting)   # (response entry, partition, last offset, leadership at the append)
-    answered: list[bool] = []
-    failed: list[Exception] = []
 
     def decide() -> bool:
         """Record the outcome of every partition decided; True when none is left."""
@@ -109,12 +107,7 @@ async def _await_replication(ctx: RequestContext, waiting: list, deadline: float
             log.exception("completing a produce in the purgatory failed")
             return False
         ctx.remote_s += perf_counter() - parked
-        try:
-            assert respond is not None   # passed only with it
-            respond(result)
-            answered.append(True)
-        except Exception as e:   # not built or not queued: the handler raises it, as a failed write would
-            failed.append(e)
+        completion.give(lambda: result)
         return True
 
     parked = perf_counter()
@@ -126,10 +119,8 @@ async def _await_replication(ctx: RequestContext, waiting: list, deadline: float
             break
         keys = [hw_key(part.topic, part.index) for _, part, _, _ in undecided]
         await broker.purgatory.wait(keys, remaining, kind="Produce",
-                                    complete=complete if respond is not None else None)
-        if failed:
-            raise failed[0]
-        if answered:
+                                    complete=complete if completion.possible else None)
+        if completion.settled():
             return True
     ctx.remote_s += perf_counter() - parked
     return False
