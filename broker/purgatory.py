@@ -11,18 +11,29 @@ inside `notify`: its answer is built and queued before the notifier goes on, wit
 resumed coroutine in between. Fetches are completed first, in the order they parked, then produces: the answers
 go out together in one system call at the next turn (broker/network/send_batch.py), the consumers' first, since
 the consumers' copy of a record is what end-to-end latency waits for. A waiter without a completer resumes on the
-next turn.
+next turn. One whose completer is not satisfied yet (a fetch short of its min_bytes, a produce with a partition
+still undecided) stays watched and parked, as Kafka keeps a delayed operation until it completes or expires.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 
-# Called inside notify with the keys notified that the waiter watches; True: its operation is complete (answered).
-Completer = Callable[[list], bool]
+
+class Attempt(enum.Enum):
+    """What a completer made of a notify (Kafka's DelayedOperation.tryComplete)."""
+
+    COMPLETED = "completed"   # answered: the waiter is resolved, and resumes only to return
+    WATCH = "watch"           # not satisfied yet (less than min_bytes, a partition undecided): stays parked
+    RESUME = "resume"         # the waiter resumes on the next turn and finishes the operation itself
+
+
+# Called inside notify with the keys notified that the waiter watches.
+Completer = Callable[[list], Attempt]
 
 
 def _resolve(fut: asyncio.Future[bool], woken: bool) -> None:
@@ -46,9 +57,10 @@ class Purgatory:
                    woken: list | None = None, complete: Completer | None = None) -> bool:
         """Wait until one of `keys` is notified (True) or `timeout_s` passes (False). With `woken`, every key
         notified before the waiter resumes is appended to it (a fetch then re-reads only those partitions).
-        With `complete`, a notify first calls it with the keys (Kafka's DelayedOperation.tryComplete): when it
-        returns True the operation is done and the keys are not added to `woken`. An exception in it is the
-        completer's to handle; it must not escape into the notifier."""
+        With `complete`, a notify first calls it with the keys (Kafka's DelayedOperation.tryComplete): COMPLETED
+        resolves the waiter and the keys are not added to `woken`; WATCH keeps it watching those keys (they are
+        added to `woken`); RESUME wakes it. An exception in it is the completer's to handle; it must not escape
+        into the notifier."""
         keys = list(keys)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
@@ -126,16 +138,25 @@ class Purgatory:
         completing.sort(key=lambda waiter: kinds[waiter[0]] == "Produce")
         for fut, moved in completing:
             # A waiter completed meanwhile (by a completion this one set off) still learns the keys.
-            if not fut.done() and completers[fut](moved):
+            attempt = Attempt.RESUME if fut.done() else completers[fut](moved)
+            if attempt is Attempt.COMPLETED:
                 _resolve(fut, True)
+            elif attempt is Attempt.WATCH:   # as Kafka keeps an operation watched until it completes or expires
+                self._note(fut, moved)
+                for key in moved:
+                    self._watchers[key][fut] = kinds[fut]
             else:
                 self._wake(fut, moved)
 
     def _wake(self, fut: asyncio.Future[bool], moved: list) -> None:
-        """Resume a waiter on the next turn, telling it the keys (if it asked, `woken`)."""
+        """Resume a waiter on the next turn, telling it the keys."""
+        self._note(fut, moved)
+        _resolve(fut, True)
+
+    def _note(self, fut: asyncio.Future[bool], moved: list) -> None:
+        """Tell a waiter the keys notified, if it asked (`woken`)."""
         if self._woken_keys and (noted := self._woken_keys.get(fut)) is not None:
             noted.extend(moved)
-        _resolve(fut, True)
 
     def delayed(self, kind: str) -> int:
         return self._delayed[kind]

@@ -282,11 +282,10 @@ class KafkaServer:
                               self.broker.node_id)
         return encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, result)
 
-    def _respond_early(self, ctx: RequestContext, timing: RequestTiming | None, early: _EarlyAnswer,
+    def _send_now(self, ctx: RequestContext, timing: RequestTiming | None, early: _EarlyAnswer,
                        result: dict) -> None:
-        """RequestContext.respond: encode and send now; the handler's return value is then ignored."""
+        """RequestContext.send_now: encode and send now; the handler's return value is then ignored."""
         early.send(self._encode(ctx, timing, result))
-        ctx.responded = True
 
     def _failed(self, timing: RequestTiming | None, api_key: int, code: int) -> None:
         if timing is not None and self._observer is not None:
@@ -322,7 +321,7 @@ class KafkaServer:
         if timing is not None:
             timing.body, timing.t1 = body, perf_counter()
         if early is not None:
-            ctx.respond = partial(self._respond_early, ctx, timing, early)
+            ctx.send_now = partial(self._send_now, ctx, timing, early)
         try:
             result = await spec.handle(ctx, body)
             if ctx.responded:

@@ -44,11 +44,17 @@ class RequestContext:
     listener: str = "PLAINTEXT"  # the listener name the connection came in on
     security_protocol: str = "PLAINTEXT"  # that listener's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
     session: Any = None  # the connection's broker.network.sasl_session.ConnectionSession (None: in-process)
-    # Set by the server: answer with this result now, before the handler returns (a Fetch or a Produce completed
-    # inside the purgatory's notify, as Kafka's delayed operations complete in the notifying thread). None: return
-    # the result.
-    respond: Callable[[dict], None] | None = None
-    responded: bool = False  # respond was called; the handler's return value is then ignored
+    # Set by the server: sends a result now, before the handler returns (a Fetch or a Produce completed inside the
+    # purgatory's notify, as Kafka's delayed operations complete in the notifying thread). None: the handler
+    # returns its result.
+    send_now: Callable[[dict], None] | None = None
+    responded: bool = False  # answered through `respond`: the handler's return value is then ignored
+
+    def respond(self, result: dict) -> None:
+        """Answer now (only when `send_now` is set); raises what encoding or queueing the answer raised."""
+        assert self.send_now is not None
+        self.send_now(result)
+        self.responded = True
 
 
 class Completion:
@@ -56,24 +62,21 @@ class Completion:
     DelayedOperation.onComplete runs in the notifying thread. The notifier never sees a failure: it is kept and
     raised in the handler when it resumes, which closes the connection as a failed write does."""
 
-    __slots__ = ("_respond", "_answered", "_failure")
+    __slots__ = ("_ctx", "_failure")
 
     def __init__(self, ctx: RequestContext) -> None:
-        self._respond = ctx.respond
-        self._answered = False
+        self._ctx = ctx
         self._failure: Exception | None = None
 
     @property
     def possible(self) -> bool:
         """Whether the server takes answers before the handler returns (a connection it serves)."""
-        return self._respond is not None
+        return self._ctx.send_now is not None
 
     def give(self, build: Callable[[], dict]) -> None:
         """Build the answer and hand it to the server now."""
         try:
-            assert self._respond is not None   # called only when possible
-            self._respond(build())
-            self._answered = True
+            self._ctx.respond(build())
         except Exception as e:   # not built or not queued
             self._failure = e
 
@@ -81,4 +84,4 @@ class Completion:
         """In the resumed handler: True if the answer was given; raises what giving it failed with."""
         if self._failure is not None:
             raise self._failure
-        return self._answered
+        return self._ctx.responded

@@ -20,7 +20,7 @@ from broker.controller.state import PartitionState
 from broker.errors import ErrorCode, KafkaError
 from broker.log.log import AppendResult, PartitionLog
 from broker.log.manager import LogManager
-from broker.purgatory import Purgatory
+from broker.purgatory import Attempt, Purgatory
 from broker.replication import isr as isr_rules
 from common.clock import Clock
 
@@ -38,6 +38,17 @@ def hw_key(topic: str, partition: int) -> tuple:
 def leo_key(topic: str, partition: int) -> tuple:
     """Purgatory key woken when the leader's log end offset moves (follower fetches)."""
     return ("leo", topic, partition)
+
+
+@dataclass(slots=True)
+class ProducePartitionStatus:
+    """One partition of an acks=all write waiting for the high watermark to pass its last offset (Kafka's
+    ProducePartitionStatus in DelayedProduce)."""
+
+    part: Partition
+    last_offset: int
+    leadership: int   # the partition's leadership at the append: lost since, the write fails
+    outcome: ErrorCode | None = None   # None while undecided
 
 
 @dataclass
@@ -265,19 +276,58 @@ class ReplicaManager:
             return ErrorCode.not_enough_replicas_after_append
         return ErrorCode.none
 
-    async def wait_for_replication(self, part: Partition, last_offset: int, timeout_s: float,
-                                   leadership: int | None = None) -> ErrorCode:
-        """acks=all: wait until the high watermark passes `last_offset` (Kafka's DelayedProduce); `leadership`
-        is the partition's at the append (default: its current one)."""
-        deadline = self.clock.monotonic() + timeout_s
-        key = hw_key(part.topic, part.index)
-        leadership = part.leadership if leadership is None else leadership
-        while (outcome := self.replication_outcome(part, last_offset, leadership)) is None:
+    def decide(self, statuses: list[ProducePartitionStatus]) -> bool:
+        """Record the outcome of every status that is decided now; True when none is left undecided."""
+        left = False
+        for s in statuses:
+            if s.outcome is None:
+                s.outcome = self.replication_outcome(s.part, s.last_offset, s.leadership)
+                left = left or s.outcome is None
+        return not left
+
+    async def await_replication(self, statuses: list[ProducePartitionStatus], deadline: float,
+                                on_complete: Callable[[], None] | None = None) -> bool:
+        """acks=all: park until every status is decided, or the monotonic `deadline` passes (the rest then time
+        out): Kafka's DelayedProduce, one timeout for the request. With `on_complete`, the purgatory calls it
+        inside the notify that decides the last partition (DelayedProduce.onComplete in the notifying thread),
+        and True is returned: the caller answered there. False: every outcome is in the statuses."""
+        completed = False
+
+        def complete(_moved: list) -> Attempt:
+            nonlocal completed
+            try:
+                if not self.decide(statuses):
+                    return Attempt.WATCH
+            except Exception:   # never into the notifier (another request's fetch): decided again on resuming
+                log.exception("completing a produce in the purgatory failed")
+                return Attempt.RESUME
+            completed = True
+            assert on_complete is not None
+            on_complete()
+            return Attempt.COMPLETED
+
+        while not self.decide(statuses):
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
-                return ErrorCode.request_timed_out
-            await self.purgatory.wait([key], remaining, kind="Produce")
-        return outcome
+                for s in statuses:
+                    if s.outcome is None:
+                        s.outcome = ErrorCode.request_timed_out
+                break
+            keys = [hw_key(s.part.topic, s.part.index) for s in statuses if s.outcome is None]
+            await self.purgatory.wait(keys, remaining, kind="Produce",
+                                      complete=complete if on_complete is not None else None)
+            if completed:
+                return True
+        return False
+
+    async def wait_for_replication(self, part: Partition, last_offset: int, timeout_s: float,
+                                   leadership: int | None = None) -> ErrorCode:
+        """acks=all for one partition: wait until the high watermark passes `last_offset`; `leadership` is the
+        partition's at the append (default: its current one)."""
+        status = ProducePartitionStatus(part, last_offset, part.leadership if leadership is None else leadership)
+        await self.await_replication([status], self.clock.monotonic() + timeout_s)
+        assert status.outcome is not None
+        return status.outcome
 
     # ------------------------------------------------------------ high watermark and ISR
 

@@ -23,9 +23,10 @@ def _plain(req) -> dict:
             "forgotten_topics_data": [], "rack_id": ""}
 
 
-def _request(replica_id: int, offset: int, max_wait: int = 30_000):
+def _request(replica_id: int, offset: int, max_wait: int = 30_000, min_bytes: int = 1):
     return build(request_class(1, 12), {
-        "cluster_id": None, "replica_id": replica_id, "max_wait": max_wait, "min_bytes": 1, "max_bytes": 1 << 20,
+        "cluster_id": None, "replica_id": replica_id, "max_wait": max_wait, "min_bytes": min_bytes,
+        "max_bytes": 1 << 20,
         "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
         "topics": [{"topic": "t", "partitions": [
             {"partition": 0, "current_leader_epoch": 0, "fetch_offset": offset, "last_fetched_epoch": -1,
@@ -34,7 +35,7 @@ def _request(replica_id: int, offset: int, max_wait: int = 30_000):
 
 def _context(broker, answers: list, client: str) -> RequestContext:
     ctx = RequestContext(broker, 1, 12, 1, client, "127.0.0.1")  # type: ignore[arg-type]
-    ctx.respond = answers.append
+    ctx.send_now = answers.append
     return ctx
 
 
@@ -75,6 +76,25 @@ async def test_a_consumer_fetch_is_answered_inside_the_follower_fetch_that_moves
     assert await consumer is None
 
 
+async def test_a_fetch_short_of_its_min_bytes_stays_parked_until_an_append_satisfies_it(tmp_path):
+    """Kafka keeps a DelayedFetch watched while less than fetch.min.bytes has arrived: the handler is neither
+    resumed nor parked again between the appends."""
+    rm, _clock, broker, _calls = _leader(tmp_path, isr=(1,))   # each append moves the high watermark
+    batch = _batch()
+    parks = []
+    wait = broker.purgatory.wait
+    broker.purgatory.wait = lambda *a, **k: parks.append(a) or wait(*a, **k)
+    answers: list[dict] = []
+    task = await _parked(handle_fetch(_context(broker, answers, "consumer"),
+                                      _request(-1, 0, min_bytes=2 * len(batch))))
+    rm.append("t", 0, batch, -1)
+    await asyncio.sleep(0)
+    assert answers == [] and not task.done()
+    rm.append("t", 0, _batch(), -1)
+    assert len(answers) == 1 and _records(answers[0]) == 2 * len(batch)
+    assert await task is None and len(parks) == 1
+
+
 async def test_an_answer_that_cannot_be_sent_fails_the_fetch_not_the_append(tmp_path):
     rm, _clock, broker, _calls = _leader(tmp_path)
 
@@ -82,7 +102,7 @@ async def test_an_answer_that_cannot_be_sent_fails_the_fetch_not_the_append(tmp_
         raise OSError("connection gone")
 
     ctx = RequestContext(broker, 1, 12, 1, "replica-fetcher-2", "127.0.0.1")  # type: ignore[arg-type]
-    ctx.respond = broken
+    ctx.send_now = broken
     task = await _parked(handle_fetch(ctx, _request(2, 0)))
     part, result = rm.append("t", 0, _batch(), -1)   # the append itself is not disturbed
     assert result.base_offset == 0 and part.log.log_end_offset == 1
@@ -94,19 +114,19 @@ async def test_a_read_that_fails_inside_notify_leaves_the_answer_to_the_parked_h
     rm, _clock, broker, _calls = _leader(tmp_path)
     answers: list[dict] = []
     ctx = _context(broker, answers, "replica-fetcher-2")
-    task = await _parked(handle_fetch(ctx, _request(2, 0)))
     real = fetch_handler._read_partitions
     calls = []
 
     def flaky(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 1:
+        if len(calls) == 2:   # the first read inside the notify; the first of all is the handler's
             raise RuntimeError("a bug in the read")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(fetch_handler, "_read_partitions", flaky)
+    task = await _parked(handle_fetch(ctx, _request(2, 0)))
     rm.append("t", 0, _batch(), -1)
-    assert answers == [] and len(calls) == 1
+    assert answers == [] and len(calls) == 2
     answer = await task   # resumed and read again
     assert answer is not None and answer["error_code"] == ErrorCode.none and _records(answer)
 
@@ -134,12 +154,12 @@ async def test_a_consumer_answer_is_queued_before_the_acknowledgement_completed_
     broker.purgatory = rm.purgatory
     queued: list[str] = []
     produce_ctx = RequestContext(broker, 0, 9, 3, "producer", "127.0.0.1")  # type: ignore[arg-type]
-    produce_ctx.respond = lambda answer: queued.append("acknowledgement")
+    produce_ctx.send_now = lambda answer: queued.append("acknowledgement")
     produce = await _parked(handle_produce(produce_ctx, build(request_class(0, 9), {
         "transactional_id": None, "acks": -1, "timeout": 30_000,
         "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": _batch()}]}]})))
     consumer_ctx = _context(broker, [], "consumer")   # parked after the produce, answered before it
-    consumer_ctx.respond = lambda answer: queued.append("consumer data")
+    consumer_ctx.send_now = lambda answer: queued.append("consumer data")
     consumer = await _parked(handle_fetch(consumer_ctx, _request(-1, 0)))
     await handle_fetch(RequestContext(broker, 1, 12, 2, "replica-fetcher-2", "127.0.0.1"),  # type: ignore[arg-type]
                        _request(2, 1, max_wait=0))   # the high watermark moves

@@ -3,7 +3,7 @@ DelayedFetch/DelayedProduce complete in the notifying thread, and its timer is t
 
 import asyncio
 
-from broker.purgatory import Purgatory
+from broker.purgatory import Attempt, Purgatory
 
 
 async def _one_turn() -> None:
@@ -99,7 +99,7 @@ async def test_a_completer_answers_inside_notify_and_is_not_asked_again():
     completed: list = []
     woken: list = []
     waiter = asyncio.create_task(p.wait([("leo", "t", 0), ("leo", "t", 1)], 30, woken=woken,
-                                        complete=lambda keys: completed.append(keys) or True))
+                                        complete=lambda keys: completed.append(keys) or Attempt.COMPLETED))
     await _one_turn()
     p.notify(("leo", "t", 0))
     assert completed == [[("leo", "t", 0)]]          # in notify itself, before any turn of the loop
@@ -109,13 +109,45 @@ async def test_a_completer_answers_inside_notify_and_is_not_asked_again():
     assert p.delayed("Fetch") == 0 and p.watched("Fetch") == 0 and len(p) == 0
 
 
-async def test_a_completer_that_declines_leaves_the_waiter_to_resume_with_the_key():
+async def test_a_completer_that_resumes_its_waiter_tells_it_the_key():
     p = Purgatory()
     woken: list = []
-    waiter = asyncio.create_task(p.wait([("leo", "t", 0)], 30, woken=woken, complete=lambda keys: False))
+    waiter = asyncio.create_task(p.wait([("leo", "t", 0)], 30, woken=woken, complete=lambda keys: Attempt.RESUME))
     await _one_turn()
     p.notify(("leo", "t", 0))
     assert await waiter is True and woken == [("leo", "t", 0)]
+
+
+async def test_a_completer_not_satisfied_yet_keeps_its_waiter_watched_until_it_is():
+    """Kafka's DelayedFetch short of min_bytes: tried again on the next notify, never resumed in between."""
+    p = Purgatory()
+    woken: list = []
+    tries: list = []
+
+    def complete(keys: list) -> Attempt:
+        tries.append(keys)
+        return Attempt.COMPLETED if len(tries) == 3 else Attempt.WATCH
+
+    waiter = asyncio.create_task(p.wait([("hw", "t", 0), ("hw", "t", 1)], 30, woken=woken, complete=complete))
+    await _one_turn()
+    p.notify(("hw", "t", 0))
+    await _one_turn()
+    assert not waiter.done() and p.watched("Fetch") == 2
+    p.notify(("hw", "t", 1))
+    await _one_turn()
+    assert not waiter.done()
+    p.notify(("hw", "t", 0))   # watched again after declining
+    assert tries == [[("hw", "t", 0)], [("hw", "t", 1)], [("hw", "t", 0)]]
+    assert await waiter is True and woken == [("hw", "t", 0), ("hw", "t", 1)]
+    assert p.delayed("Fetch") == 0 and p.watched("Fetch") == 0 and len(p) == 0
+
+
+async def test_a_waiter_kept_watched_still_expires():
+    p = Purgatory()
+    waiter = asyncio.create_task(p.wait([("hw", "t", 0)], 0.05, complete=lambda keys: Attempt.WATCH))
+    await _one_turn()
+    p.notify(("hw", "t", 0))
+    assert await asyncio.wait_for(waiter, 5) is False and len(p) == 0
 
 
 async def test_a_produce_woken_with_completed_fetches_answers_in_the_batch_they_scheduled():
@@ -129,10 +161,10 @@ async def test_a_produce_woken_with_completed_fetches_answers_in_the_batch_they_
         await p.wait([("hw", "t", 0)], 30, kind="Produce")
         order.append("acknowledgement queued")
 
-    def complete(keys: list) -> bool:
+    def complete(keys: list) -> Attempt:
         order.append("fetch answer queued")
         loop.call_soon(order.append, "batch sent")   # as SendBatch.send schedules its flush
-        return True
+        return Attempt.COMPLETED
 
     tasks = [asyncio.create_task(produce()), asyncio.create_task(p.wait([("hw", "t", 0)], 30, complete=complete))]
     await _one_turn()
@@ -145,7 +177,7 @@ async def test_notifications_held_are_delivered_once_per_waiter_with_every_key()
     p = Purgatory()
     completed: list = []
     waiter = asyncio.create_task(p.wait([("leo", "t", 0), ("leo", "t", 1)], 30,
-                                        complete=lambda keys: completed.append(keys) or True))
+                                        complete=lambda keys: completed.append(keys) or Attempt.COMPLETED))
     await _one_turn()
     with p.held():
         p.notify(("leo", "t", 0))

@@ -12,7 +12,7 @@ from broker.log.records import Record, build_batch
 from broker.metadata import TopicInfo
 from broker.purgatory import Purgatory
 from broker.replication.fetcher import ReplicaFetcherManager
-from broker.replication.replica_manager import ReplicaManager, hw_key
+from broker.replication.replica_manager import ProducePartitionStatus, ReplicaManager, hw_key
 from common.clock import ManualClock
 
 
@@ -98,6 +98,49 @@ async def test_acks_all_outcome_is_decided_at_the_append_when_the_isr_is_the_lea
     rm.on_follower_fetch(part, 2, 1)
     assert rm.replication_outcome(part, result.last_offset, part.leadership) == ErrorCode.none
     assert rm.replication_outcome(part, result.last_offset, part.leadership - 1) == ErrorCode.not_leader_or_follower
+
+
+def _status(rm, partition):
+    part, result = rm.append("t", partition, _batch(), -1)
+    return ProducePartitionStatus(part, result.last_offset, part.leadership)
+
+
+async def test_a_write_to_two_partitions_is_completed_inside_the_notify_that_decides_the_last(tmp_path):
+    """Kafka's DelayedProduce over several partitions: one park, one timeout, completed in the notifier."""
+    rm, clock, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 0, (1, 2), version=0))
+    rm.on_partition_state("t", 1, PartitionState((1, 2), 1, 0, (1, 2), version=0))
+    statuses = [_status(rm, 0), _status(rm, 1)]
+    completed = []
+    done = asyncio.create_task(rm.await_replication(statuses, clock.monotonic() + 5,
+                                                    lambda: completed.append([s.outcome for s in statuses])))
+    await asyncio.sleep(0)
+    assert rm.purgatory.delayed("Produce") == 1
+    rm.on_follower_fetch(statuses[0].part, 2, 1)
+    assert completed == [] and statuses[0].outcome == ErrorCode.none and statuses[1].outcome is None
+    rm.on_follower_fetch(statuses[1].part, 2, 1)
+    assert completed == [[ErrorCode.none, ErrorCode.none]]   # inside the follower's fetch, not on resuming
+    assert await asyncio.wait_for(done, 1) is True
+
+
+async def test_a_write_past_its_deadline_times_out_only_its_undecided_partitions(tmp_path):
+    rm, clock, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1,), 1, 0, (1,)))   # the leader alone: decided at the append
+    rm.on_partition_state("t", 1, PartitionState((1, 2), 1, 0, (1, 2), version=0))
+    statuses = [_status(rm, 0), _status(rm, 1)]
+    assert await rm.await_replication(statuses, clock.monotonic(), lambda: None) is False
+    assert [s.outcome for s in statuses] == [ErrorCode.none, ErrorCode.request_timed_out]
+    assert rm.purgatory.delayed("Produce") == 0
+
+
+async def test_a_write_decided_at_the_append_never_parks(tmp_path):
+    rm, clock, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1,), 1, 0, (1,)))
+    statuses = [_status(rm, 0)]
+    waits = []
+    rm.purgatory.wait = lambda *a, **k: waits.append(a)   # would fail the await if called
+    assert await rm.await_replication(statuses, clock.monotonic() + 5, lambda: None) is False
+    assert statuses[0].outcome == ErrorCode.none and waits == []
 
 
 async def test_lagging_follower_is_shrunk_and_min_isr_refuses_acks_all(tmp_path):

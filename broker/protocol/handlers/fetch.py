@@ -3,6 +3,7 @@
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
+from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -11,6 +12,7 @@ from broker.fetch_session import FetchContext, IncrementalFetchContext, Sessionl
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, Completion, RequestContext
 from broker.protocol.codec import ms
+from broker.purgatory import Attempt
 from broker.replication.replica_manager import hw_key, leo_key
 from broker.security.operations import CONSUMER, FOLLOWER
 
@@ -38,9 +40,8 @@ def _aborted(plog, fetch_offset: int, lso: int) -> list[dict]:
             for a in plog.aborted_transactions(fetch_offset, lso)]
 
 
-def _read_partitions(ctx: RequestContext, fetch: FetchContext, follower_id: int, max_bytes: int,
-                     denied: Mapping[str, ErrorCode], committed: bool, quiet: bool = False
-                     ) -> tuple[list[dict], list, int]:
+def _read_partitions(ctx: RequestContext, follower_id: int, max_bytes: int, denied: Mapping[str, ErrorCode],
+                     committed: bool, quiet: bool, fetch: FetchContext) -> tuple[list[dict], list, int]:
     """One pass over the context's partitions: (response topics, the data each entry was read with, bytes).
 
     Consumers read up to the high watermark, or the Last Stable Offset with `committed` (isolation_level 1,
@@ -118,8 +119,8 @@ def _left_out(fetch: FetchContext, topics: list[dict]) -> Counter[str]:
     return +left
 
 
-def _answer(ctx: RequestContext, fetch: FetchContext, topics: list[dict], datas: list, follower: bool,
-            session_follower: bool, now_ms: int) -> dict:
+def _answer(ctx: RequestContext, fetch: FetchContext, follower: bool, session_follower: bool, now_ms: int,
+            topics: list[dict], datas: list) -> dict:
     """The response body for what was read, with the fetch session updated and the partitions counted."""
     if ctx.broker.metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
@@ -135,6 +136,41 @@ def _satisfied(topics: list[dict], gathered: int, min_bytes: int) -> bool:
     return gathered >= min_bytes or any(p["error_code"] for t in topics for p in t["partitions"])
 
 
+class _DelayedFetch:
+    """A parked Fetch completed inside the purgatory's notify (Kafka's DelayedFetch.tryComplete and onComplete, in
+    the thread that appended or moved the high watermark). Made on the first park: most fetches never park."""
+
+    __slots__ = ("_ctx", "_fetch", "_read", "_answer", "_min_bytes", "_moved", "completion", "parked")
+
+    def __init__(self, ctx: RequestContext, fetch: FetchContext, read: Callable, answer: Callable, min_bytes: int,
+                 session_follower: bool) -> None:
+        self._ctx, self._fetch, self._read, self._answer = ctx, fetch, read, answer
+        self._min_bytes = min_bytes
+        # A follower's session fetch reads only the partitions whose keys were notified since it parked.
+        self._moved: list | None = [] if session_follower else None
+        self.completion = Completion(ctx)
+        self.parked = 0.0   # perf_counter() when the handler parked
+
+    def __call__(self, moved: list) -> Attempt:
+        """Read what the `moved` keys name and answer now if that satisfies the fetch; short of its min_bytes it
+        stays watched. A failed read is left to the handler, which resumes and reads again."""
+        try:
+            if self._moved is None:
+                view = self._fetch
+            else:
+                self._moved.extend(moved)
+                view = _Moved(self._fetch, self._moved)
+            topics, datas, gathered = self._read(view)
+        except Exception:   # never into the notifier (a Produce's append)
+            log.exception("completing a fetch in the purgatory failed")
+            return Attempt.RESUME
+        if not _satisfied(topics, gathered, self._min_bytes):
+            return Attempt.WATCH
+        self._ctx.remote_s += perf_counter() - self.parked
+        self.completion.give(lambda: self._answer(topics, datas))
+        return Attempt.COMPLETED
+
+
 async def handle_fetch(ctx: RequestContext, req) -> dict | None:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
@@ -148,50 +184,35 @@ async def handle_fetch(ctx: RequestContext, req) -> dict | None:
     keys = [wake_on(topic, p.partition) for topic, parts in fetch.topics() for p in parts]
     committed = not follower and getattr(req, "isolation_level", 0) == 1
     session_follower = follower and isinstance(fetch, IncrementalFetchContext)
+    # Positional, so each call costs what a direct one does.
+    read = partial(_read_partitions, ctx, follower_id, max_bytes, denied, committed, session_follower)
+    answer = partial(_answer, ctx, fetch, follower, session_follower, now_ms)
     view: FetchContext = fetch
-    parked = 0.0
-    completion = Completion(ctx)
-
-    def complete(moved: list) -> bool:
-        """Inside the purgatory's notify: read the partitions the `moved` keys name and, if that satisfies the
-        fetch, answer now (Kafka's DelayedFetch.tryComplete and onComplete, in the thread that appended or moved
-        the high watermark). False leaves it to the parked handler, which resumes and reads again."""
-        try:
-            part = _Moved(fetch, moved) if session_follower else fetch
-            topics, datas, gathered = _read_partitions(ctx, part, follower_id, max_bytes, denied, committed,
-                                                       session_follower)
-        except Exception:   # never into the notifier (a Produce's append): the handler reads again
-            log.exception("completing a fetch in the purgatory failed")
-            return False
-        if not _satisfied(topics, gathered, req.min_bytes):
-            return False
-        ctx.remote_s += perf_counter() - parked
-        completion.give(lambda: _answer(ctx, fetch, topics, datas, follower, session_follower, now_ms))
-        return True
-
+    delayed: _DelayedFetch | None = None
     while True:
-        topics, datas, gathered = _read_partitions(ctx, view, follower_id, max_bytes, denied, committed,
-                                                   session_follower)
+        topics, datas, gathered = read(view)
         remaining = deadline - ctx.broker.clock.monotonic()
         if _satisfied(topics, gathered, req.min_bytes) or remaining <= 0 or not keys:
             break
+        if delayed is None and ctx.send_now is not None:
+            delayed = _DelayedFetch(ctx, fetch, read, answer, req.min_bytes, session_follower)
         parked = perf_counter()
+        if delayed is not None:
+            delayed.parked = parked
         moved: list | None = [] if session_follower else None
-        woken = await ctx.broker.purgatory.wait(keys, remaining, woken=moved,
-                                                complete=complete if completion.possible else None)
-        if completion.settled():
+        woken = await ctx.broker.purgatory.wait(keys, remaining, woken=moved, complete=delayed)
+        if delayed is not None and delayed.completion.settled():
             return None
         ctx.remote_s += perf_counter() - parked
         if not woken:
-            topics, datas, gathered = _read_partitions(ctx, fetch, follower_id, max_bytes, denied, committed,
-                                                       session_follower)
+            topics, datas, gathered = read(fetch)
             break
         if moved:
             # Woken by appends: re-read those partitions only. The others were read (and found quiet) when the
             # fetch came in; news on them since, such as a high watermark moved by the other followers, goes
             # out with this follower's next fetch, which follows at once.
             view = _Moved(fetch, moved)
-    return _answer(ctx, fetch, topics, datas, follower, session_follower, now_ms)
+    return answer(topics, datas)
 
 
 def _per_partition(topics, topic_key: str, index_key: str, defaults: dict,

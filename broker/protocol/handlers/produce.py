@@ -9,7 +9,7 @@ from broker.log.records import HEADER_SIZE, read_header
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, Completion, RequestContext
 from broker.protocol.codec import ms
-from broker.replication.replica_manager import hw_key
+from broker.replication.replica_manager import ProducePartitionStatus
 from broker.security.operations import IDEMPOTENT, TRANSACTIONAL
 
 log = logging.getLogger(__name__)
@@ -20,7 +20,7 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
     metrics = broker.metrics
     acks = req.acks
     topics = []
-    replicating = []  # (response entry, partition, last offset) for acks=all
+    replicating = []  # (response entry, its ProducePartitionStatus) for acks=all
     denied = authz.resource_errors(ctx, 0, authz.TOPIC, (t.name for t in req.topic_data))
     tid = req.transactional_id
     txn_denied = authz.request_error(ctx, 0, {TRANSACTIONAL}, {authz.TRANSACTIONAL_ID: tid}) \
@@ -54,75 +54,47 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                 entry.update(base_offset=result.base_offset, log_append_time=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset)
                 if acks == -1:
-                    replicating.append((entry, part, result.last_offset))
+                    replicating.append((entry, ProducePartitionStatus(part, result.last_offset, part.leadership)))
                 if metrics is not None:
                     metrics.produced(topic, len(p.records), 0 if result.duplicate else result.record_count,
                                      result.converted)
             except KafkaError as e:
                 _failed(metrics, entry, topic, p, e)
-    # acks=all: what is replicated already (an ISR of one) is answered now, without a trip through the event
-    # loop behind other requests' work, as Kafka's DelayedProduce completes before it watches; the rest wait in the
-    # produce purgatory at once, up to the request's timeout.
-    waiting = []
-    for entry, part, last in replicating:
-        outcome = broker.replicas.replication_outcome(part, last, part.leadership)
-        if outcome is None:
-            waiting.append((entry, part, last, part.leadership))
-        else:
-            entry["error_code"] = outcome
     answer = {"responses": topics, "throttle_time": 0}
-    if waiting and await _await_replication(ctx, waiting, broker.clock.monotonic() + ms(req.timeout) / 1000, answer):
+    if replicating and await _await_replication(ctx, replicating, ms(req.timeout) / 1000, answer):
         return None   # answered inside the notify that decided it
     if acks == 0:
         return None
     return answer
 
 
-async def _await_replication(ctx: RequestContext, waiting: list, deadline: float, result: dict) -> bool:
-    """acks=all: park until every partition's high watermark passes its last offset, or is decided otherwise
-    (Kafka's DelayedProduce, one timeout for the request). The purgatory completes it inside the notify that
-    decides the last partition: the acknowledgement is queued there, in the same batch as the consumers' answers
-    completed by the same move (True). False: the entries hold the outcomes, for the handler to return."""
-    broker = ctx.broker
-    replicas, completion = broker.replicas, Completion(ctx)
-    undecided = list(waiting)   # (response entry, partition, last offset, leadership at the append)
+async def _await_replication(ctx: RequestContext, replicating: list, timeout_s: float, answer: dict) -> bool:
+    """acks=all: what is replicated already (an ISR of one) is decided at once, without a trip through the event
+    loop behind other requests' work, as Kafka's DelayedProduce completes before it watches; the rest park in the
+    produce purgatory, up to the request's timeout. The acknowledgement is then built inside the notify that
+    decides the last partition, in the same batch as the consumers' answers completed by the same move (True).
+    False: the entries hold the outcomes, for the handler to return."""
+    replicas, completion = ctx.broker.replicas, Completion(ctx)
+    statuses = [status for _, status in replicating]
 
-    def decide() -> bool:
-        """Record the outcome of every partition decided; True when none is left."""
-        left = []
-        for entry, part, last, leadership in undecided:
-            outcome = replicas.replication_outcome(part, last, leadership)
-            if outcome is None:
-                left.append((entry, part, last, leadership))
-            else:
-                entry["error_code"] = outcome
-        undecided[:] = left
-        return not left
+    def outcomes() -> dict:
+        for entry, status in replicating:
+            entry["error_code"] = status.outcome
+        return answer
 
-    def complete(_moved: list) -> bool:
-        try:
-            if not decide():
-                return False
-        except Exception:   # never into the notifier (another request's fetch): the handler decides again
-            log.exception("completing a produce in the purgatory failed")
-            return False
+    def acknowledge() -> None:
         ctx.remote_s += perf_counter() - parked
-        completion.give(lambda: result)
-        return True
+        completion.give(outcomes)
 
+    if replicas.decide(statuses):   # no purgatory, no remote time
+        outcomes()
+        return False
     parked = perf_counter()
-    while not decide():
-        remaining = deadline - broker.clock.monotonic()
-        if remaining <= 0:
-            for entry, *_ in undecided:
-                entry["error_code"] = ErrorCode.request_timed_out
-            break
-        keys = [hw_key(part.topic, part.index) for _, part, _, _ in undecided]
-        await broker.purgatory.wait(keys, remaining, kind="Produce",
-                                    complete=complete if completion.possible else None)
-        if completion.settled():
-            return True
+    if await replicas.await_replication(statuses, ctx.broker.clock.monotonic() + timeout_s,
+                                        acknowledge if completion.possible else None):
+        return completion.settled()
     ctx.remote_s += perf_counter() - parked
+    outcomes()
     return False
 
 
