@@ -7,12 +7,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from broker.errors import ErrorCode, KafkaError
-from broker.replication.client import BrokerConnection
+from broker.replication.client import Answer, BrokerConnection, decode_response
 from broker.replication.fetch_request import FETCH, FETCH_VERSION, encode_follower_fetch
-from broker.replication.fetch_session_handler import FetchSessionHandler
+from broker.replication.fetch_session_handler import FetchPlan, FetchSessionHandler
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -129,24 +130,57 @@ class ReplicaFetcher:
                 target.truncated = True
 
     async def _fetch(self, conn: BrokerConnection) -> bool:
-        """One Fetch round trip; False when nothing could be fetched (back off)."""
-        cfg = self.manager.config
-        targets = [t for t in self.targets.values() if t.truncated]
-        if not targets:
+        """Fetch round trips while they bring something: each answer is applied, and the next Fetch sent, inside
+        the connection's `data_received` (BrokerConnection.send_then), as Kafka's ReplicaFetcherThread loops in a
+        thread of its own; no task resumes between them. Back to the task when a partition waits for its
+        truncation; False when nothing could be fetched (back off)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[bool] = loop.create_future()
+        timeout_s = self.manager.config.replica_fetch_wait_max_ms / 1000 + 30
+
+        def send() -> bool:
+            """Send the next Fetch; False when a partition waits for the task (truncation) or none is left."""
+            targets = [t for t in self.targets.values() if t.truncated]
+            if not targets or len(targets) != len(self.targets):
+                return False
+            plan, frame, correlation_id = self._request(conn, targets)
+            timer = loop.call_later(timeout_s, answered, plan, correlation_id, None,
+                                    TimeoutError(f"no Fetch answer from broker {self.leader_id} in {timeout_s} s"))
+            conn.send_then(frame, partial(answered, plan, correlation_id, timer))
+            return True
+
+        def answered(plan, correlation_id: int, timer: asyncio.TimerHandle | None, answer: Answer) -> None:
+            if timer is not None:
+                timer.cancel()
+            if done.done():   # the task moved on (timed out, cancelled); the connection is being replaced
+                return
+            self.manager.on_fetch_request(self)   # counted answered or not, as Kafka's fetcherStats.requestRate
+            try:
+                progressed = self._apply(plan, decode_response(answer, correlation_id, FETCH, FETCH_VERSION))
+                if not (progressed and send()):
+                    done.set_result(progressed)
+            except Exception as e:   # never into data_received: the task decides (reconnect, back off)
+                done.set_exception(e)
+
+        if not send():
             return False
+        return await done
+
+    def _request(self, conn: BrokerConnection, targets: list[FetchTarget]) -> tuple[FetchPlan, bytes, int]:
+        """The next Fetch for `targets`: its session plan, frame and correlation id."""
+        cfg = self.manager.config
         wanted = {(t.partition.topic, t.partition.index): (
             t.partition.index, t.leader_epoch, t.partition.log.log_end_offset, t.partition.log.log_start_offset,
             cfg.replica_fetch_max_bytes) for t in targets}
         plan = self.session.plan(wanted)
-        wait_ms = cfg.replica_fetch_wait_max_ms
         correlation_id = conn.next_correlation_id()
-        frame = encode_follower_fetch(correlation_id, conn.client_id, self.manager.broker_id, wait_ms, 1,
-                                      cfg.replica_fetch_response_max_bytes, plan.topics, plan.session_id,
-                                      plan.epoch, plan.forgotten)
-        try:
-            resp = await conn.exchange(frame, correlation_id, FETCH, FETCH_VERSION, timeout_s=wait_ms / 1000 + 30)
-        finally:  # counted answered or not, as Kafka's fetcherStats.requestRate
-            self.manager.on_fetch_request(self)
+        frame = encode_follower_fetch(correlation_id, conn.client_id, self.manager.broker_id,
+                                      cfg.replica_fetch_wait_max_ms, 1, cfg.replica_fetch_response_max_bytes,
+                                      plan.topics, plan.session_id, plan.epoch, plan.forgotten)
+        return plan, frame, correlation_id
+
+    def _apply(self, plan: FetchPlan, resp) -> bool:
+        """Append what a Fetch answer brought; False when every partition it named failed (back off)."""
         if not self.session.on_response(plan, resp.error_code, resp.session_id):
             log.info("fetch session with broker %d: %s; fetching in full", self.leader_id,
                      ErrorCode(resp.error_code).name)

@@ -84,7 +84,7 @@ async def test_the_replication_client_and_the_broker_disable_nagle(tmp_path):
         await conn.connect(timeout_s=5)
         try:
             await conn.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}, 5)
-            client_sock = conn._writer.get_extra_info("socket")
+            client_sock = conn.socket()
             assert client_sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
             served = [c.sock for c in broker.server._connections]
             assert served and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in served)
@@ -126,5 +126,35 @@ async def test_the_follower_replicates_through_an_incremental_fetch_session(tmp_
             assert time.monotonic() - started < BACKOFF_MS / 1000 / 2 and logs[0].log_end_offset == 1
             session = leader.fetch_sessions.get(fetcher.session.session_id)
             assert session is not None and len(session.partitions) == 2  # both stay in the leader's session
+        finally:
+            fm.stop()
+
+
+async def test_the_follower_chains_its_fetches_inside_the_connection_without_resuming_its_task(tmp_path):
+    """Each answer is appended and the next Fetch sent from the connection's data_received (Kafka's
+    ReplicaFetcherThread loops in its own thread): while batches replicate, the fetcher's task is not resumed."""
+    from common.polling import wait_until_async
+    from tests.broker.inproc import inproc_broker
+
+    async with inproc_broker(tmp_path / "leader") as (leader, port):
+        leader.create_topic("t", 1, 1)
+        config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=BACKOFF_MS, replica_fetch_wait_max_ms=100)
+        fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
+        (tmp_path / "follower").mkdir()
+        rm, _, _ = _manager(tmp_path / "follower", fm)
+        try:
+            epoch = leader.replicas.partitions[("t", 0)].state.leader_epoch
+            rm.on_partition_state("t", 0, PartitionState((leader.node_id, 1), leader.node_id, epoch,
+                                                         (leader.node_id, 1), version=0))
+            fetcher = fm.active()[0]
+            await wait_until_async(lambda: fetcher.session.epoch >= 2, 5)   # truncated, fetching in a session
+            resumed = []
+            chained = fetcher._fetch
+            fetcher._fetch = lambda conn: resumed.append(1) or chained(conn)   # the task's next round, if any
+            follower_log = rm.partitions[("t", 0)].log
+            for n in range(1, 6):
+                leader.replicas.append("t", 0, build_batch([Record(timestamp=n, key=b"k", value=b"v")]), 1)
+                await wait_until_async(lambda n=n: follower_log.log_end_offset == n, 5)
+            assert resumed == []
         finally:
             fm.stop()
