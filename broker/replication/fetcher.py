@@ -138,10 +138,11 @@ class ReplicaFetcher:
         done: asyncio.Future[bool] = loop.create_future()
         timeout_s = self.manager.config.replica_fetch_wait_max_ms / 1000 + 30
 
-        def send() -> bool:
-            """Send the next Fetch; False when a partition waits for the task (truncation) or none is left."""
+        def send(chained: bool) -> bool:
+            """Send the next Fetch for the truncated partitions; False when there are none or, `chained`, when one
+            waits for its truncation (the task truncates, then fetches again)."""
             targets = [t for t in self.targets.values() if t.truncated]
-            if not targets or len(targets) != len(self.targets):
+            if not targets or (chained and len(targets) != len(self.targets)):
                 return False
             plan, frame, correlation_id = self._request(conn, targets)
             timer = loop.call_later(timeout_s, answered, plan, correlation_id, None,
@@ -157,12 +158,12 @@ class ReplicaFetcher:
             self.manager.on_fetch_request(self)   # counted answered or not, as Kafka's fetcherStats.requestRate
             try:
                 progressed = self._apply(plan, decode_response(answer, correlation_id, FETCH, FETCH_VERSION))
-                if not (progressed and send()):
+                if not (progressed and send(chained=True)):
                     done.set_result(progressed)
             except Exception as e:   # never into data_received: the task decides (reconnect, back off)
                 done.set_exception(e)
 
-        if not send():
+        if not send(chained=False):
             return False
         return await done
 

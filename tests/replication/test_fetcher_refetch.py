@@ -158,3 +158,32 @@ async def test_the_follower_chains_its_fetches_inside_the_connection_without_res
             assert resumed == []
         finally:
             fm.stop()
+
+
+async def test_a_partition_that_cannot_truncate_does_not_hold_up_the_others(tmp_path):
+    """OffsetForLeaderEpoch fails for one partition (the leader does not know the epoch it is followed with): the
+    others are fetched meanwhile, without the backoff, and the failing one is retried between fetches."""
+    from common.polling import wait_until_async
+    from tests.broker.inproc import inproc_broker
+
+    async with inproc_broker(tmp_path / "leader") as (leader, port):
+        leader.create_topic("t", 2, 1)
+        config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=BACKOFF_MS, replica_fetch_wait_max_ms=100)
+        fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
+        (tmp_path / "follower").mkdir()
+        rm, _, store = _manager(tmp_path / "follower", fm)
+        store.topics["t"] = store.topics["t"].__class__("t", None, 2)
+        try:
+            epoch = leader.replicas.partitions[("t", 0)].state.leader_epoch
+            for i, followed_epoch in ((0, epoch), (1, epoch + 5)):   # 1: an epoch the leader has not reached
+                rm.on_partition_state("t", i, PartitionState((leader.node_id, 1), leader.node_id, followed_epoch,
+                                                             (leader.node_id, 1), version=0))
+            fetcher = fm.active()[0]
+            started = time.monotonic()
+            for n in range(1, 4):
+                leader.replicas.append("t", 0, build_batch([Record(timestamp=n, key=b"k", value=b"v")]), 1)
+                await wait_until_async(lambda n=n: rm.partitions[("t", 0)].log.log_end_offset == n, 5)
+            assert time.monotonic() - started < BACKOFF_MS / 1000 / 2
+            assert not fetcher.targets[("t", 1)].truncated
+        finally:
+            fm.stop()
