@@ -3,8 +3,10 @@ records it fetches again at once, carrying its new log end offset (Kafka's Repli
 after progress; the leader's high watermark moves on that next fetch), and only backs off when nothing came."""
 
 import asyncio
+import contextlib
 import struct
 import time
+from collections.abc import AsyncIterator
 
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
@@ -13,6 +15,7 @@ from broker.log.records import Record, build_batch
 from broker.protocol.codec import encode_response, parse_request
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
+from common.polling import wait_until_async
 from tests.broker.test_replica_manager import _manager
 
 BACKOFF_MS = 5_000  # replica.fetch.backoff.ms: a fetch loop that waited it would show
@@ -92,98 +95,85 @@ async def test_the_replication_client_and_the_broker_disable_nagle(tmp_path):
             conn.close()
 
 
-async def test_the_follower_replicates_through_an_incremental_fetch_session(tmp_path):
-    """Against a real leader (a standalone broker of ours in this process): the first Fetch opens a session
-    (KIP-227), later ones are incremental, an empty answer is followed by the next fetch without a backoff, and
-    appends on the leader still reach the follower at once."""
-    from common.polling import wait_until_async
+@contextlib.asynccontextmanager
+async def _follower_of_inproc_leader(tmp_path, partitions: int) -> AsyncIterator[tuple]:
+    """A standalone broker of ours in this process leads topic "t"; broker 1 is set up to follow it (100 ms long
+    polls). Yields (leader, the follower's ReplicaManager, follow): `follow(i, epoch_ahead=0)` makes broker 1 follow
+    partition i, at the leader's epoch plus `epoch_ahead`."""
     from tests.broker.inproc import inproc_broker
 
     async with inproc_broker(tmp_path / "leader") as (leader, port):
-        leader.create_topic("t", 2, 1)
-        for i in (0, 1):
-            leader.replicas.append("t", i, build_batch([Record(timestamp=1, key=b"k", value=b"v")]), 1)
+        leader.create_topic("t", partitions, 1)
         config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=BACKOFF_MS, replica_fetch_wait_max_ms=100)
         fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
         (tmp_path / "follower").mkdir()
         rm, _, store = _manager(tmp_path / "follower", fm)
-        store.topics["t"] = store.topics["t"].__class__("t", None, 2)
+        store.topics["t"] = store.topics["t"].__class__("t", None, partitions)
+
+        def follow(i: int, epoch_ahead: int = 0) -> None:
+            epoch = leader.replicas.partitions[("t", i)].state.leader_epoch + epoch_ahead
+            rm.on_partition_state("t", i, PartitionState((leader.node_id, 1), leader.node_id, epoch,
+                                                         (leader.node_id, 1), version=0))
         try:
-            epoch = leader.replicas.partitions[("t", 0)].state.leader_epoch
-            for i in (0, 1):
-                rm.on_partition_state("t", i, PartitionState((leader.node_id, 1), leader.node_id, epoch,
-                                                             (leader.node_id, 1), version=0))
-            logs = [rm.partitions[("t", i)].log for i in (0, 1)]
-            await wait_until_async(lambda: [g.log_end_offset for g in logs] == [1, 1], 5)
-            fetcher = fm.active()[0]
-            assert fetcher.session.session_id != 0 and fetcher.session.epoch >= 1
-            # empty incremental answers (the 100 ms long poll ran out, nothing new) are fetched past at once
-            epoch_now = fetcher.session.epoch
-            await wait_until_async(lambda: fetcher.session.epoch >= epoch_now + 3, BACKOFF_MS / 1000 / 2)
-            started = time.monotonic()
-            leader.replicas.append("t", 1, build_batch([Record(timestamp=2, key=b"k", value=b"w")]), 1)
-            await wait_until_async(lambda: logs[1].log_end_offset == 2, 5)
-            assert time.monotonic() - started < BACKOFF_MS / 1000 / 2 and logs[0].log_end_offset == 1
-            session = leader.fetch_sessions.get(fetcher.session.session_id)
-            assert session is not None and len(session.partitions) == 2  # both stay in the leader's session
+            yield leader, rm, follow
         finally:
             fm.stop()
+
+
+def _append(leader, partition: int, timestamp: int) -> None:
+    leader.replicas.append("t", partition, build_batch([Record(timestamp=timestamp, key=b"k", value=b"v")]), 1)
+
+
+async def test_the_follower_replicates_through_an_incremental_fetch_session(tmp_path):
+    """Against a real leader (a standalone broker of ours in this process): the first Fetch opens a session
+    (KIP-227), later ones are incremental, an empty answer is followed by the next fetch without a backoff, and
+    appends on the leader still reach the follower at once."""
+    async with _follower_of_inproc_leader(tmp_path, 2) as (leader, rm, follow):
+        for i in (0, 1):
+            _append(leader, i, 1)
+            follow(i)
+        logs = [rm.partitions[("t", i)].log for i in (0, 1)]
+        await wait_until_async(lambda: [g.log_end_offset for g in logs] == [1, 1], 5)
+        fetcher = rm.fetchers.active()[0]
+        assert fetcher.session.session_id != 0 and fetcher.session.epoch >= 1
+        # empty incremental answers (the 100 ms long poll ran out, nothing new) are fetched past at once
+        epoch_now = fetcher.session.epoch
+        await wait_until_async(lambda: fetcher.session.epoch >= epoch_now + 3, BACKOFF_MS / 1000 / 2)
+        started = time.monotonic()
+        _append(leader, 1, 2)
+        await wait_until_async(lambda: logs[1].log_end_offset == 2, 5)
+        assert time.monotonic() - started < BACKOFF_MS / 1000 / 2 and logs[0].log_end_offset == 1
+        session = leader.fetch_sessions.get(fetcher.session.session_id)
+        assert session is not None and len(session.partitions) == 2  # both stay in the leader's session
 
 
 async def test_the_follower_chains_its_fetches_inside_the_connection_without_resuming_its_task(tmp_path):
     """Each answer is appended and the next Fetch sent from the connection's data_received (Kafka's
     ReplicaFetcherThread loops in its own thread): while batches replicate, the fetcher's task is not resumed."""
-    from common.polling import wait_until_async
-    from tests.broker.inproc import inproc_broker
-
-    async with inproc_broker(tmp_path / "leader") as (leader, port):
-        leader.create_topic("t", 1, 1)
-        config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=BACKOFF_MS, replica_fetch_wait_max_ms=100)
-        fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
-        (tmp_path / "follower").mkdir()
-        rm, _, _ = _manager(tmp_path / "follower", fm)
-        try:
-            epoch = leader.replicas.partitions[("t", 0)].state.leader_epoch
-            rm.on_partition_state("t", 0, PartitionState((leader.node_id, 1), leader.node_id, epoch,
-                                                         (leader.node_id, 1), version=0))
-            fetcher = fm.active()[0]
-            await wait_until_async(lambda: fetcher.session.epoch >= 2, 5)   # truncated, fetching in a session
-            resumed = []
-            chained = fetcher._fetch
-            fetcher._fetch = lambda conn: resumed.append(1) or chained(conn)   # the task's next round, if any
-            follower_log = rm.partitions[("t", 0)].log
-            for n in range(1, 6):
-                leader.replicas.append("t", 0, build_batch([Record(timestamp=n, key=b"k", value=b"v")]), 1)
-                await wait_until_async(lambda n=n: follower_log.log_end_offset == n, 5)
-            assert resumed == []
-        finally:
-            fm.stop()
+    async with _follower_of_inproc_leader(tmp_path, 1) as (leader, rm, follow):
+        follow(0)
+        fetcher = rm.fetchers.active()[0]
+        await wait_until_async(lambda: fetcher.session.epoch >= 2, 5)   # truncated, fetching in a session
+        resumed = []
+        chained = fetcher._fetch
+        fetcher._fetch = lambda conn: resumed.append(1) or chained(conn)   # the task's next round, if any
+        follower_log = rm.partitions[("t", 0)].log
+        for n in range(1, 6):
+            _append(leader, 0, n)
+            await wait_until_async(lambda n=n: follower_log.log_end_offset == n, 5)
+        assert resumed == []
 
 
 async def test_a_partition_that_cannot_truncate_does_not_hold_up_the_others(tmp_path):
     """OffsetForLeaderEpoch fails for one partition (the leader does not know the epoch it is followed with): the
     others are fetched meanwhile, without the backoff, and the failing one is retried between fetches."""
-    from common.polling import wait_until_async
-    from tests.broker.inproc import inproc_broker
-
-    async with inproc_broker(tmp_path / "leader") as (leader, port):
-        leader.create_topic("t", 2, 1)
-        config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=BACKOFF_MS, replica_fetch_wait_max_ms=100)
-        fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
-        (tmp_path / "follower").mkdir()
-        rm, _, store = _manager(tmp_path / "follower", fm)
-        store.topics["t"] = store.topics["t"].__class__("t", None, 2)
-        try:
-            epoch = leader.replicas.partitions[("t", 0)].state.leader_epoch
-            for i, followed_epoch in ((0, epoch), (1, epoch + 5)):   # 1: an epoch the leader has not reached
-                rm.on_partition_state("t", i, PartitionState((leader.node_id, 1), leader.node_id, followed_epoch,
-                                                             (leader.node_id, 1), version=0))
-            fetcher = fm.active()[0]
-            started = time.monotonic()
-            for n in range(1, 4):
-                leader.replicas.append("t", 0, build_batch([Record(timestamp=n, key=b"k", value=b"v")]), 1)
-                await wait_until_async(lambda n=n: rm.partitions[("t", 0)].log.log_end_offset == n, 5)
-            assert time.monotonic() - started < BACKOFF_MS / 1000 / 2
-            assert not fetcher.targets[("t", 1)].truncated
-        finally:
-            fm.stop()
+    async with _follower_of_inproc_leader(tmp_path, 2) as (leader, rm, follow):
+        follow(0)
+        follow(1, epoch_ahead=5)   # an epoch the leader has not reached
+        fetcher = rm.fetchers.active()[0]
+        started = time.monotonic()
+        for n in range(1, 4):
+            _append(leader, 0, n)
+            await wait_until_async(lambda n=n: rm.partitions[("t", 0)].log.log_end_offset == n, 5)
+        assert time.monotonic() - started < BACKOFF_MS / 1000 / 2
+        assert not fetcher.targets[("t", 1)].truncated
