@@ -58,8 +58,8 @@ class Purgatory:
         """Wait until one of `keys` is notified (True) or `timeout_s` passes (False). With `woken`, every key
         notified before the waiter resumes is appended to it (a fetch then re-reads only those partitions).
         With `complete`, a notify first calls it with the keys (Kafka's DelayedOperation.tryComplete): COMPLETED
-        resolves the waiter and the keys are not added to `woken`; WATCH keeps it watching those keys (they are
-        added to `woken`); RESUME wakes it. An exception in it is the completer's to handle; it must not escape
+        resolves the waiter; WATCH keeps it watching those keys; neither adds them to `woken`. RESUME wakes it,
+        with the keys in `woken`. An exception in it is the completer's to handle; it must not escape
         into the notifier."""
         keys = list(keys)
         loop = asyncio.get_running_loop()
@@ -142,8 +142,7 @@ class Purgatory:
             if attempt is Attempt.COMPLETED:
                 _resolve(fut, True)
             elif attempt is Attempt.WATCH:   # as Kafka keeps an operation watched until it completes or expires
-                self._note(fut, moved)
-                for key in moved:
+                for key in moved:   # not noted in `woken`: the completer keeps what it was told
                     self._watchers[key][fut] = kinds[fut]
             else:
                 self._wake(fut, moved)

@@ -121,3 +121,27 @@ async def test_a_parked_session_fetch_woken_by_an_append_rereads_only_that_parti
     assert list(_answered(answer)) == [42]
     assert calls == [42] and quiet_calls == [42]   # not the other 199 again
     assert counted == {"fetched": 1, "unchanged": N - 1}   # TotalFetchRequestsPerSec: every session partition
+
+
+async def test_a_session_fetch_short_of_its_min_bytes_is_answered_with_every_partition_that_moved(tmp_path):
+    """Kafka keeps a follower's DelayedFetch watched below replica.fetch.min.bytes: two appends to two partitions
+    complete it inside the second, with both (the first is not forgotten while it stays parked)."""
+    import asyncio
+
+    rm, _clock, broker, _calls = _leader(tmp_path)
+    first = await _fetch(broker, {i: 0 for i in range(N)}, 0, 0)
+    batch = _batch()
+    body = {"cluster_id": None, "replica_id": 2, "max_wait": 30_000, "min_bytes": 2 * len(batch),
+            "max_bytes": 1 << 20, "isolation_level": 0, "session_id": first["session_id"], "session_epoch": 1,
+            "forgotten_topics_data": [], "rack_id": "", "topics": []}
+    answers: list[dict] = []
+    ctx = RequestContext(broker, 1, 12, 1, "replica-fetcher-2", "127.0.0.1")  # type: ignore[arg-type]
+    ctx.send_now = answers.append
+    parked = asyncio.ensure_future(handle_fetch(ctx, build(request_class(1, 12), body)))
+    await asyncio.sleep(0)
+    rm.append("t", 5, batch, 1)
+    await asyncio.sleep(0)
+    assert answers == [] and not parked.done()
+    rm.append("t", 9, _batch(), 1)
+    assert len(answers) == 1 and sorted(_answered(answers[0])) == [5, 9]
+    assert await asyncio.wait_for(parked, 5) is None

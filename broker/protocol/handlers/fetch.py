@@ -2,7 +2,7 @@
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from time import perf_counter
 from typing import Any
@@ -100,7 +100,7 @@ def _read_partitions(ctx: RequestContext, follower_id: int, max_bytes: int, deni
 class _Moved(FetchContext):
     """The partitions of a follower's session fetch whose purgatory keys (leo_key) woke it, in session order."""
 
-    def __init__(self, fetch: FetchContext, keys: list) -> None:
+    def __init__(self, fetch: FetchContext, keys: Iterable) -> None:
         wanted = {(k[1], k[2]) for k in keys}
         self._topics = [(topic, chosen) for topic, parts in fetch.topics()
                         if (chosen := [p for p in parts if (topic, p.partition) in wanted])]
@@ -146,10 +146,15 @@ class _DelayedFetch:
                  session_follower: bool) -> None:
         self._ctx, self._fetch, self._read, self._answer = ctx, fetch, read, answer
         self._min_bytes = min_bytes
-        # A follower's session fetch reads only the partitions whose keys were notified since it parked.
-        self._moved: list | None = [] if session_follower else None
+        # A follower's session fetch reads only the partitions whose keys were notified since it parked (keys in
+        # the order first notified: a dict, however often a partition moves while the fetch is short of min_bytes).
+        self._moved: dict | None = {} if session_follower else None
         self.completion = Completion(ctx)
         self.parked = 0.0   # perf_counter() when the handler parked
+
+    def moved(self) -> list:
+        """The keys notified since it parked (a follower's session fetch; else none kept)."""
+        return list(self._moved or ())
 
     def __call__(self, moved: list) -> Attempt:
         """Read what the `moved` keys name and answer now if that satisfies the fetch; short of its min_bytes it
@@ -158,7 +163,7 @@ class _DelayedFetch:
             if self._moved is None:
                 view = self._fetch
             else:
-                self._moved.extend(moved)
+                self._moved.update(dict.fromkeys(moved))
                 view = _Moved(self._fetch, self._moved)
             topics, datas, gathered = self._read(view)
         except Exception:   # never into the notifier (a Produce's append)
@@ -207,6 +212,8 @@ async def handle_fetch(ctx: RequestContext, req) -> dict | None:
         if not woken:
             topics, datas, gathered = read(fetch)
             break
+        if delayed is not None and moved is not None:
+            moved += delayed.moved()   # notified while it stayed watched, short of min_bytes
         if moved:
             # Woken by appends: re-read those partitions only. The others were read (and found quiet) when the
             # fetch came in; news on them since, such as a high watermark moved by the other followers, goes
