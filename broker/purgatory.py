@@ -148,14 +148,10 @@ class Purgatory:
                 self._wake(fut, moved)
 
     def _wake(self, fut: asyncio.Future[bool], moved: list) -> None:
-        """Resume a waiter on the next turn, telling it the keys."""
-        self._note(fut, moved)
-        _resolve(fut, True)
-
-    def _note(self, fut: asyncio.Future[bool], moved: list) -> None:
-        """Tell a waiter the keys notified, if it asked (`woken`)."""
+        """Resume a waiter on the next turn, telling it the keys (if it asked, `woken`)."""
         if self._woken_keys and (noted := self._woken_keys.get(fut)) is not None:
             noted.extend(moved)
+        _resolve(fut, True)
 
     def delayed(self, kind: str) -> int:
         return self._delayed[kind]
