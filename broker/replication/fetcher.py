@@ -137,6 +137,7 @@ class ReplicaFetcher:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[bool] = loop.create_future()
         timeout_s = self.manager.config.replica_fetch_wait_max_ms / 1000 + 30
+        late = f"no Fetch answer from broker {self.leader_id} in {timeout_s} s"
 
         def send(chained: bool) -> bool:
             """Send the next Fetch for the truncated partitions; False when there are none or, `chained`, when one
@@ -145,12 +146,14 @@ class ReplicaFetcher:
             if not targets or (chained and len(targets) != len(self.targets)):
                 return False
             plan, frame, correlation_id = self._request(conn, targets)
-            timer = loop.call_later(timeout_s, answered, plan, correlation_id, None,
-                                    TimeoutError(f"no Fetch answer from broker {self.leader_id} in {timeout_s} s"))
+            timer = loop.call_later(timeout_s, expired, plan, correlation_id)
             conn.send_then(frame, partial(answered, plan, correlation_id, timer))
             return True
 
-        def answered(plan, correlation_id: int, timer: asyncio.TimerHandle | None, answer: Answer) -> None:
+        def expired(plan: FetchPlan, correlation_id: int) -> None:
+            answered(plan, correlation_id, None, TimeoutError(late))
+
+        def answered(plan: FetchPlan, correlation_id: int, timer: asyncio.TimerHandle | None, answer: Answer) -> None:
             if timer is not None:
                 timer.cancel()
             if done.done():   # the task moved on (timed out, cancelled); the connection is being replaced

@@ -140,7 +140,7 @@ class _DelayedFetch:
     """A parked Fetch completed inside the purgatory's notify (Kafka's DelayedFetch.tryComplete and onComplete, in
     the thread that appended or moved the high watermark). Made on the first park: most fetches never park."""
 
-    __slots__ = ("_ctx", "_fetch", "_read", "_answer", "_min_bytes", "_moved", "completion", "parked")
+    __slots__ = ("_ctx", "_fetch", "_read", "_answer", "_min_bytes", "_moved", "completion", "_parked")
 
     def __init__(self, ctx: RequestContext, fetch: FetchContext, read: Callable, answer: Callable, min_bytes: int,
                  session_follower: bool) -> None:
@@ -150,7 +150,13 @@ class _DelayedFetch:
         # the order first notified: a dict, however often a partition moves while the fetch is short of min_bytes).
         self._moved: dict | None = {} if session_follower else None
         self.completion = Completion(ctx)
-        self.parked = 0.0   # perf_counter() when the handler parked
+        self._parked = 0.0   # perf_counter() when the handler last parked
+
+    def park(self, at: float) -> None:
+        """The handler parks (again) at perf_counter() `at`: what moved before is read already."""
+        self._parked = at
+        if self._moved:
+            self._moved.clear()
 
     def moved(self) -> list:
         """The keys notified since it parked (a follower's session fetch; else none kept)."""
@@ -171,7 +177,7 @@ class _DelayedFetch:
             return Attempt.RESUME
         if not _satisfied(topics, gathered, self._min_bytes):
             return Attempt.WATCH
-        self._ctx.remote_s += perf_counter() - self.parked
+        self._ctx.remote_s += perf_counter() - self._parked
         self.completion.give(lambda: self._answer(topics, datas))
         return Attempt.COMPLETED
 
@@ -203,7 +209,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict | None:
             delayed = _DelayedFetch(ctx, fetch, read, answer, req.min_bytes, session_follower)
         parked = perf_counter()
         if delayed is not None:
-            delayed.parked = parked
+            delayed.park(parked)
         moved: list | None = [] if session_follower else None
         woken = await ctx.broker.purgatory.wait(keys, remaining, woken=moved, complete=delayed)
         if delayed is not None and delayed.completion.settled():
