@@ -274,7 +274,8 @@ class Registry:
         self._interval_listeners: list[Callable[[float, float], None]] = []
         start = self.clock.monotonic()
         self._last_tick = start
-        self._interval_start = start
+        self._origin = start            # interval i of the timers' windows starts at origin + i * interval
+        self._listened = 0              # the interval index the interval listeners were last called at
         self.lock = threading.RLock()  # for scrapes from another thread, if an owner wants that
 
     # ------------------------------------------------------------ definition
@@ -322,6 +323,7 @@ class Registry:
 
         def make() -> Timer:
             t = Timer(self.intervals)
+            t.interval_index = self._interval_index(self.clock.monotonic())
             if rates:
                 meter = t.meter = Meter(self.clock)
                 self._meters.append(meter)
@@ -357,6 +359,14 @@ class Registry:
 
     def tick(self) -> None:
         """Advance meters (5 s ticks) and timer windows (interval rotation) to the clock's now."""
+        for _ in self.tick_steps():
+            pass
+
+    def tick_steps(self) -> Iterator[None]:
+        """`tick` in steps: it yields after each timer it drained or rotated, so that an event loop can serve between
+        them. Whole, a tick at a few thousand requests a second holds the loop for several milliseconds, and several
+        times that when an interval leaves the windows. A read's `tick` between two steps finishes the work, and the
+        later steps find it done."""
         now = self.clock.monotonic()
         for t in self._timers:
             if t.meter is not None and t.count != t.meter.count:
@@ -366,17 +376,19 @@ class Registry:
             self._last_tick += ticks * TICK_INTERVAL_S
             for m in self._meters:
                 m._tick(ticks)
-        interval = self.window_s / self.intervals
-        for t in self._timers:
-            t.drain()
-        rotations = int((now - self._interval_start) // interval)
-        if rotations > 0:
-            ended = self._interval_start + interval
-            for t in self._timers:
-                t.rotate(rotations)
+        index = self._interval_index(now)
+        for t in list(self._timers):   # a copy: timers may come and go between steps
+            if t.rotate_to(index) or t.drain():
+                yield
+        if index > self._listened:
+            interval = self.window_s / self.intervals
+            ended = self._origin + (self._listened + 1) * interval
+            self._listened = index
             for fn in self._interval_listeners:
                 fn(ended - interval, ended)
-            self._interval_start += rotations * interval
+
+    def _interval_index(self, now: float) -> int:
+        return int((now - self._origin) // (self.window_s / self.intervals))
 
     # ------------------------------------------------------------ reading
 

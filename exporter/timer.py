@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from hdrh.histogram import HdrHistogram
 
-from common.hdr import LATENCY_US
+from common.hdr import LATENCY_US, record_counts
 
 if TYPE_CHECKING:
     from exporter.registry import Meter
@@ -60,6 +60,7 @@ class Timer:
         self.meter: Meter | None = None  # a Yammer Timer's rates (Registry.timer sets it); None for a Histogram
         self._pending: dict[int, int] = {}
         self._current: dict[int, int] = {}
+        self.interval_index = 0   # which of its registry's intervals the current one is (rotate_to)
         self._intervals = intervals
         self._ring: deque[dict[int, int]] = deque(maxlen=intervals)  # completed intervals, newest last
         self._window: HdrHistogram | None = None
@@ -81,28 +82,36 @@ class Timer:
 
     # ------------------------------------------------------------ window maintenance
 
-    def drain(self) -> None:
+    def drain(self) -> bool:
+        """Move the values recorded since the last drain into the window; False if there were none."""
         if not self._pending:
-            return
+            return False
         pending, self._pending = self._pending, {}
+        lo, hi = min(pending), max(pending)
+        if lo < 0 or hi > HIGHEST_US:   # clamped into the histogram's range (a clock step, an hour-long wait)
+            clamped: dict[int, int] = {}
+            for v, c in pending.items():
+                v = 0 if v < 0 else (HIGHEST_US if v > HIGHEST_US else v)
+                clamped[v] = clamped.get(v, 0) + c
+            pending, lo, hi = clamped, min(clamped), max(clamped)
         w = self._window
         if w is None:
             w = self._window = new_hdr(word_size=4)
+        record_counts(w, pending.items())
         cur = self._current
+        if cur:
+            for v, c in pending.items():
+                cur[v] = cur.get(v, 0) + c
+        else:
+            cur.update(pending)
         bounds, buckets = self._bounds_us, self._bucket_counts
-        n = s = sq = 0
+        s = sq = 0
         for v, c in pending.items():
-            if v < 0:
-                v = 0
-            elif v > HIGHEST_US:
-                v = HIGHEST_US
-            w.record_value(v, c)
-            cur[v] = cur.get(v, 0) + c
             buckets[bisect_left(bounds, v)] += c
-            n += c
-            s += v * c
-            sq += v * v * c
-        lo, hi = min(max(min(pending), 0), HIGHEST_US), max(min(max(pending), HIGHEST_US), 0)
+            vc = v * c
+            s += vc
+            sq += v * vc
+        n = sum(pending.values())
         self._min_us = lo if self._min_us is None else min(self._min_us, lo)
         self._max_us = max(self._max_us, hi)
         self._drained += n
@@ -110,6 +119,17 @@ class Timer:
         self._sumsq_us += sq
         self._window_count += n
         self._cache = None
+        return True
+
+    def rotate_to(self, index: int) -> bool:
+        """End intervals until the current one is the registry's `index`-th; False if it already is. Idempotent, so
+        a read's tick and the tick loop's steps (Registry.tick_steps) may interleave."""
+        n = index - self.interval_index
+        if n <= 0:
+            return False
+        self.interval_index = index
+        self.rotate(n)
+        return True
 
     def rotate(self, n: int = 1) -> None:
         """End the current interval (and `n - 1` empty ones after it)."""
@@ -128,8 +148,7 @@ class Timer:
             return
         w = self._window
         assert w is not None  # a non-empty interval was drained into the window
-        for v, c in interval.items():
-            w.record_value(v, -c)
+        record_counts(w, [(v, -c) for v, c in interval.items()])
         self._window_count -= sum(interval.values())
         self._cache = None
         if self._window_count == 0:
@@ -167,8 +186,7 @@ class Timer:
         """A fresh HDR (µs) holding the window's values."""
         h = new_hdr()
         for interval in (*self._ring, self._current):
-            for v, c in interval.items():
-                h.record_value(v, c)
+            record_counts(h, interval.items())
         return h
 
     def buckets(self) -> list[tuple[float, int]]:

@@ -352,7 +352,8 @@ class BrokerMetrics:
         while True:
             await asyncio.sleep(1.0)
             try:
-                self.registry.tick()
+                for _ in self.registry.tick_steps():
+                    await asyncio.sleep(0)   # requests are served between the timers
             except Exception:
                 log.exception("metrics tick failed")
 

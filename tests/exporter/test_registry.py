@@ -92,3 +92,36 @@ def test_sampled_rate_is_kafkas_two_window_rate():
     clock.advance(120_000)
     assert r.rate == 0.0
     assert r.total == 30
+
+
+def test_tick_steps_yield_per_timer_and_interleave_with_a_read():
+    """The broker's tick loop serves requests between timers; a scrape's whole tick between two steps finishes the
+    work once: no interval is ended twice and the interval listener is called once."""
+    clock = ManualClock()
+    reg = Registry(clock, window_s=60, intervals=6)
+    timers = [reg.timer("kafka.network", "RequestMetrics", "TotalTimeMs", request=r) for r in ("A", "B", "C")]
+    reg.timer("kafka.network", "RequestMetrics", "TotalTimeMs", request="Idle")   # nothing to do: no step
+    ended = []
+    reg.on_interval(lambda start, end: ended.append((start, end)))
+    for t in timers:
+        t.update(2.0)
+    steps = reg.tick_steps()
+    next(steps)
+    assert [t.window_count for t in timers] == [1, 0, 0]
+    assert sum(1 for _ in steps) == 2
+    assert [t.window_count for t in timers] == [1, 1, 1]
+
+    clock.advance(10_000)   # the first interval ends
+    for t in timers:
+        t.update(3.0)
+    steps = reg.tick_steps()
+    next(steps)
+    reg.tick()   # a scrape
+    assert list(steps) == [] and ended == [(0.0, 10.0)]
+    clock.advance(59_900)   # interval 0 leaves the window at 70 s, not a step earlier as a second rotation would
+    reg.tick()
+    assert [t.window_count for t in timers] == [2, 2, 2]   # the values pending at 10 s fell into interval 0
+    clock.advance(200)
+    reg.tick()
+    assert [t.window_count for t in timers] == [0, 0, 0]
+    assert len(ended) == 3
