@@ -282,8 +282,8 @@ class KafkaServer:
                               self.broker.node_id)
         return encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, result)
 
-    def _send_now(self, ctx: RequestContext, timing: RequestTiming | None, early: _EarlyAnswer,
-                       result: dict) -> None:
+    def _send_now(self, timing: RequestTiming | None, early: _EarlyAnswer, ctx: RequestContext,
+                  result: dict) -> None:
         """RequestContext.send_now: encode and send now; the handler's return value is then ignored."""
         early.send(self._encode(ctx, timing, result))
 
@@ -321,7 +321,7 @@ class KafkaServer:
         if timing is not None:
             timing.body, timing.t1 = body, perf_counter()
         if early is not None:
-            ctx.send_now = partial(self._send_now, ctx, timing, early)
+            ctx.send_now = partial(self._send_now, timing, early)
         try:
             result = await spec.handle(ctx, body)
             if ctx.responded:

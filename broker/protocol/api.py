@@ -46,14 +46,15 @@ class RequestContext:
     session: Any = None  # the connection's broker.network.sasl_session.ConnectionSession (None: in-process)
     # Set by the server: sends a result now, before the handler returns (a Fetch or a Produce completed inside the
     # purgatory's notify, as Kafka's delayed operations complete in the notifying thread). None: the handler
-    # returns its result.
-    send_now: Callable[[dict], None] | None = None
+    # returns its result. Called with the context: a hook holding the context would be a reference cycle, which
+    # keeps every request's objects alive until the cyclic collector runs (and stops the loop while it does).
+    send_now: Callable[[RequestContext, dict], None] | None = None
     responded: bool = False  # answered through `respond`: the handler's return value is then ignored
 
     def respond(self, result: dict) -> None:
         """Answer now (only when `send_now` is set); raises what encoding or queueing the answer raised."""
         assert self.send_now is not None
-        self.send_now(result)
+        self.send_now(self, result)
         self.responded = True
 
 

@@ -286,11 +286,14 @@ class ReplicaManager:
         return not left
 
     async def await_replication(self, statuses: list[ProducePartitionStatus], deadline: float,
-                                on_complete: Callable[[], None] | None = None) -> bool:
+                                on_complete: Callable[[], None] | None = None,
+                                on_park: Callable[[], None] | None = None) -> bool:
         """acks=all: park until every status is decided, or the monotonic `deadline` passes (the rest then time
         out): Kafka's DelayedProduce, one timeout for the request. With `on_complete`, the purgatory calls it
         inside the notify that decides the last partition (DelayedProduce.onComplete in the notifying thread),
-        and True is returned: the caller answered there. False: every outcome is in the statuses."""
+        and True is returned: the caller answered there. False: every outcome is in the statuses. `on_park` is
+        called before the first park, never when everything is decided at once (the request's remote time
+        starts there)."""
         completed = False
 
         def complete(_moved: list) -> Attempt:
@@ -314,6 +317,9 @@ class ReplicaManager:
                         s.outcome = ErrorCode.request_timed_out
                 break
             keys = [hw_key(s.part.topic, s.part.index) for s in statuses if s.outcome is None]
+            if on_park is not None:
+                on_park()
+                on_park = None
             await self.purgatory.wait(keys, remaining, kind="Produce",
                                       complete=complete if on_complete is not None else None)
             if completed:

@@ -86,7 +86,7 @@ async def test_a_replicated_produce_is_answered_inside_the_follower_fetch_that_m
         rm.on_partition_state("t", i, PartitionState((1, 2), 1, 0, (1, 2), version=0))
     ctx = _context(rm)
     answers: list[dict] = []
-    ctx.send_now = answers.append
+    ctx.send_now = lambda _ctx, answer: answers.append(answer)
     handler = asyncio.create_task(handle_produce(ctx, _produce_request(-1, [0, 1])))
     await asyncio.sleep(0)
     rm.on_follower_fetch(rm.partitions[("t", 1)], 2, 1)

@@ -35,7 +35,7 @@ def _request(replica_id: int, offset: int, max_wait: int = 30_000, min_bytes: in
 
 def _context(broker, answers: list, client: str) -> RequestContext:
     ctx = RequestContext(broker, 1, 12, 1, client, "127.0.0.1")  # type: ignore[arg-type]
-    ctx.send_now = answers.append
+    ctx.send_now = lambda _ctx, answer: answers.append(answer)
     return ctx
 
 
@@ -98,7 +98,7 @@ async def test_a_fetch_short_of_its_min_bytes_stays_parked_until_an_append_satis
 async def test_an_answer_that_cannot_be_sent_fails_the_fetch_not_the_append(tmp_path):
     rm, _clock, broker, _calls = _leader(tmp_path)
 
-    def broken(_answer: dict) -> None:
+    def broken(_ctx: RequestContext, _answer: dict) -> None:
         raise OSError("connection gone")
 
     ctx = RequestContext(broker, 1, 12, 1, "replica-fetcher-2", "127.0.0.1")  # type: ignore[arg-type]
@@ -154,12 +154,12 @@ async def test_a_consumer_answer_is_queued_before_the_acknowledgement_completed_
     broker.purgatory = rm.purgatory
     queued: list[str] = []
     produce_ctx = RequestContext(broker, 0, 9, 3, "producer", "127.0.0.1")  # type: ignore[arg-type]
-    produce_ctx.send_now = lambda answer: queued.append("acknowledgement")
+    produce_ctx.send_now = lambda _ctx, answer: queued.append("acknowledgement")
     produce = await _parked(handle_produce(produce_ctx, build(request_class(0, 9), {
         "transactional_id": None, "acks": -1, "timeout": 30_000,
         "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": _batch()}]}]})))
     consumer_ctx = _context(broker, [], "consumer")   # parked after the produce, answered before it
-    consumer_ctx.send_now = lambda answer: queued.append("consumer data")
+    consumer_ctx.send_now = lambda _ctx, answer: queued.append("consumer data")
     consumer = await _parked(handle_fetch(consumer_ctx, _request(-1, 0)))
     await handle_fetch(RequestContext(broker, 1, 12, 2, "replica-fetcher-2", "127.0.0.1"),  # type: ignore[arg-type]
                        _request(2, 1, max_wait=0))   # the high watermark moves

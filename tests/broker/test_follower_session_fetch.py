@@ -136,7 +136,7 @@ async def test_a_session_fetch_short_of_its_min_bytes_is_answered_with_every_par
             "forgotten_topics_data": [], "rack_id": "", "topics": []}
     answers: list[dict] = []
     ctx = RequestContext(broker, 1, 12, 1, "replica-fetcher-2", "127.0.0.1")  # type: ignore[arg-type]
-    ctx.send_now = answers.append
+    ctx.send_now = lambda _ctx, answer: answers.append(answer)
     parked = asyncio.ensure_future(handle_fetch(ctx, build(request_class(1, 12), body)))
     await asyncio.sleep(0)
     rm.append("t", 5, batch, 1)

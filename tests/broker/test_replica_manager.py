@@ -111,11 +111,12 @@ async def test_a_write_to_two_partitions_is_completed_inside_the_notify_that_dec
     rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 0, (1, 2), version=0))
     rm.on_partition_state("t", 1, PartitionState((1, 2), 1, 0, (1, 2), version=0))
     statuses = [_status(rm, 0), _status(rm, 1)]
-    completed = []
+    completed, parks = [], []
     done = asyncio.create_task(rm.await_replication(statuses, clock.monotonic() + 5,
-                                                    lambda: completed.append([s.outcome for s in statuses])))
+                                                    lambda: completed.append([s.outcome for s in statuses]),
+                                                    lambda: parks.append(rm.purgatory.delayed("Produce"))))
     await asyncio.sleep(0)
-    assert rm.purgatory.delayed("Produce") == 1
+    assert rm.purgatory.delayed("Produce") == 1 and parks == [0]   # told once, just before it parked
     rm.on_follower_fetch(statuses[0].part, 2, 1)
     assert completed == [] and statuses[0].outcome == ErrorCode.none and statuses[1].outcome is None
     rm.on_follower_fetch(statuses[1].part, 2, 1)
@@ -139,8 +140,9 @@ async def test_a_write_decided_at_the_append_never_parks(tmp_path):
     statuses = [_status(rm, 0)]
     waits = []
     rm.purgatory.wait = lambda *a, **k: waits.append(a)   # would fail the await if called
-    assert await rm.await_replication(statuses, clock.monotonic() + 5, lambda: None) is False
-    assert statuses[0].outcome == ErrorCode.none and waits == []
+    parks = []
+    assert await rm.await_replication(statuses, clock.monotonic() + 5, lambda: None, lambda: parks.append(1)) is False
+    assert statuses[0].outcome == ErrorCode.none and waits == [] and parks == []   # no remote time for it
 
 
 async def test_lagging_follower_is_shrunk_and_min_isr_refuses_acks_all(tmp_path):

@@ -76,6 +76,11 @@ async def _await_replication(ctx: RequestContext, replicating: list, timeout_s: 
     False: the entries hold the outcomes, for the handler to return."""
     replicas, completion = ctx.broker.replicas, Completion(ctx)
     statuses = [status for _, status in replicating]
+    parked = 0.0   # when the request first parked; 0: it never did (no purgatory, no remote time)
+
+    def park() -> None:
+        nonlocal parked
+        parked = perf_counter()
 
     def outcomes() -> dict:
         for entry, status in replicating:
@@ -86,14 +91,11 @@ async def _await_replication(ctx: RequestContext, replicating: list, timeout_s: 
         ctx.remote_s += perf_counter() - parked
         completion.give(outcomes)
 
-    if replicas.decide(statuses):   # no purgatory, no remote time
-        outcomes()
-        return False
-    parked = perf_counter()
     if await replicas.await_replication(statuses, ctx.broker.clock.monotonic() + timeout_s,
-                                        acknowledge if completion.possible else None):
+                                        acknowledge if completion.possible else None, park):
         return completion.settled()
-    ctx.remote_s += perf_counter() - parked
+    if parked:
+        ctx.remote_s += perf_counter() - parked
     outcomes()
     return False
 
