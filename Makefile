@@ -30,7 +30,7 @@ check: install
 	$(VENV)/bin/mypy broker exporter common
 
 test: check
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 test-slow: install
 	@dpkg -s chromium >/dev/null 2>&1 || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
