@@ -14,7 +14,7 @@ import logging
 import socket
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -55,8 +55,11 @@ class MetricsHTTPServer:
     """`web_config` (exporter.web_config, the exporter-toolkit's web.config.file): TLS and basic auth; None: neither."""
 
     def __init__(self, render: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0,
-                 web_config: WebConfig | None = None) -> None:
+                 web_config: WebConfig | None = None, prepare: Callable[[], Iterator[None]] | None = None) -> None:
         self._render = render
+        # Run before each render, the loop serving between its steps: the registry's tick (Registry.tick_steps),
+        # which would otherwise run whole inside the render and hold the broker's loop for its length.
+        self._prepare = prepare
         self.host = host
         self.port = port
         self.web_config = web_config
@@ -86,6 +89,9 @@ class MetricsHTTPServer:
                     code, body, ctype = UNAUTHORIZED
                     extra = "".join(f"{k}: {v}\r\n" for k, v in UNAUTHORIZED_HEADERS)
                 else:
+                    if self._prepare is not None:
+                        for _ in self._prepare():
+                            await asyncio.sleep(0)
                     code, body, ctype = respond(method, path.split("?", 1)[0],
                                                 lambda: (self._render(), CONTENT_TYPE))
                 status = f"{code} {HTTPStatus(code).phrase}"

@@ -148,3 +148,32 @@ def test_a_changed_rule_file_is_read_again_and_a_broken_one_keeps_the_rules(tmp_
     rewrite("rules:\n- name: no_pattern\n", 2 * 10**9)
     assert ("second_UnderReplicatedPartitions", ()) in _samples(render(prom).decode())
     assert "reload failed" in caplog.text
+
+
+def test_http_endpoint_runs_the_prepare_steps_with_the_loop_serving_between_them():
+    """The broker's scrape ticks its registry in steps before rendering, other tasks running between the steps."""
+    turns = 0          # loop turns of another task
+    seen: list[int] = []
+
+    def steps():
+        for _ in range(3):
+            seen.append(turns)
+            yield
+
+    async def main():
+        nonlocal turns
+        srv = MetricsHTTPServer(lambda: b"m 1\n", "127.0.0.1", 0, prepare=steps)
+        port = await srv.start()
+        fetch = asyncio.ensure_future(asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()))
+        for _ in range(1_000_000):   # another task, one step per loop turn, until the scrape is answered
+            if fetch.done():
+                break
+            turns += 1
+            await asyncio.sleep(0)
+        body = await fetch
+        await srv.stop()
+        return body
+
+    assert asyncio.run(main()) == b"m 1\n"
+    assert len(seen) == 3 and seen[0] < seen[1] < seen[2]
