@@ -19,7 +19,8 @@ import gc
 import logging
 import math
 import operator
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from typing import TypeVar
 
 from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.exposition import generate_latest
@@ -38,8 +39,10 @@ from exporter.mbeans import attributes, props
 from exporter.registry import Columns, MetricName, Registry
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _UNSET = object()  # not matched yet (or matched by a rule that reads the value: matched again each scrape)
+MATCH_STEP = 50  # registry entries read between two yields of a stepped render
 
 
 def family_metrics(families: list[Family]) -> Iterator[Metric]:
@@ -178,13 +181,19 @@ class RegistryCollector:
     def matched(self) -> list[row_blocks.Entry]:
         """(sample, value) of every exported attribute now; a gauge family's rows may come as one
         (:class:`exporter.row_blocks.Block`, values) entry (:func:`exporter.row_blocks.expand` makes them points)."""
+        return run_steps(self.matched_steps())
+
+    def matched_steps(self) -> Generator[None, None, list[row_blocks.Entry]]:
+        """`matched` in steps of `MATCH_STEP` registry entries (a gauge family, however many rows, is one)."""
         self._reload_if_changed()
         reg = self.registry
         reg.tick()
         out: list[tuple[Sample, object]] = []
         add = out.append
         plans_of = self._plans
-        for mn, m in reg.items():
+        for n, (mn, m) in enumerate(reg.items(), 1):
+            if n % MATCH_STEP == 0:
+                yield
             kind = m.kind  # type: ignore[attr-defined]
             plans = plans_of.get(m)
             if kind == "gauge_family":
@@ -361,13 +370,34 @@ def gc_paused() -> Iterator[None]:
 
 def render(prom: CollectorRegistry) -> bytes:
     """The Prometheus text exposition (format 0.0.4)."""
+    return run_steps(render_steps(prom))
+
+
+def render_steps(prom: CollectorRegistry) -> Generator[None, None, bytes]:
+    """`render` in steps, for a broker's event loop to serve requests between them (exporter.http drives it): the
+    registry's tick (Registry.tick_steps), then its entries read `MATCH_STEP` at a time. Naming the families and
+    writing the text stay one piece. Gauges are read a few milliseconds apart, as jmx_exporter reads MBeans one by
+    one while the broker runs."""
     if not isinstance(prom, PrometheusRegistry):
         return generate_latest(prom)
+    yield from prom.ours.registry.tick_steps()
     with gc_paused():
-        return _page(prom)
+        entries = yield from prom.ours.matched_steps()
+        page = _page(prom, entries)
+        del entries   # freed before the collector is back on
+    return page
 
 
-def _page(prom: PrometheusRegistry) -> bytes:
+def run_steps(steps: Generator[None, None, T]) -> T:
+    """A stepped computation run whole."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def _page(prom: PrometheusRegistry, entries: list[row_blocks.Entry]) -> bytes:
     """A function of its own so that everything the page was made of is freed before the collector is back on."""
-    jmx = families_text(prom.ours.fast_families()).encode()
+    jmx = families_text(row_blocks.families(entries)).encode()
     return jmx + generate_latest(_Collected(prom.ours.extras())) + generate_latest(prom.others)

@@ -14,7 +14,7 @@ import logging
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -55,11 +55,12 @@ class MetricsHTTPServer:
     """`web_config` (exporter.web_config, the exporter-toolkit's web.config.file): TLS and basic auth; None: neither."""
 
     def __init__(self, render: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0,
-                 web_config: WebConfig | None = None, prepare: Callable[[], Iterator[None]] | None = None) -> None:
+                 web_config: WebConfig | None = None,
+                 render_steps: Callable[[], Generator[None, None, bytes]] | None = None) -> None:
         self._render = render
-        # Run before each render, the loop serving between its steps: the registry's tick (Registry.tick_steps),
-        # which would otherwise run whole inside the render and hold the broker's loop for its length.
-        self._prepare = prepare
+        # The page made in steps, the loop serving between them (exporter.collector.render_steps): a broker's
+        # scrape would otherwise hold its event loop for the whole render.
+        self._render_steps = render_steps
         self.host = host
         self.port = port
         self.web_config = web_config
@@ -76,6 +77,25 @@ class MetricsHTTPServer:
             self._server.close()
             await self._server.wait_closed()
 
+    async def _stepped(self) -> Callable[[], tuple[bytes, str]]:
+        """The page made by `render_steps`, awaiting a loop turn between steps; as a render for `respond`, which
+        turns a failure into a 500."""
+        assert self._render_steps is not None
+        steps = self._render_steps()
+        try:
+            while True:
+                next(steps)
+                await asyncio.sleep(0)
+        except StopIteration as done:
+            page: bytes = done.value
+            return lambda: (page, CONTENT_TYPE)
+        except Exception as e:
+            failure = e
+
+            def failed() -> tuple[bytes, str]:
+                raise failure
+            return failed
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
@@ -89,11 +109,10 @@ class MetricsHTTPServer:
                     code, body, ctype = UNAUTHORIZED
                     extra = "".join(f"{k}: {v}\r\n" for k, v in UNAUTHORIZED_HEADERS)
                 else:
-                    if self._prepare is not None:
-                        for _ in self._prepare():
-                            await asyncio.sleep(0)
-                    code, body, ctype = respond(method, path.split("?", 1)[0],
-                                                lambda: (self._render(), CONTENT_TYPE))
+                    path = path.split("?", 1)[0]
+                    render = (await self._stepped() if self._render_steps is not None and method in ("GET", "HEAD")
+                              and path in ("/metrics", "/") else lambda: (self._render(), CONTENT_TYPE))
+                    code, body, ctype = respond(method, path, render)
                 status = f"{code} {HTTPStatus(code).phrase}"
                 hdr = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n{extra}"
                        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n").encode()

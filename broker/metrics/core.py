@@ -328,7 +328,7 @@ class BrokerMetrics:
         else:
             log.info("event loop not made by broker.event_loop.new_event_loop: idle metrics will read 0")
         if cfg.prometheus_listener:
-            from exporter.collector import build_prometheus_registry, render
+            from exporter.collector import build_prometheus_registry, render, render_steps
             from exporter.http import MetricsHTTPServer
             from exporter.web_config import load as load_web_config
 
@@ -336,7 +336,7 @@ class BrokerMetrics:
             prom = build_prometheus_registry(self.registry, cfg.prometheus_naming)
             web = load_web_config(cfg.prometheus_web_config_file) if cfg.prometheus_web_config_file else None
             self._http = MetricsHTTPServer(lambda: render(prom), host or "127.0.0.1", int(port), web_config=web,
-                                           prepare=self.registry.tick_steps)
+                                           render_steps=lambda: render_steps(prom))
             bound = await self._http.start()
             scheme = "https" if web is not None and web.tls is not None else "http"
             log.info("prometheus metrics on %s://%s:%d/metrics (%s naming%s)", scheme, host or "127.0.0.1", bound,

@@ -1,6 +1,7 @@
 """The prometheus-client collector: exact names on the page, parseable by prometheus-client's own parser."""
 
 import asyncio
+import urllib.error
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -150,8 +151,8 @@ def test_a_changed_rule_file_is_read_again_and_a_broken_one_keeps_the_rules(tmp_
     assert "reload failed" in caplog.text
 
 
-def test_http_endpoint_runs_the_prepare_steps_with_the_loop_serving_between_them():
-    """The broker's scrape ticks its registry in steps before rendering, other tasks running between the steps."""
+def test_http_endpoint_renders_in_steps_with_the_loop_serving_between_them():
+    """A broker's scrape is made in steps: other tasks run between them; a failing step is a 500."""
     turns = 0          # loop turns of another task
     seen: list[int] = []
 
@@ -159,21 +160,55 @@ def test_http_endpoint_runs_the_prepare_steps_with_the_loop_serving_between_them
         for _ in range(3):
             seen.append(turns)
             yield
+        return b"m 1\n"
 
-    async def main():
+    def broken():
+        yield
+        raise RuntimeError("a gauge's bug")
+
+    async def scrape_while_busy(srv: MetricsHTTPServer) -> tuple[int, bytes]:
         nonlocal turns
-        srv = MetricsHTTPServer(lambda: b"m 1\n", "127.0.0.1", 0, prepare=steps)
         port = await srv.start()
-        fetch = asyncio.ensure_future(asyncio.to_thread(
-            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()))
+
+        def get() -> tuple[int, bytes]:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    return r.status, r.read()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read()
+
+        fetch = asyncio.ensure_future(asyncio.to_thread(get))
         for _ in range(1_000_000):   # another task, one step per loop turn, until the scrape is answered
             if fetch.done():
                 break
             turns += 1
             await asyncio.sleep(0)
-        body = await fetch
+        got = await fetch
         await srv.stop()
-        return body
+        return got
 
-    assert asyncio.run(main()) == b"m 1\n"
+    unused = lambda: b"not this\n"   # noqa: E731
+    assert asyncio.run(scrape_while_busy(MetricsHTTPServer(unused, render_steps=steps))) == (200, b"m 1\n")
     assert len(seen) == 3 and seen[0] < seen[1] < seen[2]
+    assert asyncio.run(scrape_while_busy(MetricsHTTPServer(unused, render_steps=broken)))[0] == 500
+
+
+def test_render_in_steps_is_the_render(monkeypatch):
+    """The stepped page is byte for byte the page rendered whole, and yields every MATCH_STEP registry entries."""
+    from exporter import collector
+
+    monkeypatch.setattr(collector, "MATCH_STEP", 3)
+    reg = _registry()
+    prom = build_prometheus_registry(reg, process=False)
+    whole = render(prom)
+    steps = collector.render_steps(prom)
+    yields = 0
+    while True:
+        try:
+            next(steps)
+            yields += 1
+        except StopIteration as done:
+            stepped = done.value
+            break
+    assert stepped == whole
+    assert yields >= len(list(reg.items())) // 3
