@@ -181,13 +181,14 @@ class RegistryCollector:
     def matched(self) -> list[row_blocks.Entry]:
         """(sample, value) of every exported attribute now; a gauge family's rows may come as one
         (:class:`exporter.row_blocks.Block`, values) entry (:func:`exporter.row_blocks.expand` makes them points)."""
+        self.registry.tick()
         return run_steps(self.matched_steps())
 
     def matched_steps(self) -> Generator[None, None, list[row_blocks.Entry]]:
-        """`matched` in steps of `MATCH_STEP` registry entries (a gauge family, however many rows, is one)."""
+        """`matched` in steps of `MATCH_STEP` registry entries (a gauge family, however many rows, is one), on a
+        registry the caller has ticked (`render_steps` ticks it in steps of its own)."""
         self._reload_if_changed()
         reg = self.registry
-        reg.tick()
         out: list[tuple[Sample, object]] = []
         add = out.append
         plans_of = self._plans
