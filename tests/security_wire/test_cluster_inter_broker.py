@@ -95,13 +95,17 @@ def test_scram_user_created_on_one_broker_logs_in_on_the_other(two_brokers):
 
 def test_scram_login_does_not_wait_for_zookeeper(two_brokers, zookeeper):
     """Logins read the credential cache (as Kafka's CredentialCache): with ZooKeeper frozen, a known user still
-    logs in. Before the cache, each login read /config/users on the event loop and hung the broker. Last in this
-    module: ZooKeeper stays paused until the fixtures stop it."""
+    logs in. Before the cache, each login read /config/users on the event loop and hung the broker. ZooKeeper is
+    resumed before the fixtures stop the brokers: a broker stopped with ZooKeeper frozen spends its controlled
+    shutdown retries on it (about 15 s each)."""
     conf = _user_made_on_b0_for_b1(two_brokers)
     assert AdminClient(conf).list_topics(timeout=10).brokers   # b1 learnt the user from the change notification
     zookeeper.pause()
-    for _ in range(3):   # fresh connections, each a full SCRAM exchange
-        assert AdminClient(conf).list_topics(timeout=5).brokers
-    wrong = {**conf, "sasl.password": "nope"}
-    with pytest.raises(KafkaException):
-        AdminClient(wrong).list_topics(timeout=3)
+    try:
+        for _ in range(3):   # fresh connections, each a full SCRAM exchange
+            assert AdminClient(conf).list_topics(timeout=5).brokers
+        wrong = {**conf, "sasl.password": "nope"}
+        with pytest.raises(KafkaException):
+            AdminClient(wrong).list_topics(timeout=3)
+    finally:
+        zookeeper.resume()
