@@ -11,9 +11,11 @@ is the first scrape after the topic exists, which matches the new MBeans against
 The last line is one JSON object.
 
 ``--in-process`` times the page alone (issue 20): a standalone broker in this process, the partitions as topics
-of 100, ``render`` called ``--scrapes`` times 0.6 s apart (so the partition states are read afresh each time, as at
+of 100, the page rendered ``--scrapes`` times 0.6 s apart (so the partition states are read afresh each time, as at
 Prometheus' pace), after one unrecorded render that names the new rows. No HTTP, no network, no other process:
-what is left is the exporter and the broker's row producers. Prints min and median per size.
+what is left is the exporter and the broker's row producers. Prints min and median per size, and the longest of
+the render's steps (``exporter.collector.render_steps``: a broker's loop serves requests between them, so the
+longest step, not the whole render, is how long a scrape can hold a request back).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import statistics
 import tempfile
 import time
 import urllib.request
+from collections.abc import Generator
 from pathlib import Path
 
 from benchmarks._common import create_topic, emit_json, fmt, our_broker, ratio, verdict
@@ -47,11 +50,27 @@ def timed(port: int, n: int) -> tuple[list[float], bytes]:
     return times, body
 
 
-async def render_times(partitions: int, scrapes: int, naming: str) -> tuple[list[float], bytes]:
-    """`scrapes` in-process render times (ms) of a fresh standalone broker with `partitions`, and the last page."""
+def timed_steps(steps: Generator[None, None, bytes]) -> tuple[float, float, int, bytes]:
+    """A stepped render run whole: its time and its longest step (ms; what holds a broker's loop), the steps, the
+    page."""
+    longest, n, start = 0.0, 0, time.perf_counter()
+    t = start
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            end = time.perf_counter()
+            return (end - start) * 1000, max(longest, end - t) * 1000, n + 1, done.value
+        now = time.perf_counter()
+        longest, n, t = max(longest, now - t), n + 1, now
+
+
+async def render_times(partitions: int, scrapes: int, naming: str) -> tuple[list[float], list[float], int, bytes]:
+    """`scrapes` in-process render times and longest steps (ms) of a fresh standalone broker with `partitions`,
+    the last render's steps, and its page."""
     from broker.broker import Broker
     from broker.config import BrokerConfig
-    from exporter.collector import build_prometheus_registry, render
+    from exporter.collector import build_prometheus_registry, render, render_steps
 
     with tempfile.TemporaryDirectory(prefix="kscope-scrape-") as d:
         b = Broker(BrokerConfig.from_properties({"log.dirs": str(Path(d) / "logs"),
@@ -64,13 +83,13 @@ async def render_times(partitions: int, scrapes: int, naming: str) -> tuple[list
                 b.create_topic(f"scrape-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
             prom = build_prometheus_registry(b.metrics.registry, naming)
             body = render(prom)
-            times = []
+            times, longest, steps = [], [], 0
             for _ in range(scrapes):
                 await asyncio.sleep(0.6)
-                t = time.perf_counter()
-                body = render(prom)
-                times.append((time.perf_counter() - t) * 1000)
-            return times, body
+                whole, step, steps, body = timed_steps(render_steps(prom))
+                times.append(whole)
+                longest.append(step)
+            return times, longest, steps, body
         finally:
             await b.stop()
 
@@ -81,14 +100,18 @@ def in_process(sizes: list[int], scrapes: int, naming: str) -> dict:
     out: dict = {"in_process": True, "naming": naming, "sizes": {}}
     for n in sizes:
         load = os.getloadavg()[0]
-        times, body = asyncio.run(render_times(n, scrapes, naming))
+        times, longest, steps, body = asyncio.run(render_times(n, scrapes, naming))
         row = {"min_ms": round(min(times), 1), "median_ms": round(statistics.median(times), 1),
+               "longest_step_median_ms": round(statistics.median(longest), 2),
+               "longest_step_max_ms": round(max(longest), 2), "steps": steps,
                "series": sum(1 for line in body.splitlines() if line and not line.startswith(b"#")),
                "bytes": len(body), "loadavg_1m": round(load, 2)}
         out["sizes"][n] = row
         print(f"render, {n:,} partitions in process ({naming}): min {fmt(row['min_ms'])} ms, median "
-              f"{fmt(row['median_ms'])} ms of {scrapes}, {row['series']:,} series, {len(body) / 1e6:.1f} MB "
-              f"(load {load:.1f})", flush=True)
+              f"{fmt(row['median_ms'])} ms of {scrapes}; in {steps} steps, the longest (what holds the loop) median "
+              f"{fmt(row['longest_step_median_ms'])} ms, max {fmt(row['longest_step_max_ms'])} ms, ratio to the "
+              f"whole {fmt(ratio(row['longest_step_median_ms'], row['median_ms']))}; {row['series']:,} series, "
+              f"{len(body) / 1e6:.1f} MB (load {load:.1f})", flush=True)
     emit_json("scrape_time", out)
     return out
 

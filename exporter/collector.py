@@ -20,7 +20,6 @@ import logging
 import math
 import operator
 from collections.abc import Generator, Iterator
-from typing import TypeVar
 
 from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.exposition import generate_latest
@@ -32,6 +31,7 @@ from prometheus_client.openmetrics.exposition import (
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.utils import floatToGoString
 
+from common.steps import run_steps
 from exporter import naming, row_blocks
 from exporter.jmx_config import JmxConfig
 from exporter.jmx_engine import Family, JmxEngine, Sample
@@ -39,7 +39,6 @@ from exporter.mbeans import attributes, props
 from exporter.registry import Columns, MetricName, Registry
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 _UNSET = object()  # not matched yet (or matched by a rule that reads the value: matched again each scrape)
 MATCH_STEP = 50  # registry entries read between two yields of a stepped render
@@ -57,9 +56,14 @@ def family_metrics(families: list[Family]) -> Iterator[Metric]:
 
 def families_text(families: list[Family]) -> str:
     """What ``generate_latest`` writes for :func:`family_metrics`, with each sample's line start built once."""
-    out: list[str] = []
-    add = out.append
+    return "".join(family_texts(families))
+
+
+def family_texts(families: list[Family]) -> Iterator[str]:
+    """:func:`families_text` one family at a time (a stepped render yields between them)."""
     for fam in families:
+        out: list[str] = []
+        add = out.append
         mname = escape_metric_name(fam.name + "_total" if fam.type == "counter" else fam.name, UNDERSCORES)
         doc = fam.help.replace("\\", r"\\").replace("\n", r"\n")
         add(f"# HELP {mname} {doc}\n# TYPE {mname} {'untyped' if fam.type == 'unknown' else fam.type}\n")
@@ -67,15 +71,15 @@ def families_text(families: list[Family]) -> str:
         if isinstance(fam, row_blocks.BlockFamily):
             for block, values in fam.blocks:
                 _block_lines(fam, block, values, variant, add)
-            continue
-        for s, v in fam.points:
-            head = s.text.get(variant)
-            if head is None:
-                head = s.text[variant] = _line_head(mname, fam.labels(s))
-            add(head)
-            add(_go_text(v))
-            add("\n")
-    return "".join(out)
+        else:
+            for s, v in fam.points:
+                head = s.text.get(variant)
+                if head is None:
+                    head = s.text[variant] = _line_head(mname, fam.labels(s))
+                add(head)
+                add(_go_text(v))
+                add("\n")
+        yield "".join(out)
 
 
 def _block_lines(fam: Family, block: row_blocks.Block, values: list | tuple, variant: tuple, add) -> None:
@@ -181,12 +185,13 @@ class RegistryCollector:
     def matched(self) -> list[row_blocks.Entry]:
         """(sample, value) of every exported attribute now; a gauge family's rows may come as one
         (:class:`exporter.row_blocks.Block`, values) entry (:func:`exporter.row_blocks.expand` makes them points)."""
-        self.registry.tick()
+        for _ in self.registry.read_steps():
+            pass
         return run_steps(self.matched_steps())
 
     def matched_steps(self) -> Generator[None, None, list[row_blocks.Entry]]:
-        """`matched` in steps of `MATCH_STEP` registry entries (a gauge family, however many rows, is one), on a
-        registry the caller has ticked (`render_steps` ticks it in steps of its own)."""
+        """`matched` in steps of `MATCH_STEP` registry entries or one gauge family (whatever its rows), on a
+        registry the caller has made ready (`Registry.read_steps`, which `render_steps` runs in steps of its own)."""
         self._reload_if_changed()
         reg = self.registry
         out: list[tuple[Sample, object]] = []
@@ -201,6 +206,7 @@ class RegistryCollector:
                 if plans is None:
                     plans = plans_of[m] = {}
                 self._rows(mn, m, plans, add)  # type: ignore[arg-type]
+                yield   # a family's rows may be one per partition: a step of its own
                 continue
             if kind == "kafka_metric":
                 attrs: tuple = ((mn.name, _read),)
@@ -376,29 +382,24 @@ def render(prom: CollectorRegistry) -> bytes:
 
 def render_steps(prom: CollectorRegistry) -> Generator[None, None, bytes]:
     """`render` in steps, for a broker's event loop to serve requests between them (exporter.http drives it): the
-    registry's tick (Registry.tick_steps), then its entries read `MATCH_STEP` at a time. Naming the families and
-    writing the text stay one piece. Gauges are read a few milliseconds apart, as jmx_exporter reads MBeans one by
-    one while the broker runs."""
+    registry's tick and before-read work (Registry.read_steps), its entries read `MATCH_STEP` at a time, the
+    families named, then their text one family at a time. Gauges are read a few milliseconds apart, as
+    jmx_exporter reads MBeans one by one while the broker runs."""
     if not isinstance(prom, PrometheusRegistry):
         return generate_latest(prom)
-    yield from prom.ours.registry.tick_steps()
+    yield from prom.ours.registry.read_steps()
     with gc_paused():
         entries = yield from prom.ours.matched_steps()
-        page = _page(prom, entries)
+        families = row_blocks.families(entries)
         del entries   # freed before the collector is back on
-    return page
-
-
-def run_steps(steps: Generator[None, None, T]) -> T:
-    """A stepped computation run whole."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-
-
-def _page(prom: PrometheusRegistry, entries: list[row_blocks.Entry]) -> bytes:
-    """A function of its own so that everything the page was made of is freed before the collector is back on."""
-    jmx = families_text(row_blocks.families(entries)).encode()
-    return jmx + generate_latest(_Collected(prom.ours.extras())) + generate_latest(prom.others)
+        yield
+        chunks: list[bytes] = []
+        for text in family_texts(families):
+            yield
+            chunks.append(text.encode())
+        del families
+    yield
+    chunks.append(generate_latest(_Collected(prom.ours.extras())))
+    chunks.append(generate_latest(prom.others))
+    yield
+    return b"".join(chunks)   # one copy: a 10,000-partition page is 7 MB, and each copy of it takes milliseconds

@@ -8,9 +8,10 @@ import random
 from types import SimpleNamespace
 
 from broker.controller.state import PartitionState
-from broker.metrics.logs import LOG_GAUGES, LogColumns, define_log_gauges
+from broker.metrics.logs import LOG_GAUGES, LOG_STEP, LogColumns, define_log_gauges
 from broker.metrics.replicas import (
     PARTITION_GAUGES,
+    SNAPSHOT_STEP,
     BrokerReplicaView,
     PartitionStats,
     ReplicaGauges,
@@ -18,6 +19,7 @@ from broker.metrics.replicas import (
     is_under_min_isr,
     is_under_replicated,
     take_snapshot,
+    take_snapshot_steps,
 )
 from common.clock import ManualClock
 from exporter.registry import MetricName, Registry
@@ -112,11 +114,12 @@ class FakeMetadata:
         return {t: SimpleNamespace(partitions=len(s)) for t, s in self.states.items()}
 
     def topic_generation(self, name: str) -> int:
-        return self.generations[name]
+        return self.generations.get(name, 0)
 
-    def partition_state(self, topic: str, p: int) -> PartitionState:
+    def partition_state(self, topic: str, p: int) -> PartitionState | None:
         self.reads += 1
-        return self.states[topic][p]
+        states = self.states.get(topic)   # None for a topic deleted meanwhile, as MetadataStore
+        return states[p] if states is not None and p < len(states) else None
 
 
 def fake_broker(partitions: int) -> SimpleNamespace:
@@ -131,12 +134,12 @@ def fake_broker(partitions: int) -> SimpleNamespace:
 def test_states_are_read_again_only_for_topics_whose_generation_moved():
     b = fake_broker(10)
     view = BrokerReplicaView(b)
-    first = view.partition_states()
+    first = list(view.partition_states())
     assert b.metadata.reads == 30 and len(first) == 30
-    assert view.partition_states() == first and b.metadata.reads == 30
+    assert list(view.partition_states()) == first and b.metadata.reads == 30
     b.metadata.states["t1"][4] = PartitionState(replicas=(1, 2, 3), leader=1, leader_epoch=1, isr=(1,))
     b.metadata.generations["t1"] += 1
-    moved = view.partition_states()
+    moved = list(view.partition_states())
     assert b.metadata.reads == 40  # t1 alone
     assert [s for s in moved if (s.topic, s.partition) == ("t1", 4)][0].isr == 1
 
@@ -144,7 +147,7 @@ def test_states_are_read_again_only_for_topics_whose_generation_moved():
 def test_a_replica_hosted_or_dropped_here_is_seen_without_a_generation_move():
     b = fake_broker(5)
     view = BrokerReplicaView(b)
-    view.partition_states()
+    list(view.partition_states())
     del b.replicas.partitions[("t2", 3)]  # the replica manager applied a state the metadata cache already had
     states = {(s.topic, s.partition): s for s in view.partition_states()}
     assert not states[("t2", 3)].hosted and states[("t2", 0)].hosted
@@ -186,3 +189,78 @@ def test_every_replication_gauge_reads_one_snapshot_per_refresh():
     assert len(values["UnderReplicated"]) == 30
     reg.clock.advance(600)
     assert reg.get(MetricName("kafka.server", "ReplicaManager", "LeaderCount")).value == 12 and len(reads) == 2
+
+
+def _count_steps(steps) -> tuple[int, object]:
+    n = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return n, done.value
+        n += 1
+
+
+def test_a_stepped_snapshot_yields_every_snapshot_step_states_and_equals_the_whole():
+    states = random_states(random.Random(11), 2 * SNAPSHOT_STEP + 7)
+    n, snap = _count_steps(take_snapshot_steps(iter(states), None, {}))
+    whole = take_snapshot(states, None, {})
+    assert n == 2
+    assert (snap.states, snap.tags, snap.columns, snap.summary) == (states, whole.tags, whole.columns, whole.summary)
+
+
+def test_a_read_of_the_registry_makes_the_snapshot_in_steps_and_the_gauges_read_that_one():
+    b = fake_broker(SNAPSHOT_STEP)   # three topics: 3 x SNAPSHOT_STEP states
+    reg = Registry(ManualClock())
+    view = BrokerReplicaView(b)
+    reads: list[int] = []
+
+    class Counting:
+        def partition_states(self):
+            reads.append(1)
+            return view.partition_states()
+
+        def is_active_controller(self):
+            return True
+
+        def max_lag(self):
+            return 0
+
+    g = ReplicaGauges(reg, SimpleNamespace(metadata=b.metadata), reg.clock.monotonic)
+    g.set_view(Counting())
+    assert sum(1 for _ in reg.read_steps()) >= 3 and len(reads) == 1
+    under = reg.get(MetricName("kafka.cluster", "Partition", "UnderReplicated")).fn()
+    assert len(under.values) == 3 * SNAPSHOT_STEP and len(reads) == 1   # the stepped one, not a second read
+    assert sum(1 for _ in reg.read_steps()) == 0 and len(reads) == 1    # fresh for 0.5 s: nothing to do
+    reg.clock.advance(600)   # ms
+    list(reg.read_steps())
+    assert len(reads) == 2
+
+
+def test_partition_states_read_across_loop_turns_survive_a_topic_and_a_replica_going():
+    """A stepped snapshot reads the states lazily: the metadata's live topic dict and the hosted replicas may
+    change between two of them (a deleted topic, a replica moved away)."""
+    b = fake_broker(5)
+    live = {t: SimpleNamespace(partitions=5) for t in b.metadata.states}
+    b.metadata.topics = lambda: live
+    it = BrokerReplicaView(b).partition_states()
+    got = [next(it) for _ in range(6)]   # t0 whole, t1 partition 0 (led here: its LSO lag was read)
+    assert (got[-1].topic, got[-1].partition) == ("t1", 0)
+    del live["t2"], b.metadata.states["t2"]
+    del b.replicas.partitions[("t1", 3)]   # led here too, gone before its LSO lag is read
+    rest = list(it)
+    assert [(s.topic, s.partition) for s in rest] == [("t1", 1), ("t1", 2), ("t1", 4)]
+
+
+def test_log_columns_are_made_in_steps_before_a_read_and_each_taken_once():
+    logs = [fake_log("t", p, leo=p) for p in range(LOG_STEP + 3)]
+    reg = Registry(ManualClock())
+    define_log_gauges(reg, lambda: list(logs))
+    assert sum(1 for _ in reg.read_steps()) == 2
+    logs[0].log_end_offset = 77                # after the columns were made: this read shows the made one
+    end = reg.get(MetricName("kafka.log", "Log", "LogEndOffset"))
+    made = end.fn()
+    assert made.values[:3] == [0, 1, 2] and len(made.values) == LOG_STEP + 3
+    assert end.fn().values[0] == 77            # taken once: the next read is afresh
+    size = reg.get(MetricName("kafka.log", "Log", "Size")).fn()
+    assert size.tags is made.tags and size.values[:2] == [0, 10]

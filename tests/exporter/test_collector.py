@@ -212,3 +212,59 @@ def test_render_in_steps_is_the_render(monkeypatch):
             break
     assert stepped == whole
     assert yields >= len(list(reg.items())) // 3
+
+
+def test_a_render_runs_the_before_read_work_and_the_families_read_what_it_made():
+    """Registry.before_read: a gauge family's rows made in steps before the read (a broker's per-partition
+    snapshot), whole or stepped; each gauge family and each family's text is a step of its own."""
+    from exporter import collector
+
+    reg = Registry(ManualClock())
+    made: dict[str, list] = {}
+
+    def prepare():
+        made["rows"] = []
+        for p in range(3):
+            made["rows"].append(((("topic", "t"), ("partition", str(p))), p * 10))
+            yield
+
+    reg.gauge_family("kafka.log", "Log", "LogEndOffset", lambda: made.pop("rows"))
+    reg.before_read(prepare)
+    prom = build_prometheus_registry(reg, process=False)
+    page = render(prom).decode()
+    assert 'kafka_log_log_logendoffset{partition="2",topic="t"} 20.0' in page
+    steps = collector.render_steps(prom)
+    yields = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            assert done.value.decode() == page
+            break
+        yields += 1
+    assert yields >= 3 + 1 + len([line for line in page.splitlines() if line.startswith("# TYPE")])
+
+
+def test_http_body_is_written_in_slices_and_arrives_whole(monkeypatch):
+    from exporter import http
+
+    monkeypatch.setattr(http, "WRITE_CHUNK", 4096)
+    body = b"".join(b"m_%d %d\n" % (i, i) for i in range(40_000))   # ~450 kB, ~110 slices
+
+    def steps():
+        yield
+        return body
+
+    async def scrape() -> bytes:
+        srv = MetricsHTTPServer(lambda: b"", render_steps=steps)
+        port = await srv.start()
+
+        def get() -> bytes:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read()
+        try:
+            return await asyncio.to_thread(get)
+        finally:
+            await srv.stop()
+
+    assert asyncio.run(scrape()) == body

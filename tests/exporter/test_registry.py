@@ -125,3 +125,19 @@ def test_tick_steps_yield_per_timer_and_interleave_with_a_read():
     reg.tick()
     assert [t.window_count for t in timers] == [0, 0, 0]
     assert len(ended) == 3
+
+
+def test_read_steps_tick_then_run_the_before_read_work_step_by_step():
+    reg = Registry(ManualClock())
+    done: list[str] = []
+
+    def work():
+        done.append("a")
+        yield
+        done.append("b")
+
+    reg.before_read(work)
+    steps = reg.read_steps()
+    next(steps)
+    assert done == ["a"]
+    assert list(steps) == [] and done == ["a", "b"]

@@ -1,0 +1,19 @@
+"""Work done in steps: a generator that yields between pieces, so that an event loop can serve between them (a
+broker's /metrics page, its metrics tick, a per-partition snapshot at 10,000 partitions), and is run whole where
+nothing waits for the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def run_steps(steps: Generator[None, None, T]) -> T:
+    """A stepped computation run whole; its return value."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value

@@ -1,0 +1,19 @@
+"""benchmarks.scrape_time's step timing: the whole render is every step, the longest step one of them."""
+
+from benchmarks.scrape_time import timed_steps
+from common.clock import ManualClock
+
+
+def test_timed_steps_counts_every_step_and_returns_the_page(monkeypatch):
+    clock = ManualClock()
+    monkeypatch.setattr("benchmarks.scrape_time.time.perf_counter", clock.monotonic)
+
+    def steps():
+        for ms in (2, 7, 1):
+            clock.advance(ms)
+            yield
+        clock.advance(3)
+        return b"page"
+
+    whole, longest, n, page = timed_steps(steps())
+    assert (round(whole, 6), round(longest, 6), n, page) == (13, 7, 4, b"page")
