@@ -19,6 +19,7 @@ tick thread, recording itself never looks at the clock, so the hot path is an in
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -273,6 +274,7 @@ class Registry:
         self._raw: list[Callable[[], Iterable[RawFamily]]] = []
         self._interval_listeners: list[Callable[[float, float], None]] = []
         self._before_read: list[Callable[[], Iterator[None]]] = []
+        self._reads = 0                 # reads of every metric in progress (`reading`)
         start = self.clock.monotonic()
         self._last_tick = start
         self._origin = start            # interval i of the timers' windows starts at origin + i * interval
@@ -393,6 +395,20 @@ class Registry:
             self._listened = index
             for fn in self._interval_listeners:
                 fn(ended - interval, ended)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """A read of every metric in progress, from its `read_steps` to its last gauge: what the before-read work
+        made is what the gauges read, however long a stepped read takes on a busy loop."""
+        self._reads += 1
+        try:
+            yield
+        finally:
+            self._reads -= 1
+
+    @property
+    def in_read(self) -> bool:
+        return self._reads > 0
 
     def read_steps(self) -> Iterator[None]:
         """What a read of every metric needs first, in steps: the tick's, then the `before_read` work."""

@@ -257,6 +257,11 @@ class ReplicaGauges:
         self._at = -1.0
 
     def snapshot(self) -> PartitionSnapshot:
+        """The last snapshot while a read of the registry is in progress (the one its before-read step made: a
+        stepped read of 10,000 partitions on a busy loop can outlast 0.5 s, and must not take a whole one
+        meanwhile); otherwise a new one when the last is older than 0.5 s."""
+        if self._snapshot is not None and self._reg.in_read:
+            return self._snapshot
         if self._stale():
             run_steps(self.refresh_steps())
         assert self._snapshot is not None

@@ -264,3 +264,31 @@ def test_log_columns_are_made_in_steps_before_a_read_and_each_taken_once():
     assert end.fn().values[0] == 77            # taken once: the next read is afresh
     size = reg.get(MetricName("kafka.log", "Log", "Size")).fn()
     assert size.tags is made.tags and size.values[:2] == [0, 10]
+
+
+def test_a_read_that_outlasts_half_a_second_reads_the_snapshot_made_for_it():
+    """A stepped scrape of 10,000 partitions on a busy loop can take longer than the snapshot's 0.5 s: its gauges
+    must read the snapshot its before-read step made, not take a whole one in the middle of the read."""
+    b = fake_broker(10)
+    reg = Registry(ManualClock())
+    view = BrokerReplicaView(b)
+    reads: list[int] = []
+
+    class Counting:
+        def partition_states(self):
+            reads.append(1)
+            return view.partition_states()
+
+        def is_active_controller(self):
+            return True
+
+        def max_lag(self):
+            return 0
+
+    ReplicaGauges(reg, SimpleNamespace(metadata=b.metadata), reg.clock.monotonic).set_view(Counting())
+    leaders = reg.get(MetricName("kafka.server", "ReplicaManager", "LeaderCount"))
+    with reg.reading():
+        list(reg.read_steps())
+        reg.clock.advance(2_000)   # ms: the read goes on for two seconds
+        assert leaders.value == 12 and len(reads) == 1
+    assert leaders.value == 12 and len(reads) == 2   # outside a read: older than 0.5 s, read again

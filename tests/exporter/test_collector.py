@@ -268,3 +268,37 @@ def test_http_body_is_written_in_slices_and_arrives_whole(monkeypatch):
             await srv.stop()
 
     assert asyncio.run(scrape()) == body
+
+
+def _stepped(steps) -> tuple[int, bytes]:
+    n = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return n, done.value
+        n += 1
+
+
+def test_a_first_read_names_a_big_family_in_steps_and_the_page_is_the_whole_render(monkeypatch):
+    """The rules name a new row in ~60 µs and its line start is made once: a broker's first scrape of 10,000
+    partitions did each family's 10,000 in one piece. Now NAME_STEP rows are named, TEXT_STEP line starts made,
+    per step; the page is the one rendered whole."""
+    from exporter import collector
+
+    def registry() -> Registry:
+        reg = Registry(ManualClock())
+        reg.gauge_family("kafka.log", "Log", "Size", lambda: [((("topic", "t"), ("partition", str(p))), p)
+                                                               for p in range(95)])
+        return reg
+
+    whole = render(build_prometheus_registry(registry(), process=False))
+    monkeypatch.setattr(collector, "NAME_STEP", 10)
+    monkeypatch.setattr(collector, "TEXT_STEP", 10)
+    prom = build_prometheus_registry(registry(), process=False)
+    first, page = _stepped(collector.render_steps(prom))
+    again, page_again = _stepped(collector.render_steps(prom))    # named: a block, its line starts not made yet
+    third, page_third = _stepped(collector.render_steps(prom))    # nothing new
+    assert page == page_again == page_third == whole and page.count(b"kafka_log_log_size{") == 95
+    assert first >= third + 9 + 9   # 95 rows: 9 yields naming them, 9 more writing their lines
+    assert again >= third + 9       # 9 making the block's line starts
