@@ -12,7 +12,7 @@ The last line is one JSON object.
 
 ``--in-process`` times the page alone (issue 20): a standalone broker in this process, the partitions as topics
 of 100, the page rendered ``--scrapes`` times 0.6 s apart (so the partition states are read afresh each time, as at
-Prometheus' pace), after one unrecorded render that names the new rows. No HTTP, no network, no other process:
+Prometheus' pace), after a first render that names the new rows (reported apart). No HTTP, no network, no other process:
 what is left is the exporter and the broker's row producers. Prints min and median per size, and the longest of
 the render's steps (``exporter.collector.render_steps``: a broker's loop serves requests between them, so the
 longest step, not the whole render, is how long a scrape can hold a request back).
@@ -65,12 +65,13 @@ def timed_steps(steps: Generator[None, None, bytes]) -> tuple[float, float, int,
         longest, n, t = max(longest, now - t), n + 1, now
 
 
-async def render_times(partitions: int, scrapes: int, naming: str) -> tuple[list[float], list[float], int, bytes]:
-    """`scrapes` in-process render times and longest steps (ms) of a fresh standalone broker with `partitions`,
-    the last render's steps, and its page."""
+async def render_times(partitions: int, scrapes: int,
+                       naming: str) -> tuple[tuple[float, float], list[float], list[float], int, bytes]:
+    """The first render's time and longest step (ms; it names every row), then `scrapes` in-process render times
+    and longest steps of a fresh standalone broker with `partitions`, the last render's steps, and its page."""
     from broker.broker import Broker
     from broker.config import BrokerConfig
-    from exporter.collector import build_prometheus_registry, render, render_steps
+    from exporter.collector import build_prometheus_registry, render_steps
 
     with tempfile.TemporaryDirectory(prefix="kscope-scrape-") as d:
         b = Broker(BrokerConfig.from_properties({"log.dirs": str(Path(d) / "logs"),
@@ -82,14 +83,14 @@ async def render_times(partitions: int, scrapes: int, naming: str) -> tuple[list
             for i in range(0, partitions, PER_TOPIC):
                 b.create_topic(f"scrape-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
             prom = build_prometheus_registry(b.metrics.registry, naming)
-            body = render(prom)
+            first = timed_steps(render_steps(prom))[:2]   # names every new row: reported apart
             times, longest, steps = [], [], 0
             for _ in range(scrapes):
                 await asyncio.sleep(0.6)
                 whole, step, steps, body = timed_steps(render_steps(prom))
                 times.append(whole)
                 longest.append(step)
-            return times, longest, steps, body
+            return first, times, longest, steps, body
         finally:
             await b.stop()
 
@@ -100,10 +101,11 @@ def in_process(sizes: list[int], scrapes: int, naming: str) -> dict:
     out: dict = {"in_process": True, "naming": naming, "sizes": {}}
     for n in sizes:
         load = os.getloadavg()[0]
-        times, longest, steps, body = asyncio.run(render_times(n, scrapes, naming))
+        first, times, longest, steps, body = asyncio.run(render_times(n, scrapes, naming))
         row = {"min_ms": round(min(times), 1), "median_ms": round(statistics.median(times), 1),
                "longest_step_median_ms": round(statistics.median(longest), 2),
                "longest_step_max_ms": round(max(longest), 2), "steps": steps,
+               "first_ms": round(first[0], 1), "first_longest_step_ms": round(first[1], 1),
                "series": sum(1 for line in body.splitlines() if line and not line.startswith(b"#")),
                "bytes": len(body), "loadavg_1m": round(load, 2)}
         out["sizes"][n] = row
@@ -111,7 +113,8 @@ def in_process(sizes: list[int], scrapes: int, naming: str) -> dict:
               f"{fmt(row['median_ms'])} ms of {scrapes}; in {steps} steps, the longest (what holds the loop) median "
               f"{fmt(row['longest_step_median_ms'])} ms, max {fmt(row['longest_step_max_ms'])} ms, ratio to the "
               f"whole {fmt(ratio(row['longest_step_median_ms'], row['median_ms']))}; {row['series']:,} series, "
-              f"{len(body) / 1e6:.1f} MB (load {load:.1f})", flush=True)
+              f"{len(body) / 1e6:.1f} MB (load {load:.1f}); the first render, naming every row: "
+              f"{fmt(row['first_ms'])} ms, longest step {fmt(row['first_longest_step_ms'])} ms", flush=True)
     emit_json("scrape_time", out)
     return out
 
