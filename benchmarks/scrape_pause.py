@@ -4,12 +4,12 @@
                                       [--scrape-every 2]
 
 One of our brokers (standalone, ``prometheus.listener`` on) with ``--partitions`` partitions in topics of 100. A
-probe sends an ApiVersions request every ``--every-ms`` on one connection and times each answer; ApiVersions
-costs the broker almost nothing, so its round trip is the time the request waited for the event loop. Phases of
-``--seconds`` alternate, ``--rounds`` of each: *quiet* (no scrape) and *scraped* (a thread GETs /metrics every
-``--scrape-every`` seconds, as Prometheus would). Two scrapes before the first phase name the new rows, so the
-figure is the steady state. Prints p50 / p99 / max of the probe's round trips per phase kind, and the ratios
-scraped / quiet (the same run's baseline). The last line is one JSON object.
+probe sends an ApiVersions request every ``--every-ms`` on one connection and times each answer from the moment
+it was due; ApiVersions costs the broker almost nothing, so that time is how long a request arriving then waited
+for the event loop. Phases of ``--seconds`` alternate, ``--rounds`` of each: *quiet* (no scrape) and *scraped* (a
+thread GETs /metrics every ``--scrape-every`` seconds, as Prometheus would). Two scrapes before the first phase
+name the new rows, so the figure is the steady state. Prints p50 / p99 / max of the probe's latencies per phase
+kind, and the ratios scraped / quiet (the same run's baseline). The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -46,14 +46,16 @@ def _read_exact(s: socket.socket, n: int) -> bytes:
 
 
 def probe(host: str, port: int, seconds: float, every_s: float) -> list[float]:
-    """Round trips (ms) of ApiVersions sent every `every_s` for `seconds` on one connection."""
+    """Latencies (ms) of ApiVersions due every `every_s` for `seconds` on one connection, each from the moment it
+    was due: a probe held up by a stalled broker delays the ones behind it, and those count their wait too (no
+    coordinated omission; a probe timed from its actual send would hide all but one of a long stall's victims)."""
     out: list[float] = []
     with socket.create_connection((host, port), timeout=30) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         start = time.perf_counter()
         n = int(seconds / every_s)
         for i in range(n):
-            t = time.perf_counter()
+            t = start + i * every_s   # when this probe was due
             s.sendall(api_versions_request(i))
             size = struct.unpack(">i", _read_exact(s, 4))[0]
             if struct.unpack(">i", _read_exact(s, size)[:4])[0] != i:
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.partitions < 1 or args.seconds <= 0 or args.rounds < 1 or args.every_ms <= 0 or args.scrape_every <= 0:
         p.error("--partitions, --seconds, --rounds, --every-ms and --scrape-every must be positive")
     out = run(args)
-    print(f"ApiVersions round trips every {fmt(args.every_ms)} ms, {args.partitions:,} partitions, "
+    print(f"ApiVersions due every {fmt(args.every_ms)} ms, {args.partitions:,} partitions, "
           f"{args.rounds} x {fmt(args.seconds)} s per phase; {out['scrapes']} scrapes, median "
           f"{fmt(out['scrape_median_ms'])} ms; load {out['loadavg_1m_start_end']}")
     for kind in ("quiet", "scraped"):

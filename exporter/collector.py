@@ -204,8 +204,8 @@ class RegistryCollector:
 
     def matched_steps(self) -> Generator[None, None, list[row_blocks.Entry]]:
         """`matched` in steps of `MATCH_STEP` registry entries or attributes named for the first time, and of one
-        gauge family (its rows named `NAME_STEP` at a time), on a
-        registry the caller has made ready (`Registry.read_steps`, which `render_steps` runs in steps of its own)."""
+        gauge family (its new rows named `NAME_STEP` at a time), on a registry the caller has made ready
+        (`Registry.read_steps`, which `render_steps` runs in steps of its own)."""
         self._reload_if_changed()
         reg = self.registry
         out: list[tuple[Sample, object]] = []
