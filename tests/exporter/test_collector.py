@@ -302,3 +302,42 @@ def test_a_first_read_names_a_big_family_in_steps_and_the_page_is_the_whole_rend
     assert page == page_again == page_third == whole and page.count(b"kafka_log_log_size{") == 95
     assert first >= third + 9 + 9   # 95 rows: 9 yields naming them, 9 more writing their lines
     assert again >= third + 9       # 9 making the block's line starts
+
+
+def test_a_long_render_step_is_followed_by_as_long_a_pause_for_the_loop(monkeypatch):
+    """A request needs a few loop turns; with a render step in every turn it waited several steps (a 10,000-partition
+    scrape put the p99 of a probe at 50-70 ms). A step of a millisecond or more is followed by as long a pause."""
+    import time
+
+    from exporter import http
+
+    pauses: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recording_sleep(delay: float, *args):
+        pauses.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(http.asyncio, "sleep", recording_sleep)
+
+    def steps():
+        time.sleep(0.004)   # a long step: busy on the loop for 4 ms at least
+        yield
+        yield               # a step of no work
+        return b"m 1\n"
+
+    async def scrape() -> bytes:
+        srv = MetricsHTTPServer(lambda: b"", render_steps=steps)
+        port = await srv.start()
+
+        def get() -> bytes:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read()
+        try:
+            return await asyncio.to_thread(get)
+        finally:
+            await srv.stop()
+
+    assert asyncio.run(scrape()) == b"m 1\n"
+    assert len(pauses) >= 2 and pauses[0] >= 0.004
+    assert all(p == 0 or p >= http.PAUSE_AFTER_S for p in pauses[1:2])
