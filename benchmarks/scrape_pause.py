@@ -24,6 +24,7 @@ import time
 import urllib.request
 
 from benchmarks._common import emit_json, fmt, our_broker, ratio
+from common.wire import recv_frame
 from kafkascope.local.broker_process import free_port
 
 PER_TOPIC = 100
@@ -33,16 +34,6 @@ def api_versions_request(correlation_id: int) -> bytes:
     """A size-prefixed ApiVersions v0 request (header v1, empty body): the cheapest request a broker answers."""
     body = struct.pack(">hhih", 18, 0, correlation_id, 5) + b"probe"
     return struct.pack(">i", len(body)) + body
-
-
-def _read_exact(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("broker closed the probe's connection")
-        buf += chunk
-    return bytes(buf)
 
 
 def probe(host: str, port: int, seconds: float, every_s: float) -> list[float]:
@@ -57,8 +48,7 @@ def probe(host: str, port: int, seconds: float, every_s: float) -> list[float]:
         for i in range(n):
             t = start + i * every_s   # when this probe was due
             s.sendall(api_versions_request(i))
-            size = struct.unpack(">i", _read_exact(s, 4))[0]
-            if struct.unpack(">i", _read_exact(s, size)[:4])[0] != i:
+            if struct.unpack(">i", recv_frame(s)[:4])[0] != i:
                 raise ConnectionError(f"answer {i} out of order")
             out.append((time.perf_counter() - t) * 1000)
             pause = start + (i + 1) * every_s - time.perf_counter()

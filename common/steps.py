@@ -12,8 +12,15 @@ T = TypeVar("T")
 
 def run_steps(steps: Generator[None, None, T]) -> T:
     """A stepped computation run whole; its return value."""
+    return run_counting(steps)[1]
+
+
+def run_counting(steps: Generator[None, None, T]) -> tuple[int, T]:
+    """A stepped computation run whole: how many times it yielded, and its return value."""
+    n = 0
     while True:
         try:
             next(steps)
         except StopIteration as done:
-            return done.value
+            return n, done.value
+        n += 1

@@ -22,6 +22,24 @@ class WireError(ValueError):
     """Bytes that do not hold the value being read."""
 
 
+# ---------------------------------------------------------------- blocking sockets (tools, probes, tests)
+
+def recv_exact(sock: Any, n: int) -> bytes:
+    """Exactly `n` bytes from a blocking socket; ConnectionError if the peer closes first."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError(f"connection closed by the peer after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def recv_frame(sock: Any) -> bytes:
+    """One size-prefixed Kafka frame (without its size) from a blocking socket."""
+    return recv_exact(sock, I32.unpack(recv_exact(sock, 4))[0])
+
+
 # ---------------------------------------------------------------- varints
 
 def uvarint(n: int) -> bytes:

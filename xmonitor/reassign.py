@@ -23,6 +23,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32, i32Timedelta
 
+from common.wire import recv_frame
+
 
 class ReassignError(RuntimeError):
     pass
@@ -45,8 +47,7 @@ class ReassignClient:
             entity_writer(req_cls)(out, body_builder(req_cls))
             frame = out.getvalue()
             sock.sendall(struct.pack(">i", len(frame)) + frame)
-            size = struct.unpack(">i", _recv(sock, 4))[0]
-            data = _recv(sock, size)
+            data = recv_frame(sock)
         _hdr, n = entity_reader(resp_cls.__header_schema__)(data, 0)
         body, _ = entity_reader(resp_cls)(data, n)
         return body
@@ -89,13 +90,3 @@ class ReassignClient:
         if t is None or int(t.error_code) != 0:
             return None
         return {int(p.partition_index): int(p.leader_id) for p in t.partitions}
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the broker")
-        buf += chunk
-    return bytes(buf)

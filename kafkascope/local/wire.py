@@ -10,6 +10,7 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 from broker.protocol.codec import build, request_class, response_class
+from common.wire import recv_frame
 
 
 class WireClient:
@@ -42,17 +43,7 @@ class WireClient:
         self.sock.sendall(struct.pack(">i", len(frame)) + frame)
 
     def recv_frame(self) -> bytes:
-        size = struct.unpack(">i", self._recv_exact(4))[0]
-        return self._recv_exact(size)
-
-    def _recv_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("connection closed by broker")
-            buf += chunk
-        return bytes(buf)
+        return recv_frame(self.sock)
 
     def recv(self, api_key: int, version: int) -> Any:
         frame = self.recv_frame()

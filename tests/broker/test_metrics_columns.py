@@ -22,6 +22,7 @@ from broker.metrics.replicas import (
     take_snapshot_steps,
 )
 from common.clock import ManualClock
+from common.steps import run_counting
 from exporter.registry import MetricName, Registry
 
 
@@ -131,6 +132,23 @@ def fake_broker(partitions: int) -> SimpleNamespace:
                            log_config=lambda name: SimpleNamespace(min_insync_replicas=2))
 
 
+class CountingView:
+    """A ReplicaView that counts its partition_states reads."""
+
+    def __init__(self, view: BrokerReplicaView, reads: list[int]) -> None:
+        self.view, self.reads = view, reads
+
+    def partition_states(self):
+        self.reads.append(1)
+        return self.view.partition_states()
+
+    def is_active_controller(self):
+        return True
+
+    def max_lag(self):
+        return 0
+
+
 def test_states_are_read_again_only_for_topics_whose_generation_moved():
     b = fake_broker(10)
     view = BrokerReplicaView(b)
@@ -169,19 +187,8 @@ def test_every_replication_gauge_reads_one_snapshot_per_refresh():
     reads: list[int] = []
     view = BrokerReplicaView(b)
 
-    class Counting:
-        def partition_states(self):
-            reads.append(1)
-            return view.partition_states()
-
-        def is_active_controller(self):
-            return True
-
-        def max_lag(self):
-            return 0
-
     g = ReplicaGauges(reg, SimpleNamespace(metadata=b.metadata), reg.clock.monotonic)
-    g.set_view(Counting())
+    g.set_view(CountingView(view, reads))
     values = {mn.name: (list(m.fn()) if m.kind == "gauge_family" else m.value) for mn, m in reg.items()
               if mn.domain in ("kafka.cluster", "kafka.controller") or mn.name == "LeaderCount"}
     assert len(reads) == 1
@@ -191,19 +198,9 @@ def test_every_replication_gauge_reads_one_snapshot_per_refresh():
     assert reg.get(MetricName("kafka.server", "ReplicaManager", "LeaderCount")).value == 12 and len(reads) == 2
 
 
-def _count_steps(steps) -> tuple[int, object]:
-    n = 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return n, done.value
-        n += 1
-
-
 def test_a_stepped_snapshot_yields_every_snapshot_step_states_and_equals_the_whole():
     states = random_states(random.Random(11), 2 * SNAPSHOT_STEP + 7)
-    n, snap = _count_steps(take_snapshot_steps(iter(states), None, {}))
+    n, snap = run_counting(take_snapshot_steps(iter(states), None, {}))
     whole = take_snapshot(states, None, {})
     assert n == 2
     assert (snap.states, snap.tags, snap.columns, snap.summary) == (states, whole.tags, whole.columns, whole.summary)
@@ -215,19 +212,8 @@ def test_a_read_of_the_registry_makes_the_snapshot_in_steps_and_the_gauges_read_
     view = BrokerReplicaView(b)
     reads: list[int] = []
 
-    class Counting:
-        def partition_states(self):
-            reads.append(1)
-            return view.partition_states()
-
-        def is_active_controller(self):
-            return True
-
-        def max_lag(self):
-            return 0
-
     g = ReplicaGauges(reg, SimpleNamespace(metadata=b.metadata), reg.clock.monotonic)
-    g.set_view(Counting())
+    g.set_view(CountingView(view, reads))
     assert sum(1 for _ in reg.read_steps()) >= 3 and len(reads) == 1
     under = reg.get(MetricName("kafka.cluster", "Partition", "UnderReplicated")).fn()
     assert len(under.values) == 3 * SNAPSHOT_STEP and len(reads) == 1   # the stepped one, not a second read
@@ -274,18 +260,7 @@ def test_a_read_that_outlasts_half_a_second_reads_the_snapshot_made_for_it():
     view = BrokerReplicaView(b)
     reads: list[int] = []
 
-    class Counting:
-        def partition_states(self):
-            reads.append(1)
-            return view.partition_states()
-
-        def is_active_controller(self):
-            return True
-
-        def max_lag(self):
-            return 0
-
-    ReplicaGauges(reg, SimpleNamespace(metadata=b.metadata), reg.clock.monotonic).set_view(Counting())
+    ReplicaGauges(reg, SimpleNamespace(metadata=b.metadata), reg.clock.monotonic).set_view(CountingView(view, reads))
     leaders = reg.get(MetricName("kafka.server", "ReplicaManager", "LeaderCount"))
     with reg.reading():
         list(reg.read_steps())

@@ -97,3 +97,23 @@ def test_reader_skips_unknown_tags_and_reads_bad_utf8_leniently():
     assert Reader(b"\xff\xff\x00\x02\xffb").lenient_string() == ""
     r = Reader(b"\x00\x02\xffb")
     assert r.lenient_string() == "\ufffdb"
+
+
+def test_recv_frame_reads_a_frame_sent_in_pieces_and_names_a_close_midway():
+    import socket
+    import struct
+
+    import pytest
+
+    from common.wire import recv_exact, recv_frame
+
+    a, b = socket.socketpair()
+    with a, b:
+        frame = struct.pack(">i", 5) + b"hello"
+        for piece in (frame[:2], frame[2:6], frame[6:]):
+            b.sendall(piece)
+        assert recv_frame(a) == b"hello"
+        b.sendall(b"abc")
+        b.shutdown(socket.SHUT_WR)
+        with pytest.raises(ConnectionError, match="after 3 of 4 bytes"):
+            recv_exact(a, 4)

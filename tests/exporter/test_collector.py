@@ -7,6 +7,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from common.clock import ManualClock
+from common.steps import run_counting
 from exporter.collector import build_prometheus_registry, render
 from exporter.http import MetricsHTTPServer
 from exporter.registry import RawFamily, RawSample, Registry
@@ -201,15 +202,7 @@ def test_render_in_steps_is_the_render(monkeypatch):
     reg = _registry()
     prom = build_prometheus_registry(reg, process=False)
     whole = render(prom)
-    steps = collector.render_steps(prom)
-    yields = 0
-    while True:
-        try:
-            next(steps)
-            yields += 1
-        except StopIteration as done:
-            stepped = done.value
-            break
+    yields, stepped = run_counting(collector.render_steps(prom))
     assert stepped == whole
     assert yields >= len(list(reg.items())) // 3
 
@@ -233,16 +226,23 @@ def test_a_render_runs_the_before_read_work_and_the_families_read_what_it_made()
     prom = build_prometheus_registry(reg, process=False)
     page = render(prom).decode()
     assert 'kafka_log_log_logendoffset{partition="2",topic="t"} 20.0' in page
-    steps = collector.render_steps(prom)
-    yields = 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            assert done.value.decode() == page
-            break
-        yields += 1
+    yields, stepped = run_counting(collector.render_steps(prom))
+    assert stepped.decode() == page
     assert yields >= 3 + 1 + len([line for line in page.splitlines() if line.startswith("# TYPE")])
+
+
+async def _scrape_once(render_steps) -> bytes:
+    """One GET /metrics of a MetricsHTTPServer serving `render_steps`, from a thread."""
+    srv = MetricsHTTPServer(lambda: b"", render_steps=render_steps)
+    port = await srv.start()
+
+    def get() -> bytes:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return r.read()
+    try:
+        return await asyncio.to_thread(get)
+    finally:
+        await srv.stop()
 
 
 def test_http_body_is_written_in_slices_and_arrives_whole(monkeypatch):
@@ -255,29 +255,7 @@ def test_http_body_is_written_in_slices_and_arrives_whole(monkeypatch):
         yield
         return body
 
-    async def scrape() -> bytes:
-        srv = MetricsHTTPServer(lambda: b"", render_steps=steps)
-        port = await srv.start()
-
-        def get() -> bytes:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                return r.read()
-        try:
-            return await asyncio.to_thread(get)
-        finally:
-            await srv.stop()
-
-    assert asyncio.run(scrape()) == body
-
-
-def _stepped(steps) -> tuple[int, bytes]:
-    n = 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return n, done.value
-        n += 1
+    assert asyncio.run(_scrape_once(steps)) == body
 
 
 def test_a_first_read_names_a_big_family_in_steps_and_the_page_is_the_whole_render(monkeypatch):
@@ -296,9 +274,9 @@ def test_a_first_read_names_a_big_family_in_steps_and_the_page_is_the_whole_rend
     monkeypatch.setattr(collector, "NAME_STEP", 10)
     monkeypatch.setattr(collector, "TEXT_STEP", 10)
     prom = build_prometheus_registry(registry(), process=False)
-    first, page = _stepped(collector.render_steps(prom))
-    again, page_again = _stepped(collector.render_steps(prom))    # named: a block, its line starts not made yet
-    third, page_third = _stepped(collector.render_steps(prom))    # nothing new
+    first, page = run_counting(collector.render_steps(prom))
+    again, page_again = run_counting(collector.render_steps(prom))    # named: a block, its line starts not made yet
+    third, page_third = run_counting(collector.render_steps(prom))    # nothing new
     assert page == page_again == page_third == whole and page.count(b"kafka_log_log_size{") == 95
     assert first >= third + 9 + 9   # 95 rows: 9 yields naming them, 9 more writing their lines
     assert again >= third + 9       # 9 making the block's line starts
@@ -326,18 +304,6 @@ def test_a_long_render_step_is_followed_by_as_long_a_pause_for_the_loop(monkeypa
         yield               # a step of no work
         return b"m 1\n"
 
-    async def scrape() -> bytes:
-        srv = MetricsHTTPServer(lambda: b"", render_steps=steps)
-        port = await srv.start()
-
-        def get() -> bytes:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                return r.read()
-        try:
-            return await asyncio.to_thread(get)
-        finally:
-            await srv.stop()
-
-    assert asyncio.run(scrape()) == b"m 1\n"
+    assert asyncio.run(_scrape_once(steps)) == b"m 1\n"
     assert len(pauses) >= 2 and pauses[0] >= 0.004
     assert all(p == 0 or p >= http.PAUSE_AFTER_S for p in pauses[1:2])
