@@ -3,7 +3,8 @@
     python -m benchmarks.scrape_pause [--partitions 10000] [--seconds 15] [--rounds 2] [--every-ms 5]
                                       [--scrape-every 2]
 
-One of our brokers (standalone, ``prometheus.listener`` on) with ``--partitions`` partitions in topics of 100. A
+One of our brokers (standalone, ``prometheus.listener`` on) with ``--partitions`` partitions in topics of 100
+(``benchmarks.partition_scale.topic_plan``). A
 probe sends an ApiVersions request every ``--every-ms`` on one connection and times each answer from the moment
 it was due; ApiVersions costs the broker almost nothing, so that time is how long a request arriving then waited
 for the event loop. Phases of ``--seconds`` alternate, ``--rounds`` of each: *quiet* (no scrape) and *scraped* (a
@@ -24,10 +25,9 @@ import time
 import urllib.request
 
 from benchmarks._common import emit_json, fmt, our_broker, ratio
+from benchmarks.partition_scale import topic_plan
 from common.wire import recv_frame
 from kafkascope.local.broker_process import free_port
-
-PER_TOPIC = 100
 
 
 def api_versions_request(correlation_id: int) -> bytes:
@@ -76,8 +76,7 @@ def create_partitions(bootstrap: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [NewTopic(f"pause-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
-              for i in range(0, partitions, PER_TOPIC)]
+    topics = [NewTopic(name, n, 1) for name, n in topic_plan(partitions, prefix="pause")]
     for fut in admin.create_topics(topics, operation_timeout=300, request_timeout=300).values():
         fut.result(300)
 

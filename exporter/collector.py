@@ -81,7 +81,7 @@ def family_texts(families: list[Family]) -> Iterator[str]:
                     heads.extend(made)
                     out.append(_lines(made, values[at:at + TEXT_STEP]))
                     yield "".join(out)
-                    out = []
+                    out.clear()
                 block.heads[variant] = heads
         else:
             add = out.append
@@ -94,7 +94,7 @@ def family_texts(families: list[Family]) -> Iterator[str]:
                 add("\n")
                 if n % TEXT_STEP == 0:
                     yield "".join(out)
-                    out.clear()   # `add` is this list's append
+                    out.clear()   # cleared, not rebound: `add` is this list's append
         yield "".join(out)
 
 
@@ -408,7 +408,7 @@ def render(prom: CollectorRegistry) -> bytes:
 def render_steps(prom: CollectorRegistry) -> Generator[None, None, bytes]:
     """`render` in steps, for a broker's event loop to serve requests between them (exporter.http drives it): the
     registry's tick and before-read work (Registry.read_steps), its entries read `MATCH_STEP` at a time, the
-    families named, then their text one family at a time. Gauges are read a few milliseconds apart, as
+    families grouped, then their text a piece at a time (`family_texts`). Gauges are read a few milliseconds apart, as
     jmx_exporter reads MBeans one by one while the broker runs."""
     if not isinstance(prom, PrometheusRegistry):
         return generate_latest(prom)

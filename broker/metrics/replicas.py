@@ -262,8 +262,7 @@ class ReplicaGauges:
         meanwhile); otherwise a new one when the last is older than 0.5 s."""
         if self._snapshot is not None and self._reg.in_read:
             return self._snapshot
-        if self._stale():
-            run_steps(self.refresh_steps())
+        run_steps(self.refresh_steps())   # nothing when the last is fresh
         assert self._snapshot is not None
         return self._snapshot
 
