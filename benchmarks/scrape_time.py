@@ -15,13 +15,17 @@ of 100, the page rendered ``--scrapes`` times 0.6 s apart (so the partition stat
 Prometheus' pace), after a first render that names the new rows (reported apart). No HTTP, no network, no other process:
 what is left is the exporter and the broker's row producers. Prints min and median per size, and the longest of
 the render's steps (``exporter.collector.render_steps``: a broker's loop serves requests between them, so the
-longest step, not the whole render, is how long a scrape can hold a request back).
+longest step, not the whole render, is how long a scrape can hold a request back), and the longest collection of
+Python's cyclic collector from the first render to the last (the broker's thresholds, ``broker.__main__.tune_gc``);
+``--no-freeze`` leaves out what keeps a first render's new objects out of the young collections
+(``exporter.collector.freeze_until_full_collection``), for a same-run comparison.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import tempfile
 import time
@@ -65,10 +69,32 @@ def timed_steps(steps: Generator[None, None, bytes]) -> tuple[float, float, int,
         longest, n, t = max(longest, now - t), n + 1, now
 
 
-async def render_times(partitions: int, scrapes: int,
-                       naming: str) -> tuple[tuple[float, float], list[float], list[float], int, bytes]:
+class CollectionTimes:
+    """The cyclic collector's collections (ms) while in use, through ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self._start = 0.0
+
+    def _callback(self, phase: str, _info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.times.append((time.perf_counter() - self._start) * 1000)
+
+    def __enter__(self) -> CollectionTimes:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+async def render_times(partitions: int, scrapes: int, naming: str
+                       ) -> tuple[tuple[float, float], list[float], list[float], int, bytes, list[float]]:
     """The first render's time and longest step (ms; it names every row), then `scrapes` in-process render times
-    and longest steps of a fresh standalone broker with `partitions`, the last render's steps, and its page."""
+    and longest steps of a fresh standalone broker with `partitions`, the last render's steps, its page, and the
+    collections from the first render to the last (ms)."""
     from broker.broker import Broker
     from broker.config import BrokerConfig
     from exporter.collector import build_prometheus_registry, render_steps
@@ -83,29 +109,47 @@ async def render_times(partitions: int, scrapes: int,
             for i in range(0, partitions, PER_TOPIC):
                 b.create_topic(f"scrape-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
             prom = build_prometheus_registry(b.metrics.registry, naming)
-            first = timed_steps(render_steps(prom))[:2]   # names every new row: reported apart
-            times, longest, steps = [], [], 0
-            for _ in range(scrapes):
-                await asyncio.sleep(0.6)
-                whole, step, steps, body = timed_steps(render_steps(prom))
-                times.append(whole)
-                longest.append(step)
-            return first, times, longest, steps, body
+            with CollectionTimes() as collections:
+                first = timed_steps(render_steps(prom))[:2]   # names every new row: reported apart
+                times, longest, steps = [], [], 0
+                for _ in range(scrapes):
+                    await asyncio.sleep(0.6)
+                    whole, step, steps, body = timed_steps(render_steps(prom))
+                    times.append(whole)
+                    longest.append(step)
+            return first, times, longest, steps, body, collections.times
         finally:
             await b.stop()
 
 
-def in_process(sizes: list[int], scrapes: int, naming: str) -> dict:
+def in_process(sizes: list[int], scrapes: int, naming: str, freeze: bool = True) -> dict:
+    from broker.__main__ import tune_gc
+    from exporter import collector
+
+    tune_gc()   # as the broker process
+    kept = collector.FREEZE_AFTER_NAMED
+    if not freeze:
+        collector.FREEZE_AFTER_NAMED = 1 << 62
+    try:
+        out = _in_process(sizes, scrapes, naming, freeze)
+    finally:
+        collector.FREEZE_AFTER_NAMED = kept
+    emit_json("scrape_time", out)
+    return out
+
+
+def _in_process(sizes: list[int], scrapes: int, naming: str, freeze: bool) -> dict:
     import os
 
-    out: dict = {"in_process": True, "naming": naming, "sizes": {}}
+    out: dict = {"in_process": True, "naming": naming, "freeze": freeze, "sizes": {}}
     for n in sizes:
         load = os.getloadavg()[0]
-        first, times, longest, steps, body = asyncio.run(render_times(n, scrapes, naming))
+        first, times, longest, steps, body, collected = asyncio.run(render_times(n, scrapes, naming))
         row = {"min_ms": round(min(times), 1), "median_ms": round(statistics.median(times), 1),
                "longest_step_median_ms": round(statistics.median(longest), 2),
                "longest_step_max_ms": round(max(longest), 2), "steps": steps,
                "first_ms": round(first[0], 1), "first_longest_step_ms": round(first[1], 1),
+               "collections": len(collected), "collection_max_ms": round(max(collected, default=0.0), 1),
                "series": sum(1 for line in body.splitlines() if line and not line.startswith(b"#")),
                "bytes": len(body), "loadavg_1m": round(load, 2)}
         out["sizes"][n] = row
@@ -114,8 +158,8 @@ def in_process(sizes: list[int], scrapes: int, naming: str) -> dict:
               f"{fmt(row['longest_step_median_ms'])} ms, max {fmt(row['longest_step_max_ms'])} ms, ratio to the "
               f"whole {fmt(ratio(row['longest_step_median_ms'], row['median_ms']))}; {row['series']:,} series, "
               f"{len(body) / 1e6:.1f} MB (load {load:.1f}); the first render, naming every row: "
-              f"{fmt(row['first_ms'])} ms, longest step {fmt(row['first_longest_step_ms'])} ms", flush=True)
-    emit_json("scrape_time", out)
+              f"{fmt(row['first_ms'])} ms, longest step {fmt(row['first_longest_step_ms'])} ms; "
+              f"{row['collections']} collections, the longest {fmt(row['collection_max_ms'])} ms", flush=True)
     return out
 
 
@@ -125,6 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--scrapes", type=int, default=None, help="timed scrapes (default 20; 9 with --in-process)")
     p.add_argument("--naming", default="strimzi", help="prometheus.naming: strimzi, confluent or rules:/path/file.yml")
     p.add_argument("--in-process", action="store_true", help="time render() in this process, no HTTP (see above)")
+    p.add_argument("--no-freeze", action="store_true", help="with --in-process: a first render's objects not frozen")
     args = p.parse_args(argv)
     try:
         sizes = [int(x) for x in args.partitions.split(",")]
@@ -133,7 +178,7 @@ def main(argv: list[str] | None = None) -> dict:
     if any(n < 1 for n in sizes) or (len(sizes) > 1 and not args.in_process):
         p.error("--partitions: positive, and a list only with --in-process")
     if args.in_process:
-        return in_process(sizes, args.scrapes or 9, args.naming)
+        return in_process(sizes, args.scrapes or 9, args.naming, freeze=not args.no_freeze)
     args.partitions, args.scrapes = sizes[0], args.scrapes or 20
     from confluent_kafka import Producer
 

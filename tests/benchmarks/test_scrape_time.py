@@ -17,3 +17,15 @@ def test_timed_steps_counts_every_step_and_returns_the_page(monkeypatch):
 
     whole, longest, n, page = timed_steps(steps())
     assert (round(whole, 6), round(longest, 6), n, page) == (13, 7, 4, b"page")
+
+
+def test_collection_times_records_each_collection_while_in_use():
+    import gc
+
+    from benchmarks.scrape_time import CollectionTimes
+
+    with CollectionTimes() as c:
+        gc.collect(0)
+        gc.collect()
+    gc.collect()
+    assert len(c.times) == 2 and all(t >= 0 for t in c.times)
