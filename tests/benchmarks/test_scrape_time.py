@@ -28,4 +28,4 @@ def test_collection_times_records_each_collection_while_in_use():
         gc.collect(0)
         gc.collect()
     gc.collect()
-    assert len(c.times) == 2 and all(t >= 0 for t in c.times)
+    assert len(c.times) >= 2 and all(t >= 0 for t in c.times)   # another thread may set one off too
