@@ -126,14 +126,15 @@ def in_process(sizes: list[int], scrapes: int, naming: str, freeze: bool = True)
     from broker.__main__ import tune_gc
     from exporter import collector
 
+    kept, thresholds = collector.FREEZE_AFTER_NAMED, gc.get_threshold()
     tune_gc()   # as the broker process
-    kept = collector.FREEZE_AFTER_NAMED
     if not freeze:
         collector.FREEZE_AFTER_NAMED = 1 << 62
     try:
         out = _in_process(sizes, scrapes, naming, freeze)
     finally:
         collector.FREEZE_AFTER_NAMED = kept
+        gc.set_threshold(*thresholds)
     emit_json("scrape_time", out)
     return out
 

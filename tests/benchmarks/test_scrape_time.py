@@ -29,3 +29,16 @@ def test_collection_times_records_each_collection_while_in_use():
         gc.collect()
     gc.collect()
     assert len(c.times) >= 2 and all(t >= 0 for t in c.times)   # another thread may set one off too
+
+
+def test_in_process_reports_the_collections_and_gives_back_the_freeze_and_thresholds():
+    import gc
+
+    from benchmarks.scrape_time import in_process
+    from exporter import collector
+
+    before = (collector.FREEZE_AFTER_NAMED, gc.get_threshold())
+    out = in_process([100], 1, "strimzi", freeze=False)
+    row = out["sizes"][100]
+    assert out["freeze"] is False and row["series"] > 100 and row["collections"] >= 0
+    assert (collector.FREEZE_AFTER_NAMED, gc.get_threshold()) == before
