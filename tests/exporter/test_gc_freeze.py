@@ -14,8 +14,14 @@ from exporter.registry import Registry
 
 @pytest.fixture(autouse=True)
 def _unfrozen():
+    """Nothing frozen before or after; no automatic collection in between (a full one, set off by another
+    thread's allocations, would unfreeze what a test is looking at). Explicit gc.collect calls still run."""
     gc.unfreeze()
+    enabled = gc.isenabled()
+    gc.disable()
     yield
+    if enabled:
+        gc.enable()
     gc.unfreeze()
 
 
