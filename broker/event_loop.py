@@ -1,10 +1,8 @@
 """The broker's event loop: asyncio's selector loop over a selector that times its own blocking waits.
 
 The time the loop spends blocked in ``select()`` is the time it is idle (no ready callback, no ready socket);
-the metrics turn it into NetworkProcessorAvgIdlePercent and RequestHandlerAvgIdlePercent. Whether the last
-``select()`` reported any ready socket tells a long piece of work run in steps (a scrape) whether anything arrived
-while it ran. ``python -m broker`` runs on this loop; a broker started on any other loop has no idle timer, and
-those metrics read 0.
+the metrics turn it into NetworkProcessorAvgIdlePercent and RequestHandlerAvgIdlePercent. ``python -m broker``
+runs on this loop; a broker started on any other loop has no idle timer, and those metrics read 0.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ class IdleTimingSelector(selectors.DefaultSelector):
     def __init__(self) -> None:
         super().__init__()
         self._listeners: list[IdleListener] = []
-        self.saw_io = False   # the last select() reported a ready socket
 
     def add_listener(self, fn: IdleListener) -> None:
         self._listeners.append(fn)
@@ -35,14 +32,10 @@ class IdleTimingSelector(selectors.DefaultSelector):
 
     def select(self, timeout: float | None = None) -> list:
         if not self._listeners:
-            ready = super().select(timeout)
-            self.saw_io = bool(ready)
-            return ready
+            return super().select(timeout)
         t = perf_counter_ns()
         try:
-            ready = super().select(timeout)
-            self.saw_io = bool(ready)
-            return ready
+            return super().select(timeout)
         finally:
             waited = perf_counter_ns() - t
             for fn in self._listeners:

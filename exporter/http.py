@@ -56,15 +56,11 @@ class MetricsHTTPServer:
 
     def __init__(self, render: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0,
                  web_config: WebConfig | None = None,
-                 render_steps: Callable[[], Generator[None, None, bytes]] | None = None,
-                 saw_io: Callable[[], bool] | None = None) -> None:
+                 render_steps: Callable[[], Generator[None, None, bytes]] | None = None) -> None:
         self._render = render
         # The page made in steps, the loop serving between them (exporter.collector.render_steps): a broker's
         # scrape would otherwise hold its event loop for the whole render.
         self._render_steps = render_steps
-        # Whether the loop's last select reported a ready socket (broker.event_loop): a long step is followed by a
-        # pause only then. None: always.
-        self._saw_io = saw_io
         self.host = host
         self.port = port
         self.web_config = web_config
@@ -91,15 +87,11 @@ class MetricsHTTPServer:
             while True:
                 start = clock()
                 next(steps)
-                # One loop turn: what arrived during the step is seen. Then, if anything did, as long again for
-                # the loop's other work: a request needs a few loop turns to be answered, and with a step in every
-                # turn it waited several steps (at 10,000 partitions a p99 of 50-70 ms). An idle loop has nothing
-                # to give the time to (the pauses doubled an idle broker's scrape). Under a millisecond, no pause:
-                # epoll's timeout is whole milliseconds.
+                # As long again for the loop's other work: a request needs a few loop turns to be answered, and
+                # with a step in every turn it waited several steps (at 10,000 partitions a p99 of 50-70 ms).
+                # Under a millisecond, one turn: epoll's timeout is whole milliseconds.
                 spent = clock() - start
-                await asyncio.sleep(0)
-                if spent >= PAUSE_AFTER_S and (self._saw_io is None or self._saw_io()):
-                    await asyncio.sleep(spent)
+                await asyncio.sleep(spent if spent >= PAUSE_AFTER_S else 0)
         except StopIteration as done:
             page: bytes = done.value
             return lambda: (page, CONTENT_TYPE)

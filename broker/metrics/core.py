@@ -335,10 +335,8 @@ class BrokerMetrics:
             host, _, port = cfg.prometheus_listener.rpartition(":")
             prom = build_prometheus_registry(self.registry, cfg.prometheus_naming)
             web = load_web_config(cfg.prometheus_web_config_file) if cfg.prometheus_web_config_file else None
-            timer = self._idle_timer
             self._http = MetricsHTTPServer(lambda: render(prom), host or "127.0.0.1", int(port), web_config=web,
-                                           render_steps=lambda: render_steps(prom),
-                                           saw_io=(lambda: timer.saw_io) if timer is not None else None)
+                                           render_steps=lambda: render_steps(prom))
             bound = await self._http.start()
             scheme = "https" if web is not None and web.tls is not None else "http"
             log.info("prometheus metrics on %s://%s:%d/metrics (%s naming%s)", scheme, host or "127.0.0.1", bound,
