@@ -23,6 +23,7 @@ import statistics
 import time
 
 from benchmarks._common import emit_json, fmt, ratio
+from common.wire import recv_exact
 
 WARMUP = 2000
 FRAME = b"\x00\x00\x00\x04ping"
@@ -37,12 +38,7 @@ def client(port: int, round_trips: int, out: multiprocessing.Queue) -> None:
         for _ in range(WARMUP + round_trips):
             t = time.perf_counter_ns()
             sock.sendall(FRAME)
-            got = 0
-            while got < len(FRAME):
-                chunk = sock.recv(len(FRAME) - got)
-                if not chunk:
-                    raise ConnectionError("server closed")
-                got += len(chunk)
+            recv_exact(sock, len(FRAME))
             rtts.append(time.perf_counter_ns() - t)
     measured = sorted(rtts[WARMUP:])
     out.put((statistics.median(measured) / 1000, measured[int(len(measured) * 0.99)] / 1000))

@@ -69,34 +69,14 @@ def timed_steps(steps: Generator[None, None, bytes]) -> tuple[float, float, int,
         longest, n, t = max(longest, now - t), n + 1, now
 
 
-class CollectionTimes:
-    """The cyclic collector's collections (ms) while in use, through ``gc.callbacks``."""
-
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        self._start = 0.0
-
-    def _callback(self, phase: str, _info: dict) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-        else:
-            self.times.append((time.perf_counter() - self._start) * 1000)
-
-    def __enter__(self) -> CollectionTimes:
-        gc.callbacks.append(self._callback)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        gc.callbacks.remove(self._callback)
-
-
 async def render_times(partitions: int, scrapes: int, naming: str
-                       ) -> tuple[tuple[float, float], list[float], list[float], int, bytes, list[float]]:
+                       ) -> tuple[tuple[float, float], list[float], list[float], int, bytes, tuple[int, float]]:
     """The first render's time and longest step (ms; it names every row), then `scrapes` in-process render times
     and longest steps of a fresh standalone broker with `partitions`, the last render's steps, its page, and the
-    collections from the first render to the last (ms)."""
+    collections from the first render to the last: how many, the longest (ms; broker.metrics.runtime.GcStats)."""
     from broker.broker import Broker
     from broker.config import BrokerConfig
+    from broker.metrics.runtime import GcStats
     from exporter.collector import build_prometheus_registry, render_steps
 
     with tempfile.TemporaryDirectory(prefix="kscope-scrape-") as d:
@@ -109,7 +89,9 @@ async def render_times(partitions: int, scrapes: int, naming: str
             for i in range(0, partitions, PER_TOPIC):
                 b.create_topic(f"scrape-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
             prom = build_prometheus_registry(b.metrics.registry, naming)
-            with CollectionTimes() as collections:
+            collections = GcStats()
+            collections.install()
+            try:
                 first = timed_steps(render_steps(prom))[:2]   # names every new row: reported apart
                 times, longest, steps = [], [], 0
                 for _ in range(scrapes):
@@ -117,7 +99,10 @@ async def render_times(partitions: int, scrapes: int, naming: str
                     whole, step, steps, body = timed_steps(render_steps(prom))
                     times.append(whole)
                     longest.append(step)
-            return first, times, longest, steps, body, collections.times
+            finally:
+                collections.uninstall()
+            n = sum(count for count, _ in collections.per_generation.values())
+            return first, times, longest, steps, body, (n, collections.longest_s * 1000)
         finally:
             await b.stop()
 
@@ -150,7 +135,7 @@ def _in_process(sizes: list[int], scrapes: int, naming: str, freeze: bool) -> di
                "longest_step_median_ms": round(statistics.median(longest), 2),
                "longest_step_max_ms": round(max(longest), 2), "steps": steps,
                "first_ms": round(first[0], 1), "first_longest_step_ms": round(first[1], 1),
-               "collections": len(collected), "collection_max_ms": round(max(collected, default=0.0), 1),
+               "collections": collected[0], "collection_max_ms": round(collected[1], 1),
                "series": sum(1 for line in body.splitlines() if line and not line.startswith(b"#")),
                "bytes": len(body), "loadavg_1m": round(load, 2)}
         out["sizes"][n] = row

@@ -21,6 +21,7 @@ class GcStats:
     def __init__(self) -> None:
         self._start = 0.0
         self.per_generation = {g: [0, 0.0] for g in range(3)}
+        self.longest_s = 0.0   # the longest single collection
 
     def install(self) -> None:
         gc.callbacks.append(self._callback)
@@ -33,10 +34,12 @@ class GcStats:
         if phase == "start":
             self._start = time.perf_counter()
         else:
+            took = time.perf_counter() - self._start
+            self.longest_s = max(self.longest_s, took)
             g = self.per_generation.get(info.get("generation", 0))
             if g is not None:
                 g[0] += 1
-                g[1] += time.perf_counter() - self._start
+                g[1] += took
 
     def families(self) -> Iterable[RawFamily]:
         py, jvm = [], []

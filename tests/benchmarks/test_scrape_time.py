@@ -19,16 +19,24 @@ def test_timed_steps_counts_every_step_and_returns_the_page(monkeypatch):
     assert (round(whole, 6), round(longest, 6), n, page) == (13, 7, 4, b"page")
 
 
-def test_collection_times_records_each_collection_while_in_use():
+def test_gc_stats_counts_each_collection_while_installed_and_keeps_the_longest():
+    """What scrape_time reports of the collections (broker.metrics.runtime.GcStats, the broker's own)."""
     import gc
 
-    from benchmarks.scrape_time import CollectionTimes
+    from broker.metrics.runtime import GcStats
 
-    with CollectionTimes() as c:
+    c = GcStats()
+    c.install()
+    try:
         gc.collect(0)
         gc.collect()
+    finally:
+        c.uninstall()
     gc.collect()
-    assert len(c.times) >= 2 and all(t >= 0 for t in c.times)   # another thread may set one off too
+    counts = [n for n, _ in c.per_generation.values()]
+    total = sum(secs for _, secs in c.per_generation.values())
+    assert sum(counts) >= 2 and c.per_generation[2][0] >= 1   # another thread may set one off too
+    assert 0 <= c.longest_s <= total
 
 
 def test_in_process_reports_the_collections_and_gives_back_the_freeze_and_thresholds():
