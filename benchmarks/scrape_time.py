@@ -6,8 +6,8 @@
 Creates one topic with ``--partitions`` partitions on a fresh broker with ``prometheus.listener``, produces one
 record to every partition (so per-topic meters and request timers are live), then times ``GET /metrics`` end to
 end from this process. Prints the median and max, the page size and series count, and a same-run baseline: the
-scrape of the same broker before the topic existed (ratio = 1,000-partition scrape / baseline scrape). The max
-is the first scrape after the topic exists, which matches the new MBeans against the rule file.
+scrape of the same broker before the topic existed (ratio = 1,000-partition scrape / baseline scrape). The first
+scrape after the topic exists names the new MBeans by the rule file: it is reported apart, not in median and max.
 The last line is one JSON object.
 
 ``--in-process`` times the page alone (issue 20): a standalone broker in this process, the partitions as topics
@@ -177,14 +177,16 @@ def main(argv: list[str] | None = None) -> dict:
             prod.produce("scrape-bench", b"v" * 100, partition=part)
         assert prod.flush(60) == 0
         times, body = timed(mport, args.scrapes)
+    first, times = times[0], times[1:]   # the first names every new row (exporter.jmx_engine): reported apart
     med, worst, med_base = statistics.median(times), max(times), statistics.median(base)
     series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
     passed = med < TARGET_MS
     print(f"scrape with {args.partitions} partitions ({args.naming}): median {fmt(med)} ms, max {fmt(worst)} ms, "
           f"{len(body) / 1e6:.2f} MB, {series:,} series  [{verdict(passed)}: median < {TARGET_MS:.0f} ms]")
     print(f"baseline (same broker, no topic): median {fmt(med_base)} ms; ratio {fmt(ratio(med, med_base))}")
+    print(f"the first scrape after the partitions were made (naming every new row): {fmt(first)} ms")
     result = {"partitions": args.partitions, "naming": args.naming, "median_ms": round(med, 1),
-              "max_ms": round(worst, 1), "baseline_median_ms": round(med_base, 1), "ratio": ratio(med, med_base),
+              "max_ms": round(worst, 1), "first_ms": round(first, 1), "baseline_median_ms": round(med_base, 1), "ratio": ratio(med, med_base),
               "bytes": len(body), "series": series, "pass": passed}
     emit_json("scrape_time", result)
     return result

@@ -128,9 +128,19 @@ def _go_text(v: float) -> str:
 def _line_head(mname: str, labels: dict[str, str]) -> str:
     if not labels:
         return mname + " "
-    inner = ",".join(f'{escape_label_name(k, UNDERSCORES)}="{_label_value(v)}"'
-                     for k, v in sorted(labels.items()))
+    names = _LABEL_TEXT
+    inner = ",".join(f'{names.get(k) or _label_text(k)}="{_label_value(v)}"' for k, v in sorted(labels.items()))
     return f"{mname}{{{inner}}} "
+
+
+_LABEL_TEXT: dict[str, str] = {}  # label name -> as written on the page: a page has few names, on every line
+
+
+def _label_text(name: str) -> str:
+    if len(_LABEL_TEXT) >= 10_000:
+        _LABEL_TEXT.clear()
+    text = _LABEL_TEXT[name] = escape_label_name(name, UNDERSCORES)
+    return text
 
 
 def _label_value(v: str) -> str:

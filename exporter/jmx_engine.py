@@ -76,6 +76,17 @@ def sanitize_metric_name(name: str) -> str:
     return name
 
 
+def _help(domain: str, props: Props, attr: str) -> str:
+    """jmx_exporter's default help: ``domain:name=N,type=T,attribute=A`` (``null`` for a key not there)."""
+    name = type_ = "null"
+    for k, v in props:
+        if k == "name":
+            name = v
+        elif k == "type":
+            type_ = v
+    return f"{domain}:name={name},type={type_},attribute={attr}"
+
+
 def _valid_label(name: str) -> bool:
     return bool(_LABEL_NAME.fullmatch(name)) and not name.startswith(("__", "._", "..", "_."))
 
@@ -119,6 +130,53 @@ _MAX_PLANS = 500_000  # a bound, not a working size: callers forget() when their
 
 
 @dataclass(frozen=True, slots=True)
+class _Hint:
+    """For MBeans of one kind (domain, attribute, type, name, key count), what the walk over the rules did for
+    the last one: the rules whose pattern it tried (the last of them matched, unless `complete`: none did and
+    the walk went to the end), and for every other rule it passed a literal that was missing, by the text it was
+    sought in (`_Texts.of_kind`). An MBean lacking all of those literals too gets the same checks on the tried
+    rules alone. A first scrape of 10,000 partitions names ~100,000 rows of a few dozen kinds; this takes the
+    literal scan and the walk over the rules off each."""
+
+    tried: tuple[int, ...]
+    missing: tuple[tuple[str, ...], ...]  # four tuples: literals sought in each kind of text
+    complete: bool
+
+
+class _Texts:
+    """One attribute's match strings up to the value: as written, and with the attribute in snake_case."""
+
+    __slots__ = ("prefix", "attr", "plain", "_snake")
+
+    def __init__(self, prefix: str, attr: str) -> None:
+        self.prefix, self.attr, self.plain, self._snake = prefix, attr, prefix + attr + ": ", ""
+
+    @property
+    def snake_attr(self) -> str:
+        return snake_case(self.attr)
+
+    @property
+    def snake(self) -> str:
+        if not self._snake:
+            self._snake = self.prefix + snake_case(self.attr) + ": "
+        return self._snake
+
+    def of_kind(self, kind: int) -> str:
+        """0: as written, 1: snake_case, 2 and 3: the same as a ``cache: true`` rule sees them."""
+        text = self.snake if kind & 1 else self.plain
+        return text + "<cache>" if kind & 2 else text
+
+
+def _dynamic_from(rule: Rule, idx: int, fixed: str, numeric: bool, dynamic_from: int | None) -> int | None:
+    """The first rule whose verdict may depend on the value: `idx` if `rule`'s may (a non-cache rule on a
+    non-numeric value, or one whose pattern reaches into the value), else `dynamic_from` unchanged."""
+    if dynamic_from is None and not rule.cache and not (numeric and not rule.dynamic and (
+            rule.value_prefix is None or not rule.value_prefix.search(fixed))):
+        return idx
+    return dynamic_from
+
+
+@dataclass(frozen=True, slots=True)
 class _From:
     """A kept plan: match again at every scrape from rule `index` (earlier rules cannot match any value)."""
 
@@ -133,6 +191,9 @@ class JmxEngine:
         self._plans: dict[tuple, Sample | _From | None] = {}
         self._beans: dict[tuple[str, Props], bool] = {}
         self._names: dict[str, str] = {}  # name as the rule writes it -> family name
+        self._labels: dict[str, str] = {}  # label name as the rule writes it -> label name ("": not legal)
+        self._every_bean = config.include is None and not config.exclude
+        self._hints: dict[tuple, _Hint] = {}  # MBeans of one kind -> the rule that named the last of them
         # Every literal a rule needs before the value, as one bit: an attribute's text is searched for each
         # distinct literal once, and a rule whose bits are not all present is passed over at the cost of an AND.
         lits = sorted({lit for r in config.rules for lit in r.fixed_literals}, key=len, reverse=True)
@@ -143,6 +204,8 @@ class JmxEngine:
 
     def bean_exported(self, domain: str, props: Props) -> bool:
         """includeObjectNames / excludeObjectNames (queryMBeans semantics)."""
+        if self._every_bean:  # nothing to look up: no per-MBean entry either (a first scrape meets 100,000)
+            return True
         key = (domain, props)
         ok = self._beans.get(key)
         if ok is None:
@@ -185,43 +248,101 @@ class JmxEngine:
         """Drop every kept outcome (the set of MBeans changed a lot)."""
         self._plans.clear()
         self._beans.clear()
+        self._hints.clear()
 
     def _resolve(self, domain: str, props: Props, attr: str, value: object, start: int) -> tuple[object, int | None]:
         """recordBean from rule `start` on: (Sample, None or _DROP; the first rule whose verdict may depend on the
         value, None when the outcome holds for every value)."""
         cfg = self.config
-        prefix = domain + "<" + ", ".join(f"{k}={v}" for k, v in props) + "><>"
+        prefix = domain + "<" + ", ".join(map("=".join, props)) + "><>"
         numeric = value.__class__ in (int, float)
         vstr = java_value_str(value)
+        texts = _Texts(prefix, attr)
+        hint_key = None
+        if start == 0:
+            hint_key = (domain, attr, props[:2], len(props))
+            hint = self._hints.get(hint_key)
+            if hint is not None:
+                got = self._by_hint(hint, texts, domain, props, numeric, vstr)
+                if got is not None:
+                    return got
         dynamic_from = None
-        plain = prefix + attr + ": "
-        present = self._present(plain)
-        snake = ""
-        snake_present = 0
+        present = self._present(texts.plain)
+        snake_present = -1
         need = self._need
+        missing: list[tuple[str, int]] | None = [] if start == 0 else None  # why rules before the match failed
+        tried: list[int] = []  # the rules whose pattern was tried on the text
         for idx in range(start, len(cfg.rules)):
             rule = cfg.rules[idx]
-            attribute, fixed, have = attr, plain, present
-            if rule.attr_snake_case:
-                if not snake:
-                    snake = prefix + snake_case(attr) + ": "
-                    snake_present = self._present(snake)
-                attribute, fixed, have = snake_case(attr), snake, snake_present
+            snake = rule.attr_snake_case
+            fixed, have = texts.plain, present
+            if snake:
+                if snake_present < 0:
+                    snake_present = self._present(texts.snake)
+                fixed, have = texts.snake, snake_present
             if not rule.cache and need[idx] & have != need[idx]:
+                if missing is not None:
+                    missing.append((next(lit for lit in rule.fixed_literals if lit not in fixed), snake))
                 continue  # a literal no value can supply is missing: no match whatever the value
-            if dynamic_from is None and not rule.cache and not (numeric and not rule.dynamic and (
-                    rule.value_prefix is None or not rule.value_prefix.search(fixed))):
-                dynamic_from = idx
-            text = fixed + ("<cache>" if rule.cache else vstr)
-            m = None
-            if rule.pattern is not None:
-                if any(lit not in text for lit in rule.literals):
+            if rule.cache and missing is not None and rule.pattern is not None:  # its text has no value
+                lit = next((lit for lit in rule.literals if lit not in fixed + "<cache>"), None)
+                if lit is not None:
+                    missing.append((lit, snake + 2))
                     continue
-                m = rule.pattern.fullmatch(text)
-                if m is None:
-                    continue
-            return self._sample(rule, m, text, domain, props, attribute, attr), dynamic_from
+            dynamic_from = _dynamic_from(rule, idx, fixed, numeric, dynamic_from)
+            tried.append(idx)
+            sample = self._try(rule, texts, domain, props, vstr)
+            if sample is not None:
+                self._remember_hint(hint_key, missing, tried, False)
+                return sample, dynamic_from
+        self._remember_hint(hint_key, missing, tried, True)
         return None, dynamic_from
+
+    def _try(self, rule: Rule, texts: _Texts, domain: str, props: Props, vstr: str, sift: bool = True) -> object:
+        """The sample (or _DROP) `rule` gives, None when its pattern does not match (`sift`: look for the
+        pattern's literals first, cheaper than a failing match; not worth it for a rule expected to match)."""
+        fixed = texts.snake if rule.attr_snake_case else texts.plain
+        text = fixed + ("<cache>" if rule.cache else vstr)
+        m = None
+        if rule.pattern is not None:
+            if sift and any(lit not in text for lit in rule.literals):
+                return None
+            m = rule.pattern.fullmatch(text)
+            if m is None:
+                return None
+        attribute = texts.snake_attr if rule.attr_snake_case else texts.attr
+        return self._sample(rule, m, text, domain, props, attribute, texts.attr)
+
+    def _by_hint(self, hint: _Hint, texts: _Texts, domain: str, props: Props, numeric: bool,
+                 vstr: str) -> tuple[object, int | None] | None:
+        """What the rules give, when every rule the hint passes over still lacks the literal it lacked for the
+        MBean the hint was made from: only the rules tried then are tried, as the walk over all would (the same
+        checks in the same order). None: not known this way (a literal now present, or no tried rule matched
+        where the walk had stopped at a match): go through all the rules."""
+        for kind, lits in enumerate(hint.missing):
+            if lits and any(map(texts.of_kind(kind).__contains__, lits)):
+                return None
+        rules, last = self.config.rules, hint.tried[-1] if hint.tried else -1
+        dynamic_from = None
+        for idx in hint.tried:
+            rule = rules[idx]
+            fixed = texts.snake if rule.attr_snake_case else texts.plain
+            if not rule.cache and not all(map(fixed.__contains__, rule.fixed_literals)):
+                continue  # as in the walk: no match, and no say in dynamic_from
+            dynamic_from = _dynamic_from(rule, idx, fixed, numeric, dynamic_from)
+            sample = self._try(rule, texts, domain, props, vstr, sift=idx != last)  # the last one matched then
+            if sample is not None:
+                return sample, dynamic_from
+        return (None, dynamic_from) if hint.complete else None
+
+    def _remember_hint(self, key: tuple | None, missing: list[tuple[str, int]] | None, tried: list[int],
+                       complete: bool) -> None:
+        if key is None or missing is None:
+            return
+        if len(self._hints) > _MAX_PLANS:
+            self._hints.clear()
+        self._hints[key] = _Hint(tuple(tried), tuple(tuple(lit for lit, k in missing if k == kind)
+                                                     for kind in range(4)), complete)
 
     def _present(self, fixed: str) -> int:
         bits = 0
@@ -238,8 +359,7 @@ class JmxEngine:
             value = parse_java_double(rule.value.apply(m))  # type: ignore[arg-type]
             if value is None:
                 return _DROP
-        d = dict(props)
-        help_ = f"{domain}:name={d.get('name', 'null')},type={d.get('type', 'null')},attribute={attr}"
+        help_ = _help(domain, props, attr)
         objectname = text[: text.rfind(":")]
         if rule.name is None:
             return self._default_export(domain, props, attribute, help_, objectname, value, rule)
@@ -259,17 +379,30 @@ class JmxEngine:
             help_ = rule.help.apply(m)  # type: ignore[arg-type]
         labels: dict[str, str] = {}
         for name_tpl, value_tpl in rule.labels or ():
-            label = safe_name(name_tpl.apply(m))  # type: ignore[arg-type]
+            raw = name_tpl.apply(m)  # type: ignore[arg-type]
+            label = self._labels.get(raw)
+            if label is None:
+                label = self._label_name(raw)
             label_value = value_tpl.apply(m)  # type: ignore[arg-type]
-            if cfg.lowercase_output_label_names:
-                label = label.lower()
-            if label and label_value:
-                if label in labels or not _valid_label(label):
+            if label_value and raw:
+                if label in labels or not label:
                     log.warning("%s: %s gives label name %r twice or illegally; sample dropped (jmx_exporter "
-                                "fails the scrape)", cfg.source, objectname, label)
+                                "fails the scrape)", cfg.source, objectname, safe_name(raw))
                     return _DROP
                 labels[label] = label_value
         return Sample(name, tuple(sorted(labels.items())), rule.type, help_, objectname, value, rule.value_factor)
+
+    def _label_name(self, raw: str) -> str:
+        """A rule's label name as exported, remembered per written name ("" when it is not a legal one)."""
+        label = safe_name(raw)
+        if self.config.lowercase_output_label_names:
+            label = label.lower()
+        if not _valid_label(label):
+            label = ""
+        if len(self._labels) > _MAX_PLANS:
+            self._labels.clear()
+        self._labels[raw] = label
+        return label
 
     def _default_export(self, domain: str, props: Props, attribute: str, help_: str, objectname: str,
                         value: float | None, rule: Rule) -> Sample:

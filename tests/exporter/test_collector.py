@@ -4,6 +4,7 @@ import asyncio
 import urllib.error
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from common.clock import ManualClock
@@ -307,3 +308,20 @@ def test_a_long_render_step_is_followed_by_as_long_a_pause_for_the_loop(monkeypa
     assert asyncio.run(_scrape_once(steps)) == b"m 1\n"
     assert len(pauses) >= 2 and pauses[0] >= 0.004
     assert all(p == 0 or p >= http.PAUSE_AFTER_S for p in pauses[1:2])
+
+
+def test_a_pause_that_ran_over_counts_toward_the_next():
+    """The loop gets as much time as the render took, over the whole render: a pause rounded up to epoll's whole
+    millisecond (or longer because the loop was busy) shortens the next, by no more than PAUSE_AFTER_S."""
+    from exporter.http import PAUSE_AFTER_S, Pauses
+
+    p = Pauses()
+    assert p.after_step(0.0002) == 0.0                 # short: one loop turn, the time still owed
+    p.paused(0.00005)
+    assert p.after_step(0.0040) == pytest.approx(0.00415)
+    p.paused(0.0050)                                   # ran 0.85 ms over
+    assert p.after_step(0.0040) == pytest.approx(0.00315)
+    p.paused(0.0500)                                   # the loop was busy long: credit capped
+    assert p.after_step(0.0040) == pytest.approx(0.0040 - PAUSE_AFTER_S)
+    p.paused(0.0040 - PAUSE_AFTER_S)
+    assert p.after_step(0.0003) == 0.0

@@ -137,3 +137,47 @@ def test_double_value_of():
 def test_fast_writer_writes_what_prometheus_client_writes(rules):
     for bean_set in BEAN_SETS:
         assert ours(beans(bean_set), rules, fast=True) == ours(beans(bean_set), rules), (rules, bean_set)
+
+
+def _one_of_each_kind(bean_list):
+    """The first bean of each kind (domain, attribute, type, name, key count) with three keys or more."""
+    kinds: dict[tuple, tuple] = {}
+    for name, attr, v in bean_list:
+        domain, props = split_name(name)
+        if len(props) >= 3:
+            kinds.setdefault((domain, attr, props[:2], len(props)), (domain, props, attr, v))
+    return list(kinds.values())
+
+
+def _last_value_varied(rows, extras):
+    """Each row again with each of `extras` appended to its last key's value ("": the value empty)."""
+    return [(domain, props[:-1] + ((props[-1][0], props[-1][1] + extra if extra else ""),), attr, v)
+            for domain, props, attr, v in rows for extra in extras]
+
+
+@pytest.mark.parametrize("rules", list(RULE_FILES))
+def test_hinted_matching_equals_walking_every_rule(rules):
+    """An MBean of a kind met before is tried first against the rule that named the last one (JmxEngine's hint);
+    the outcome must be what going through all the rules gives: for ordinary MBeans (many partitions of one
+    kind), and for MBeans whose values carry the very literals that made earlier rules fail (a topic named
+    ``PerSec``, ``><>Count``, ...) or are empty."""
+    cfg = JmxConfig.from_yaml(rules_text(rules))
+    lits = sorted({lit for name in RULE_FILES for r in JmxConfig.from_yaml(rules_text(name)).rules
+                   for lit in r.literals})
+    plain = [(*split_name(n), a, v) for bset in BEAN_SETS for n, a, v in beans(bset)]
+    kinds = _one_of_each_kind(beans("broker"))
+    many = _last_value_varied(kinds, [str(n) for n in range(10)])
+    odd = _last_value_varied(kinds, [*lits, ""])
+    hinted, walking = JmxEngine(cfg), JmxEngine(cfg)
+    taken = 0
+    # odd rows before and after ordinary ones: hints made from either, taken or refused for the other
+    for i, (domain, props, attr, v) in enumerate(plain + many + odd + many + odd):
+        hint = hinted._hints.get((domain, attr, props[:2], len(props)))
+        got = hinted.match_settled(domain, props, attr, v)
+        walking._hints.clear()
+        want = walking.match_settled(domain, props, attr, v)
+        assert got == want, (rules, domain, props, attr, v)
+        if len(plain) <= i < len(plain) + len(many):
+            taken += hint is not None and hint is hinted._hints.get((domain, attr, props[:2], len(props)))
+    assert taken > len(many) // 2  # for the many partitions of one kind the hint was there, and held
+
