@@ -9,7 +9,8 @@ probe sends an ApiVersions request every ``--every-ms`` on one connection and ti
 it was due; ApiVersions costs the broker almost nothing, so that time is how long a request arriving then waited
 for the event loop. Phases of ``--seconds`` alternate, ``--rounds`` of each: *quiet* (no scrape) and *scraped* (a
 thread GETs /metrics every ``--scrape-every`` seconds, as Prometheus would). Two scrapes before the first phase
-name the new rows, so the figure is the steady state. Prints p50 / p99 / max of the probe's latencies per phase
+name the new rows, so the figure is the steady state; the probe also runs through the first of them (*naming*:
+every new row named by the rules, exporter.collector.NAMING_PAUSE_SHARE), whose time is printed too. Prints p50 / p99 / max of the probe's latencies per phase
 kind, and the ratios scraped / quiet (the same run's baseline). The last line is one JSON object.
 """
 
@@ -36,16 +37,20 @@ def api_versions_request(correlation_id: int) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def probe(host: str, port: int, seconds: float, every_s: float) -> list[float]:
+def probe(host: str, port: int, seconds: float, every_s: float,
+          until: threading.Event | None = None) -> list[float]:
     """Latencies (ms) of ApiVersions due every `every_s` for `seconds` on one connection, each from the moment it
     was due: a probe held up by a stalled broker delays the ones behind it, and those count their wait too (no
-    coordinated omission; a probe timed from its actual send would hide all but one of a long stall's victims)."""
+    coordinated omission; a probe timed from its actual send would hide all but one of a long stall's victims).
+    `until`: stop early once it is set."""
     out: list[float] = []
     with socket.create_connection((host, port), timeout=30) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         start = time.perf_counter()
         n = int(seconds / every_s)
         for i in range(n):
+            if until is not None and until.is_set():
+                break
             t = start + i * every_s   # when this probe was due
             s.sendall(api_versions_request(i))
             if struct.unpack(">i", recv_frame(s)[:4])[0] != i:
@@ -72,6 +77,15 @@ def _scraper(port: int, every_s: float, stop: threading.Event, times: list[float
         times.append((time.perf_counter() - t) * 1000)
 
 
+def _first_scrape(port: int, took: list[float], done: threading.Event) -> None:
+    t = time.perf_counter()
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=600).read()
+        took.append((time.perf_counter() - t) * 1000)
+    finally:
+        done.set()
+
+
 def create_partitions(bootstrap: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -86,9 +100,14 @@ def run(args: argparse.Namespace) -> dict:
     load = [os.getloadavg()[0]]
     with our_broker(**{"prometheus.listener": f"127.0.0.1:{mport}"}) as b:
         create_partitions(b.bootstrap, args.partitions)
-        for _ in range(2):   # the first names every new row, the second makes the line starts
-            urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=600).read()
         host, port = b.bootstrap.split(":")
+        first: list[float] = []
+        done = threading.Event()
+        t = threading.Thread(target=_first_scrape, args=(mport, first, done), daemon=True)
+        t.start()   # names every new row: probed throughout
+        naming = probe(host, int(port), 600, args.every_ms / 1000, until=done)
+        t.join(600)
+        urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=600).read()  # makes the line starts
         phases: dict[str, list[float]] = {"quiet": [], "scraped": []}
         scrapes: list[float] = []
         for _ in range(args.rounds):
@@ -101,6 +120,8 @@ def run(args: argparse.Namespace) -> dict:
             t.join(120)
     load.append(os.getloadavg()[0])
     out = {kind: summary(rtts) for kind, rtts in phases.items()}
+    out["naming"] = {**(summary(naming) if naming else {"count": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}),
+                     "scrape_ms": round(first[0], 1) if first else None}
     out["scrapes"] = len(scrapes)
     out["scrape_median_ms"] = round(statistics.median(scrapes), 1) if scrapes else None
     out["ratios"] = {k: ratio(out["scraped"][k], out["quiet"][k]) for k in ("p50_ms", "p99_ms", "max_ms")}
@@ -126,6 +147,9 @@ def main(argv: list[str] | None = None) -> dict:
         r = out[kind]
         print(f"  {kind:8s} p50 {fmt(r['p50_ms'])} ms, p99 {fmt(r['p99_ms'])} ms, max {fmt(r['max_ms'])} ms "
               f"({r['count']:,} probes)")
+    r = out["naming"]
+    print(f"  naming   p50 {fmt(r['p50_ms'])} ms, p99 {fmt(r['p99_ms'])} ms, max {fmt(r['max_ms'])} ms "
+          f"({r['count']:,} probes), during the first scrape: {fmt(r['scrape_ms'])} ms")
     q = out["ratios"]
     print(f"  scraped / quiet: p50 {fmt(q['p50_ms'])}, p99 {fmt(q['p99_ms'])}, max {fmt(q['max_ms'])}")
     emit_json("scrape_pause", {"settings": vars(args), **out})

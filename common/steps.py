@@ -10,12 +10,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def run_steps(steps: Generator[None, None, T]) -> T:
+def run_steps(steps: Generator[object, None, T]) -> T:
     """A stepped computation run whole; its return value."""
     return run_counting(steps)[1]
 
 
-def run_counting(steps: Generator[None, None, T]) -> tuple[int, T]:
+def run_counting(steps: Generator[object, None, T]) -> tuple[int, T]:
     """A stepped computation run whole: how many times it yielded, and its return value."""
     n = 0
     while True:

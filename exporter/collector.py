@@ -43,8 +43,14 @@ log = logging.getLogger(__name__)
 _UNSET = object()  # not matched yet (or matched by a rule that reads the value: matched again each scrape)
 MATCH_STEP = 50  # registry entries read between two yields of a stepped render
 TEXT_STEP = 1000  # rows whose line starts are made between two yields of a stepped render
-NAME_STEP = 100  # gauge family rows named by the rules (first seen) between two yields of a stepped render
+NAME_STEP = 50  # gauge family rows named by the rules (first seen) between two yields of a stepped render
 FREEZE_AFTER_NAMED = 10_000  # a render that named this many new rows keeps what it made out of collections
+# What a step that named rows yields: the share of its time the loop then gets for other work (other steps: as
+# long as the step, exporter.http.Pauses). Naming happens once per new set of rows (after topics are made, after
+# a restart) and at 10,000 partitions takes ~5 s: with the whole share that one scrape took 10-15 s, past
+# Prometheus' default 10 s scrape_timeout, and failed; half, in steps of 50 rows, 7.8-9.0 s with a probe's p99
+# during it 10-16 ms (a quarter in steps of 100: 5.9-7.5 s, but 29-36 ms). docs/latency.md, "The first scrape".
+NAMING_PAUSE_SHARE = 0.5
 
 
 def family_metrics(families: list[Family]) -> Iterator[Metric]:
@@ -214,7 +220,7 @@ class RegistryCollector:
                 pass
             return run_steps(self.matched_steps())
 
-    def matched_steps(self) -> Generator[None, None, list[row_blocks.Entry]]:
+    def matched_steps(self) -> Generator[float | None, None, list[row_blocks.Entry]]:
         """`matched` in steps of `MATCH_STEP` registry entries or attributes named for the first time, and of one
         gauge family (its new rows named `NAME_STEP` at a time), on a registry the caller has made ready
         (`Registry.read_steps`, which `render_steps` runs in steps of its own)."""
@@ -229,14 +235,14 @@ class RegistryCollector:
             work += 1
             if work >= MATCH_STEP:
                 work = 0
-                yield
+                yield None
             kind = m.kind  # type: ignore[attr-defined]
             plans = plans_of.get(m)
             if kind == "gauge_family":
                 if plans is None:
                     plans = plans_of[m] = {}
                 yield from self._rows(mn, m, plans, add)  # type: ignore[arg-type]
-                yield   # a family's rows may be one per partition: a step of its own
+                yield None   # a family's rows may be one per partition: a step of its own
                 continue
             if kind == "kafka_metric":
                 attrs: tuple = ((mn.name, _read),)
@@ -269,7 +275,7 @@ class RegistryCollector:
             self.own.forget()
         return out
 
-    def _rows(self, mn: MetricName, m: object, plans: dict, add) -> Iterator[None]:
+    def _rows(self, mn: MetricName, m: object, plans: dict, add) -> Iterator[float | None]:
         """A gauge family's (sample, value) entries, or one (block, values) entry while its rows are the ones
         named before; yields every `NAME_STEP` rows named for the first time (the rule engine takes ~60 µs a row:
         a broker's first scrape of 10,000 partitions held its loop ~0.6 s per family)."""
@@ -311,7 +317,7 @@ class RegistryCollector:
                 named += 1
                 self.named += 1
                 if named % NAME_STEP == 0:
-                    yield
+                    yield NAMING_PAUSE_SHARE
                 if s is None:
                     samples.append(None)
                     continue
@@ -437,7 +443,7 @@ def render(prom: CollectorRegistry) -> bytes:
     return run_steps(render_steps(prom))
 
 
-def render_steps(prom: CollectorRegistry) -> Generator[None, None, bytes]:
+def render_steps(prom: CollectorRegistry) -> Generator[float | None, None, bytes]:
     """`render` in steps, for a broker's event loop to serve requests between them (exporter.http drives it): the
     registry's tick and before-read work (Registry.read_steps), its entries read `MATCH_STEP` at a time, the
     families grouped, then their text a piece at a time (`family_texts`). Gauges are read a few milliseconds apart, as
@@ -450,16 +456,16 @@ def render_steps(prom: CollectorRegistry) -> Generator[None, None, bytes]:
             entries = yield from prom.ours.matched_steps()
         families = yield from row_blocks.families_steps(entries)
         del entries   # freed before the collector is back on
-        yield
+        yield None
         chunks: list[bytes] = []
         for text in family_texts(families):
-            yield
+            yield None
             chunks.append(text.encode())
         del families
         if prom.ours.named >= FREEZE_AFTER_NAMED:
             freeze_until_full_collection()
-    yield
+    yield None
     chunks.append(generate_latest(_Collected(prom.ours.extras())))
     chunks.append(generate_latest(prom.others))
-    yield
+    yield None
     return b"".join(chunks)   # one copy: a 10,000-partition page is 7 MB, and each copy of it takes milliseconds

@@ -56,7 +56,7 @@ class MetricsHTTPServer:
 
     def __init__(self, render: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0,
                  web_config: WebConfig | None = None,
-                 render_steps: Callable[[], Generator[None, None, bytes]] | None = None) -> None:
+                 render_steps: Callable[[], Generator[float | None, None, bytes]] | None = None) -> None:
         self._render = render
         # The page made in steps, the loop serving between them (exporter.collector.render_steps): a broker's
         # scrape would otherwise hold its event loop for the whole render.
@@ -87,11 +87,12 @@ class MetricsHTTPServer:
         try:
             while True:
                 start = clock()
-                next(steps)
+                share = next(steps)
                 # As long again for the loop's other work: a request needs a few loop turns to be answered, and
                 # with a step in every turn it waited several steps (at 10,000 partitions a p99 of 50-70 ms).
+                # A step may yield a smaller share (exporter.collector.NAMING_PAUSE_SHARE).
                 paused = clock()
-                await asyncio.sleep(pauses.after_step(paused - start))
+                await asyncio.sleep(pauses.after_step(paused - start, 1.0 if share is None else share))
                 pauses.paused(clock() - paused)
         except StopIteration as done:
             page: bytes = done.value
@@ -148,9 +149,10 @@ class Pauses:
     def __init__(self) -> None:
         self.owed = 0.0  # render time not yet matched by a pause (below 0: paused ahead)
 
-    def after_step(self, spent: float) -> float:
-        """The pause to take after a step that took `spent` seconds (0: one loop turn)."""
-        self.owed += spent
+    def after_step(self, spent: float, share: float = 1.0) -> float:
+        """The pause to take after a step that took `spent` seconds and asks `share` of that for the loop's other
+        work (0: one loop turn)."""
+        self.owed += spent * share
         return self.owed if self.owed >= PAUSE_AFTER_S else 0.0
 
     def paused(self, took: float) -> None:

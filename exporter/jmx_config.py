@@ -236,6 +236,11 @@ class Replacement:
         object.__setattr__(self, "_groups", groups)
         object.__setattr__(self, "_format", fmt if groups else fmt.replace("{{", "{").replace("}}", "}"))
 
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """The match groups the replacement reads."""
+        return self._groups  # type: ignore[attr-defined]
+
     def apply(self, m: re.Match) -> str:
         groups: tuple[int, ...] = self._groups  # type: ignore[attr-defined]
         if not groups:

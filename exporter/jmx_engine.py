@@ -191,9 +191,12 @@ class JmxEngine:
         self._plans: dict[tuple, Sample | _From | None] = {}
         self._beans: dict[tuple[str, Props], bool] = {}
         self._names: dict[str, str] = {}  # name as the rule writes it -> family name
-        self._labels: dict[str, str] = {}  # label name as the rule writes it -> label name ("": not legal)
+        self._labels: dict[str, str] = {}  # label name as the rule writes it -> label name
+        self._legal: set[str] = set()  # the label names of `_labels` that are legal ones
         self._every_bean = config.include is None and not config.exclude
         self._hints: dict[tuple, _Hint] = {}  # MBeans of one kind -> the rule that named the last of them
+        self._head_groups: dict[int, tuple[int, ...]] = {}  # rule -> the groups its name and label names use
+        self._heads: dict[tuple, tuple | None] = {}  # (rule, those groups' text) -> name and label names
         # Every literal a rule needs before the value, as one bit: an attribute's text is searched for each
         # distinct literal once, and a rule whose bits are not all present is passed over at the cost of an AND.
         lits = sorted({lit for r in config.rules for lit in r.fixed_literals}, key=len, reverse=True)
@@ -363,9 +366,55 @@ class JmxEngine:
         objectname = text[: text.rfind(":")]
         if rule.name is None:
             return self._default_export(domain, props, attribute, help_, objectname, value, rule)
-        raw = rule.name.apply(m)  # type: ignore[arg-type]
+        head = self._head(rule, m)  # type: ignore[arg-type]
+        if head is None:
+            return _DROP
+        name, label_names = head
+        if rule.help is not None:
+            help_ = rule.help.apply(m)  # type: ignore[arg-type]
+        labels: dict[str, str] = {}
+        for (_, value_tpl), label in zip(rule.labels or (), label_names, strict=True):
+            if label is None:   # the rule writes no name: no label
+                continue
+            label_value = value_tpl.apply(m)  # type: ignore[arg-type]
+            if label_value:
+                if label in labels or label not in self._legal:
+                    log.warning("%s: %s gives label name %r twice or illegally; sample dropped (jmx_exporter "
+                                "fails the scrape)", cfg.source, objectname, label)
+                    return _DROP
+                labels[label] = label_value
+        return Sample(name, tuple(sorted(labels.items())), rule.type, help_, objectname, value, rule.value_factor)
+
+    def _head(self, rule: Rule, m: re.Match) -> tuple[str, tuple[str | None, ...]] | None:
+        """The family name and label names `rule` gives for match `m` (None: no name, the sample is dropped; a
+        label name None: none written), remembered per the groups they are made of: the rows of one kind share
+        them, and making them was a third of naming a row."""
+        groups = self._head_groups.get(id(rule))
+        if groups is None:
+            groups = self._head_groups[id(rule)] = tuple(sorted(set().union(
+                rule.name.groups, *(n.groups for n, _ in rule.labels or ()))))  # type: ignore[union-attr]
+        key = (id(rule), m.group(*groups) if len(groups) > 1 else m.group(groups[0]) if groups else None)
+        got = self._heads.get(key, _UNSEEN)
+        if got is not _UNSEEN:
+            return got  # type: ignore[return-value]
+        name = self._family_name(rule.name.apply(m))  # type: ignore[union-attr]
+        head = None
+        if name:
+            labels = []
+            for name_tpl, _ in rule.labels or ():
+                raw = name_tpl.apply(m)
+                labels.append(None if not raw else self._labels.get(raw) or self._label_name(raw))
+            head = (name, tuple(labels))
+        if len(self._heads) > _MAX_PLANS:
+            self._heads.clear()
+        self._heads[key] = head
+        return head
+
+    def _family_name(self, raw: str) -> str:
+        """A rule's name as exported ("": none, the sample is dropped)."""
         name = self._names.get(raw)
         if name is None:
+            cfg = self.config
             name = safe_name(raw)
             if name and cfg.lowercase_output_name:
                 name = name.lower()
@@ -373,32 +422,15 @@ class JmxEngine:
             if len(self._names) > _MAX_PLANS:
                 self._names.clear()
             self._names[raw] = name
-        if not name:
-            return _DROP
-        if rule.help is not None:
-            help_ = rule.help.apply(m)  # type: ignore[arg-type]
-        labels: dict[str, str] = {}
-        for name_tpl, value_tpl in rule.labels or ():
-            raw = name_tpl.apply(m)  # type: ignore[arg-type]
-            label = self._labels.get(raw)
-            if label is None:
-                label = self._label_name(raw)
-            label_value = value_tpl.apply(m)  # type: ignore[arg-type]
-            if label_value and raw:
-                if label in labels or not label:
-                    log.warning("%s: %s gives label name %r twice or illegally; sample dropped (jmx_exporter "
-                                "fails the scrape)", cfg.source, objectname, safe_name(raw))
-                    return _DROP
-                labels[label] = label_value
-        return Sample(name, tuple(sorted(labels.items())), rule.type, help_, objectname, value, rule.value_factor)
+        return name
 
     def _label_name(self, raw: str) -> str:
-        """A rule's label name as exported, remembered per written name ("" when it is not a legal one)."""
+        """A rule's label name as exported, remembered per written name (in `_legal` when it is a legal one)."""
         label = safe_name(raw)
         if self.config.lowercase_output_label_names:
             label = label.lower()
-        if not _valid_label(label):
-            label = ""
+        if _valid_label(label):
+            self._legal.add(label)
         if len(self._labels) > _MAX_PLANS:
             self._labels.clear()
         self._labels[raw] = label

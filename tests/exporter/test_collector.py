@@ -283,6 +283,39 @@ def test_a_first_read_names_a_big_family_in_steps_and_the_page_is_the_whole_rend
     assert again >= third + 9       # 9 making the block's line starts
 
 
+def test_steps_that_named_rows_ask_a_smaller_pause_and_the_server_takes_it(monkeypatch):
+    """Naming comes once per new set of rows and at 10,000 partitions took ~5 s: its steps yield
+    NAMING_PAUSE_SHARE (the server pauses that share of the step), every other step None (as long again)."""
+    from exporter import collector, http
+
+    reg = Registry(ManualClock())
+    reg.gauge_family("kafka.log", "Log", "Size", lambda: [((("topic", "t"), ("partition", str(p))), p)
+                                                           for p in range(30)])
+    monkeypatch.setattr(collector, "NAME_STEP", 10)
+    prom = build_prometheus_registry(reg, process=False)
+    first, again = list(collector.render_steps(prom)), list(collector.render_steps(prom))
+    assert first.count(collector.NAMING_PAUSE_SHARE) == 3 and set(first) == {None, collector.NAMING_PAUSE_SHARE}
+    assert set(again) == {None}
+
+    shares: list[float] = []
+    real = http.Pauses.after_step
+
+    def recording(self, spent: float, share: float = 1.0) -> float:
+        shares.append(share)
+        return real(self, spent, share)
+
+    monkeypatch.setattr(http.Pauses, "after_step", recording)
+
+    def steps():
+        yield collector.NAMING_PAUSE_SHARE
+        yield None
+        return b"m 1\n"
+
+    assert asyncio.run(_scrape_once(steps)) == b"m 1\n"
+    assert shares == [collector.NAMING_PAUSE_SHARE, 1.0]
+    assert http.Pauses().after_step(0.004, 0.25) == pytest.approx(0.001)
+
+
 def test_a_long_render_step_is_followed_by_as_long_a_pause_for_the_loop(monkeypatch):
     """A request needs a few loop turns; with a render step in every turn it waited several steps (a 10,000-partition
     scrape put the p99 of a probe at 50-70 ms). A step of a millisecond or more is followed by as long a pause."""
