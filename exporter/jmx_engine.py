@@ -11,7 +11,9 @@ have the same labels gets an ``_objectname`` label on every sample; a COUNTER is
 
 Speed: rules are compiled once. The outcome for an (MBean, attribute) is kept while it cannot depend on the value:
 always for ``cache: true`` rules, and for the others when :mod:`exporter.jregex` shows the pattern cannot reach
-into the value. Only the rest (e.g. ``current-state: (.+)`` on a string) is matched again at each scrape.
+into the value. Only the rest (e.g. ``current-state: (.+)`` on a string) is matched again at each scrape. A new
+MBean of a kind seen before (a new partition's ``Size``) is tried first on the rules the last one of its kind was
+tried on, while every other rule still lacks a literal it needs (``_Hint``): the walk's outcome, without the walk.
 Where jmx_exporter would fail a whole scrape (a negative counter, an illegal or repeated label name) the one
 sample is dropped instead.
 """
