@@ -232,8 +232,10 @@ class JmxEngine:
         """The sample one attribute becomes (None: not exported)."""
         return self.match_settled(domain, props, attr, value)[0]
 
-    def match_settled(self, domain: str, props: Props, attr: str, value: object) -> tuple[Sample | None, bool]:
-        """(sample or None, whether that outcome holds for every value of the attribute)."""
+    def match_settled(self, domain: str, props: Props, attr: str, value: object,
+                      keep: bool = True) -> tuple[Sample | None, bool]:
+        """(sample or None, whether that outcome holds for every value of the attribute). `keep` False: a caller
+        that keeps settled outcomes itself; only the value-dependent ones are kept here (where to match from)."""
         key = (domain, props, attr)
         plan = self._plans.get(key, _UNSEEN)
         if plan is not _UNSEEN and plan.__class__ is not _From:
@@ -242,7 +244,7 @@ class JmxEngine:
         result, dynamic_from = self._resolve(domain, props, attr, value, start)
         if result is _DROP:
             result = None
-        if start == 0:
+        if start == 0 and (keep or dynamic_from is not None):
             if len(self._plans) > _MAX_PLANS:
                 self._plans.clear()
             # result is a Sample or None here (_DROP was replaced above)
