@@ -199,6 +199,7 @@ class JmxEngine:
         self._hints: dict[tuple, _Hint] = {}  # MBeans of one kind -> the rule that named the last of them
         self._head_groups: dict[int, tuple[int, ...]] = {}  # rule -> the groups its name and label names use
         self._heads: dict[tuple, tuple | None] = {}  # (rule, those groups' text) -> name and label names
+        self._helps: dict[str, str] = {}  # default help texts, one object each
         # Every literal a rule needs before the value, as one bit: an attribute's text is searched for each
         # distinct literal once, and a rule whose bits are not all present is passed over at the cost of an AND.
         lits = sorted({lit for r in config.rules for lit in r.fixed_literals}, key=len, reverse=True)
@@ -367,6 +368,9 @@ class JmxEngine:
             if value is None:
                 return _DROP
         help_ = _help(domain, props, attr)
+        if len(self._helps) > _MAX_PLANS:
+            self._helps.clear()
+        help_ = self._helps.setdefault(help_, help_)  # one string for a family's rows, not one each
         objectname = text[: text.rfind(":")]
         if rule.name is None:
             return self._default_export(domain, props, attribute, help_, objectname, value, rule)
