@@ -1,7 +1,7 @@
 """Scrape time of a broker hosting 1,000 partitions (target: under 250 ms).
 
     python -m benchmarks.scrape_time [--partitions 1000] [--scrapes 20] [--naming strimzi|confluent|rules:FILE]
-    python -m benchmarks.scrape_time --in-process [--partitions 1000,3000,10000] [--scrapes 9]
+    python -m benchmarks.scrape_time --in-process [--partitions 1000,3000,10000] [--scrapes 9] [--kept]
 
 Creates one topic with ``--partitions`` partitions on a fresh broker with ``prometheus.listener``, produces one
 record to every partition (so per-topic meters and request timers are live), then times ``GET /metrics`` end to
@@ -18,7 +18,8 @@ the render's steps (``exporter.collector.render_steps``: a broker's loop serves 
 longest step, not the whole render, is how long a scrape can hold a request back), and the longest collection of
 Python's cyclic collector from the first render to the last (the broker's thresholds, ``broker.__main__.tune_gc``);
 ``--no-freeze`` leaves out what keeps a first render's new objects out of the young collections
-(``exporter.collector.freeze_until_full_collection``), for a same-run comparison.
+(``exporter.collector.freeze_until_full_collection``), for a same-run comparison. ``--kept`` instead prints the
+memory the exporter keeps after two renders (tracemalloc, so no timing): what naming costs per partition.
 """
 
 from __future__ import annotations
@@ -107,6 +108,38 @@ async def render_times(partitions: int, scrapes: int, naming: str
             await b.stop()
 
 
+async def kept_bytes(partitions: int, naming: str) -> int:
+    """Bytes the exporter keeps (tracemalloc, after a collection) from two renders of a fresh standalone broker
+    with `partitions`: what naming and line starts hold, the page itself freed."""
+    import tracemalloc
+
+    from broker.broker import Broker
+    from broker.config import BrokerConfig
+    from exporter.collector import build_prometheus_registry, render
+
+    with tempfile.TemporaryDirectory(prefix="kscope-kept-") as d:
+        b = Broker(BrokerConfig.from_properties({"log.dirs": str(Path(d) / "logs"),
+                                                 "listeners": "PLAINTEXT://127.0.0.1:0",
+                                                 "prometheus.listener": "127.0.0.1:0",
+                                                 "offsets.topic.num.partitions": "1"}))
+        await b.start()
+        try:
+            for i in range(0, partitions, PER_TOPIC):
+                b.create_topic(f"kept-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
+            prom = build_prometheus_registry(b.metrics.registry, naming)
+            gc.collect()
+            tracemalloc.start()
+            try:
+                render(prom)
+                render(prom)
+                gc.collect()
+                return tracemalloc.get_traced_memory()[0]
+            finally:
+                tracemalloc.stop()
+        finally:
+            await b.stop()
+
+
 def in_process(sizes: list[int], scrapes: int, naming: str, freeze: bool = True) -> dict:
     from broker.__main__ import tune_gc
     from exporter import collector
@@ -156,6 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--naming", default="strimzi", help="prometheus.naming: strimzi, confluent or rules:/path/file.yml")
     p.add_argument("--in-process", action="store_true", help="time render() in this process, no HTTP (see above)")
     p.add_argument("--no-freeze", action="store_true", help="with --in-process: a first render's objects not frozen")
+    p.add_argument("--kept", action="store_true", help="with --in-process: memory the exporter keeps instead")
     args = p.parse_args(argv)
     try:
         sizes = [int(x) for x in args.partitions.split(",")]
@@ -163,6 +197,14 @@ def main(argv: list[str] | None = None) -> dict:
         p.error(f"--partitions: not a number or list of numbers: {args.partitions!r}")
     if any(n < 1 for n in sizes) or (len(sizes) > 1 and not args.in_process):
         p.error("--partitions: positive, and a list only with --in-process")
+    if args.in_process and args.kept:
+        kept = {n: asyncio.run(kept_bytes(n, args.naming)) for n in sizes}
+        for n, nbytes in kept.items():
+            print(f"kept by the exporter after two renders, {n:,} partitions ({args.naming}): {nbytes / 1e6:.1f} MB, "
+                  f"{nbytes / n / 1024:.1f} KiB a partition")
+        out = {"kept_bytes": kept, "naming": args.naming}
+        emit_json("scrape_time", out)
+        return out
     if args.in_process:
         return in_process(sizes, args.scrapes or 9, args.naming, freeze=not args.no_freeze)
     args.partitions, args.scrapes = sizes[0], args.scrapes or 20

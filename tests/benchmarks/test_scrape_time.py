@@ -50,3 +50,13 @@ def test_in_process_reports_the_collections_and_gives_back_the_freeze_and_thresh
     row = out["sizes"][100]
     assert out["freeze"] is False and row["series"] > 100 and isinstance(row["collections"], int)
     assert (collector.FREEZE_AFTER_NAMED, gc.get_threshold()) == before
+
+
+def test_kept_grows_with_the_partitions():
+    """--kept: what two renders leave behind, more with more partitions (each adds ~10 named rows)."""
+    import asyncio
+
+    from benchmarks.scrape_time import kept_bytes
+
+    small, big = asyncio.run(kept_bytes(1, "strimzi")), asyncio.run(kept_bytes(200, "strimzi"))
+    assert 0 < small < big
