@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import statistics
 import tempfile
 import time
 import urllib.request
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 
 from benchmarks._common import create_topic, emit_json, fmt, our_broker, ratio, verdict
@@ -70,54 +71,14 @@ def timed_steps(steps: Generator[None, None, bytes]) -> tuple[float, float, int,
         longest, n, t = max(longest, now - t), n + 1, now
 
 
-async def render_times(partitions: int, scrapes: int, naming: str
-                       ) -> tuple[tuple[float, float], list[float], list[float], int, bytes, tuple[int, float]]:
-    """The first render's time and longest step (ms; it names every row), then `scrapes` in-process render times
-    and longest steps of a fresh standalone broker with `partitions`, the last render's steps, its page, and the
-    collections from the first render to the last: how many, the longest (ms; broker.metrics.runtime.GcStats)."""
+@contextlib.asynccontextmanager
+async def standalone_broker(partitions: int) -> AsyncIterator[object]:
+    """A started standalone broker in this process with `partitions` in topics of `PER_TOPIC`, metrics on (the
+    registry is read in process, the listener unused); stopped and its logs removed on exit."""
     from broker.broker import Broker
     from broker.config import BrokerConfig
-    from broker.metrics.runtime import GcStats
-    from exporter.collector import build_prometheus_registry, render_steps
 
     with tempfile.TemporaryDirectory(prefix="kscope-scrape-") as d:
-        b = Broker(BrokerConfig.from_properties({"log.dirs": str(Path(d) / "logs"),
-                                                 "listeners": "PLAINTEXT://127.0.0.1:0",
-                                                 "prometheus.listener": "127.0.0.1:0",  # metrics on (unused)
-                                                 "offsets.topic.num.partitions": "1"}))
-        await b.start()
-        try:
-            for i in range(0, partitions, PER_TOPIC):
-                b.create_topic(f"scrape-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
-            prom = build_prometheus_registry(b.metrics.registry, naming)
-            collections = GcStats()
-            collections.install()
-            try:
-                first = timed_steps(render_steps(prom))[:2]   # names every new row: reported apart
-                times, longest, steps = [], [], 0
-                for _ in range(scrapes):
-                    await asyncio.sleep(0.6)
-                    whole, step, steps, body = timed_steps(render_steps(prom))
-                    times.append(whole)
-                    longest.append(step)
-            finally:
-                collections.uninstall()
-            n = sum(count for count, _ in collections.per_generation.values())
-            return first, times, longest, steps, body, (n, collections.longest_s * 1000)
-        finally:
-            await b.stop()
-
-
-async def kept_bytes(partitions: int, naming: str) -> int:
-    """Bytes the exporter keeps (tracemalloc, after a collection) from two renders of a fresh standalone broker
-    with `partitions`: what naming and line starts hold, the page itself freed."""
-    import tracemalloc
-
-    from broker.broker import Broker
-    from broker.config import BrokerConfig
-    from exporter.collector import build_prometheus_registry, render
-
-    with tempfile.TemporaryDirectory(prefix="kscope-kept-") as d:
         b = Broker(BrokerConfig.from_properties({"log.dirs": str(Path(d) / "logs"),
                                                  "listeners": "PLAINTEXT://127.0.0.1:0",
                                                  "prometheus.listener": "127.0.0.1:0",
@@ -125,19 +86,56 @@ async def kept_bytes(partitions: int, naming: str) -> int:
         await b.start()
         try:
             for i in range(0, partitions, PER_TOPIC):
-                b.create_topic(f"kept-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
-            prom = build_prometheus_registry(b.metrics.registry, naming)
-            gc.collect()
-            tracemalloc.start()
-            try:
-                render(prom)
-                render(prom)
-                gc.collect()
-                return tracemalloc.get_traced_memory()[0]
-            finally:
-                tracemalloc.stop()
+                b.create_topic(f"scrape-{i // PER_TOPIC:05d}", min(PER_TOPIC, partitions - i), 1)
+            yield b
         finally:
             await b.stop()
+
+
+async def render_times(partitions: int, scrapes: int, naming: str
+                       ) -> tuple[tuple[float, float], list[float], list[float], int, bytes, tuple[int, float]]:
+    """The first render's time and longest step (ms; it names every row), then `scrapes` in-process render times
+    and longest steps of a fresh standalone broker with `partitions`, the last render's steps, its page, and the
+    collections from the first render to the last: how many, the longest (ms; broker.metrics.runtime.GcStats)."""
+    from broker.metrics.runtime import GcStats
+    from exporter.collector import build_prometheus_registry, render_steps
+
+    async with standalone_broker(partitions) as b:
+        prom = build_prometheus_registry(b.metrics.registry, naming)  # type: ignore[attr-defined]
+        collections = GcStats()
+        collections.install()
+        try:
+            first = timed_steps(render_steps(prom))[:2]   # names every new row: reported apart
+            times, longest, steps = [], [], 0
+            for _ in range(scrapes):
+                await asyncio.sleep(0.6)
+                whole, step, steps, body = timed_steps(render_steps(prom))
+                times.append(whole)
+                longest.append(step)
+        finally:
+            collections.uninstall()
+        n = sum(count for count, _ in collections.per_generation.values())
+        return first, times, longest, steps, body, (n, collections.longest_s * 1000)
+
+
+async def kept_bytes(partitions: int, naming: str) -> int:
+    """Bytes the exporter keeps (tracemalloc, after a collection) from two renders of a fresh standalone broker
+    with `partitions`: what naming and line starts hold, the page itself freed."""
+    import tracemalloc
+
+    from exporter.collector import build_prometheus_registry, render
+
+    async with standalone_broker(partitions) as b:
+        prom = build_prometheus_registry(b.metrics.registry, naming)  # type: ignore[attr-defined]
+        gc.collect()
+        tracemalloc.start()
+        try:
+            render(prom)
+            render(prom)
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
 
 
 def in_process(sizes: list[int], scrapes: int, naming: str, freeze: bool = True) -> dict:
