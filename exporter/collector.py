@@ -15,6 +15,7 @@ gauge family), so a scrape reads values only for attributes that are exported, a
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import math
@@ -134,19 +135,14 @@ def _go_text(v: float) -> str:
 def _line_head(mname: str, labels: dict[str, str]) -> str:
     if not labels:
         return mname + " "
-    names = _LABEL_TEXT
-    inner = ",".join(f'{names.get(k) or _label_text(k)}="{_label_value(v)}"' for k, v in sorted(labels.items()))
+    inner = ",".join(f'{_label_text(k)}="{_label_value(v)}"' for k, v in sorted(labels.items()))
     return f"{mname}{{{inner}}} "
 
 
-_LABEL_TEXT: dict[str, str] = {}  # label name -> as written on the page: a page has few names, on every line
-
-
+@functools.lru_cache(maxsize=10_000)  # a page has few label names, on every line
 def _label_text(name: str) -> str:
-    if len(_LABEL_TEXT) >= 10_000:
-        _LABEL_TEXT.clear()
-    text = _LABEL_TEXT[name] = escape_label_name(name, UNDERSCORES)
-    return text
+    """A label name as written on the page."""
+    return escape_label_name(name, UNDERSCORES)
 
 
 def _label_value(v: str) -> str:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import cast
+from typing import TypeVar, cast
 
 from exporter.jmx_config import JmxConfig, Rule, canonical, java_value_str, parse_java_double
 
@@ -129,6 +129,18 @@ class Family:
 _DROP = object()  # recordBean returned without a sample, whatever later rules say
 _UNSEEN = object()
 _MAX_PLANS = 500_000  # a bound, not a working size: callers forget() when their MBeans change
+_Head = tuple[str, tuple[tuple[str, bool] | None, ...]]  # family name; each label's name and legality, or None
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _bounded_put(kept: dict[K, V], key: K, value: V) -> V:
+    """`kept[key] = value`, the dict emptied first once it holds `_MAX_PLANS` entries; returns `value`."""
+    if len(kept) > _MAX_PLANS:
+        kept.clear()
+    kept[key] = value
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,13 +204,10 @@ class JmxEngine:
         self.config = config
         self._plans: dict[tuple, Sample | _From | None] = {}
         self._beans: dict[tuple[str, Props], bool] = {}
-        self._names: dict[str, str] = {}  # name as the rule writes it -> family name
-        self._labels: dict[str, str] = {}  # label name as the rule writes it -> label name
-        self._legal: set[str] = set()  # the label names of `_labels` that are legal ones
         self._every_bean = config.include is None and not config.exclude
         self._hints: dict[tuple, _Hint] = {}  # MBeans of one kind -> the rule that named the last of them
         self._head_groups: dict[int, tuple[int, ...]] = {}  # rule -> the groups its name and label names use
-        self._heads: dict[tuple, tuple | None] = {}  # (rule, those groups' text) -> name and label names
+        self._heads: dict[tuple, _Head | None] = {}  # (rule, those groups' text) -> name and label names
         self._helps: dict[str, str] = {}  # default help texts, one object each
         # Every literal a rule needs before the value, as one bit: an attribute's text is searched for each
         # distinct literal once, and a rule whose bits are not all present is passed over at the cost of an AND.
@@ -218,9 +227,7 @@ class JmxEngine:
             cfg, d = self.config, dict(props)
             ok = (cfg.include is None or any(p.matches(domain, d) for p in cfg.include)) and \
                 not any(p.matches(domain, d) for p in cfg.exclude)
-            if len(self._beans) > _MAX_PLANS:
-                self._beans.clear()
-            self._beans[key] = ok
+            _bounded_put(self._beans, key, ok)
         return ok
 
     def attribute_excluded(self, domain: str, props: Props, attr: str) -> bool:
@@ -246,10 +253,8 @@ class JmxEngine:
         if result is _DROP:
             result = None
         if start == 0 and (keep or dynamic_from is not None):
-            if len(self._plans) > _MAX_PLANS:
-                self._plans.clear()
             # result is a Sample or None here (_DROP was replaced above)
-            self._plans[key] = cast("Sample | None", result) if dynamic_from is None else _From(dynamic_from)
+            _bounded_put(self._plans, key, cast("Sample | None", result) if dynamic_from is None else _From(dynamic_from))
         return result, dynamic_from is None  # type: ignore[return-value]
 
     def forget(self) -> None:
@@ -347,10 +352,8 @@ class JmxEngine:
                        complete: bool) -> None:
         if key is None or missing is None:
             return
-        if len(self._hints) > _MAX_PLANS:
-            self._hints.clear()
-        self._hints[key] = _Hint(tuple(tried), tuple(tuple(lit for lit, k in missing if k == kind)
-                                                     for kind in range(4)), complete)
+        _bounded_put(self._hints, key, _Hint(tuple(tried), tuple(tuple(lit for lit, k in missing if k == kind)
+                                                     for kind in range(4)), complete))
 
     def _present(self, fixed: str) -> int:
         bits = 0
@@ -368,9 +371,7 @@ class JmxEngine:
             if value is None:
                 return _DROP
         help_ = _help(domain, props, attr)
-        if len(self._helps) > _MAX_PLANS:
-            self._helps.clear()
-        help_ = self._helps.setdefault(help_, help_)  # one string for a family's rows, not one each
+        help_ = self._helps.get(help_) or _bounded_put(self._helps, help_, help_)  # one object for a family's rows
         objectname = text[: text.rfind(":")]
         if rule.name is None:
             return self._default_export(domain, props, attribute, help_, objectname, value, rule)
@@ -381,22 +382,23 @@ class JmxEngine:
         if rule.help is not None:
             help_ = rule.help.apply(m)  # type: ignore[arg-type]
         labels: dict[str, str] = {}
-        for (_, value_tpl), label in zip(rule.labels or (), label_names, strict=True):
-            if label is None:   # the rule writes no name: no label
+        for (_, value_tpl), written in zip(rule.labels or (), label_names, strict=True):
+            if written is None:   # the rule writes no name: no label
                 continue
+            label, legal = written
             label_value = value_tpl.apply(m)  # type: ignore[arg-type]
             if label_value:
-                if label in labels or label not in self._legal:
+                if label in labels or not legal:
                     log.warning("%s: %s gives label name %r twice or illegally; sample dropped (jmx_exporter "
                                 "fails the scrape)", cfg.source, objectname, label)
                     return _DROP
                 labels[label] = label_value
         return Sample(name, tuple(sorted(labels.items())), rule.type, help_, objectname, value, rule.value_factor)
 
-    def _head(self, rule: Rule, m: re.Match) -> tuple[str, tuple[str | None, ...]] | None:
+    def _head(self, rule: Rule, m: re.Match) -> _Head | None:
         """The family name and label names `rule` gives for match `m` (None: no name, the sample is dropped; a
-        label name None: none written), remembered per the groups they are made of: the rows of one kind share
-        them, and making them was a third of naming a row."""
+        label None: none written; each label with whether it is a legal name), remembered per the groups they are
+        made of: the rows of one kind share them, and making them was a third of naming a row."""
         groups = self._head_groups.get(id(rule))
         if groups is None:
             groups = self._head_groups[id(rule)] = tuple(sorted(set().union(
@@ -405,44 +407,20 @@ class JmxEngine:
         got = self._heads.get(key, _UNSEEN)
         if got is not _UNSEEN:
             return got  # type: ignore[return-value]
-        name = self._family_name(rule.name.apply(m))  # type: ignore[union-attr]
+        cfg = self.config
+        name = safe_name(rule.name.apply(m))  # type: ignore[union-attr]
+        if name and cfg.lowercase_output_name:
+            name = name.lower()
         head = None
         if name:
-            labels = []
+            labels: list[tuple[str, bool] | None] = []
             for name_tpl, _ in rule.labels or ():
-                raw = name_tpl.apply(m)
-                labels.append(None if not raw else self._labels.get(raw) or self._label_name(raw))
-            head = (name, tuple(labels))
-        if len(self._heads) > _MAX_PLANS:
-            self._heads.clear()
-        self._heads[key] = head
-        return head
-
-    def _family_name(self, raw: str) -> str:
-        """A rule's name as exported ("": none, the sample is dropped)."""
-        name = self._names.get(raw)
-        if name is None:
-            cfg = self.config
-            name = safe_name(raw)
-            if name and cfg.lowercase_output_name:
-                name = name.lower()
-            name = sanitize_metric_name(name) if name else ""
-            if len(self._names) > _MAX_PLANS:
-                self._names.clear()
-            self._names[raw] = name
-        return name
-
-    def _label_name(self, raw: str) -> str:
-        """A rule's label name as exported, remembered per written name (in `_legal` when it is a legal one)."""
-        label = safe_name(raw)
-        if self.config.lowercase_output_label_names:
-            label = label.lower()
-        if _valid_label(label):
-            self._legal.add(label)
-        if len(self._labels) > _MAX_PLANS:
-            self._labels.clear()
-        self._labels[raw] = label
-        return label
+                label = safe_name(name_tpl.apply(m))
+                if cfg.lowercase_output_label_names:
+                    label = label.lower()
+                labels.append((label, _valid_label(label)) if label else None)
+            head = (sanitize_metric_name(name), tuple(labels))
+        return _bounded_put(self._heads, key, head)
 
     def _default_export(self, domain: str, props: Props, attribute: str, help_: str, objectname: str,
                         value: float | None, rule: Rule) -> Sample:

@@ -13,6 +13,7 @@ rule gives a ``value``, and ours do not know Kafka's event type names.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from operator import attrgetter
@@ -25,21 +26,9 @@ Getter = Callable[[object], object]
 _PLAIN_VALUE = re.compile(r"[\w\-%. \t]*")  # Kafka's Sanitizer.jmxSanitize leaves these unquoted
 
 
-_SANITIZED: dict[str, str] = {}  # tag values repeat: a topic's name once per partition, partition numbers per topic
-_SANITIZED_MAX = 100_000
-
-
+@functools.lru_cache(maxsize=100_000)  # tag values repeat: a topic's name per partition, partition numbers per topic
 def jmx_sanitize(value: str) -> str:
     """Kafka's ``Sanitizer.jmxSanitize``: a tag value ObjectName cannot hold as is is quoted (ObjectName.quote)."""
-    out = _SANITIZED.get(value)
-    if out is None:
-        if len(_SANITIZED) >= _SANITIZED_MAX:
-            _SANITIZED.clear()
-        out = _SANITIZED[value] = _quoted(value)
-    return out
-
-
-def _quoted(value: str) -> str:
     if _PLAIN_VALUE.fullmatch(value):
         return value
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("*", "\\*").replace("?", "\\?") \
