@@ -253,6 +253,7 @@ class Replacement:
 @dataclass
 class Rule:
     pattern: re.Pattern | None = None   # jmx_exporter's ^.*(?:PATTERN).*$ (Java semantics, see exporter.jregex)
+    single_line: re.Pattern | None = None  # the same for texts without line terminators (exporter.jregex.LINE_END)
     java_pattern: str | None = None
     name: Replacement | None = None
     value: Replacement | None = None
@@ -319,6 +320,12 @@ class JmxConfig:
         return cfg
 
 
+def _whole(python: str, single_line: bool) -> re.Pattern:
+    """jmx_exporter's ``^.*(?:PATTERN).*$`` around a translated pattern."""
+    dot, end = translate(".", single_line), translate("$", single_line)
+    return re.compile(f"^{dot}*(?:{python}){dot}*{end}", re.ASCII)
+
+
 def _bool(doc: dict, key: str) -> bool:
     v = doc.get(key, False)
     if not isinstance(v, bool):
@@ -336,7 +343,8 @@ def _rule(y: dict) -> Rule:
         a = analyse(r.java_pattern)
         groups = a.groups
         names = dict(_named_groups(a.python))
-        r.pattern = re.compile(f"^{translate('.')}*(?:{a.python}){translate('.')}*{translate('$')}", re.ASCII)
+        r.pattern = _whole(a.python, False)
+        r.single_line = _whole(a.single_line, True)
         # Longest first: the selective ones (``><>Count``, ``PerSec``) fail fast, ``kafka`` is everywhere.
         r.literals = tuple(sorted(a.literals, key=len, reverse=True))
         r.dynamic = a.dynamic

@@ -28,6 +28,7 @@ from itertools import chain
 from typing import TypeVar, cast
 
 from exporter.jmx_config import JmxConfig, Rule, canonical, java_value_str, parse_java_double
+from exporter.jregex import LINE_END
 
 log = logging.getLogger(__name__)
 
@@ -158,12 +159,14 @@ class _Hint:
 
 
 class _Texts:
-    """One attribute's match strings up to the value: as written, and with the attribute in snake_case."""
+    """One attribute's match strings up to the value: as written, and with the attribute in snake_case;
+    `single_line` when neither they nor the value's text hold a line terminator (the rules' faster twin applies)."""
 
-    __slots__ = ("prefix", "attr", "plain", "_snake")
+    __slots__ = ("prefix", "attr", "plain", "_snake", "single_line")
 
-    def __init__(self, prefix: str, attr: str) -> None:
+    def __init__(self, prefix: str, attr: str, vstr: str) -> None:
         self.prefix, self.attr, self.plain, self._snake = prefix, attr, prefix + attr + ": ", ""
+        self.single_line = LINE_END.search(self.plain) is None and LINE_END.search(vstr) is None
 
     @property
     def snake_attr(self) -> str:
@@ -270,7 +273,7 @@ class JmxEngine:
         prefix = domain + "<" + ", ".join(map("=".join, props)) + "><>"
         numeric = value.__class__ in (int, float)
         vstr = java_value_str(value)
-        texts = _Texts(prefix, attr)
+        texts = _Texts(prefix, attr, vstr)
         hint_key = None
         if start == 0:
             hint_key = (domain, attr, props[:2], len(props))
@@ -317,10 +320,11 @@ class JmxEngine:
         fixed = texts.snake if rule.attr_snake_case else texts.plain
         text = fixed + ("<cache>" if rule.cache else vstr)
         m = None
-        if rule.pattern is not None:
+        pattern = rule.single_line if texts.single_line else rule.pattern
+        if pattern is not None:
             if sift and any(lit not in text for lit in rule.literals):
                 return None
-            m = rule.pattern.fullmatch(text)
+            m = pattern.fullmatch(text)
             if m is None:
                 return None
         attribute = texts.snake_attr if rule.attr_snake_case else texts.attr

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 # Characters of Long.toString and Double.toString (digits, sign, point, exponent, NaN, Infinity).
 VALUE_CHARS = frozenset("0123456789.-ENaInfity")
 _LINE_END = "\\n\\r\\u0085\\u2028\\u2029"
+LINE_END = re.compile(f"[{_LINE_END}]")  # Java's line terminators: a text without them may use `single_line`
 _DOT = f"[^{_LINE_END}]"
 _JAVA_DOLLAR = "(?=(?:\\r\\n|[\\n\\r\\u0085\\u2028\\u2029])?\\Z)"
 _POSIX = {  # \p{...} classes Java defines over US-ASCII
@@ -199,8 +200,9 @@ _FLAG_LETTERS = "idmsuxU"
 class _Parser:
     """Recursive descent over Java's pattern grammar; emits Python per atom with the flags in force."""
 
-    def __init__(self, src: str) -> None:
+    def __init__(self, src: str, single_line: bool = False) -> None:
         self.s, self.i = src, 0
+        self.single_line = single_line   # for texts without line terminators: plain `.` and `\Z`
         self.flags: set[str] = set()
         self.groups = 0
         self.names: set[str] = set()
@@ -292,18 +294,24 @@ class _Parser:
         if c == "[":
             return self.char_class()
         if c == ".":
-            return self._atom("(?s:.)" if "s" in self.flags else ("[^\\n]" if "d" in self.flags else _DOT))
+            if "s" in self.flags:
+                return self._atom("(?s:.)")
+            return self._atom("." if self.single_line else "[^\\n]" if "d" in self.flags else _DOT)
         if c == "^":
             return Zero("(?m:^)" if "m" in self.flags else "^", False)
         if c == "$":
             if "m" in self.flags:
                 return Zero("(?m:$)", True)
-            return Zero("(?=\\n?\\Z)" if "d" in self.flags else _JAVA_DOLLAR, True)
+            return Zero(self._dollar("(?=\\n?\\Z)" if "d" in self.flags else _JAVA_DOLLAR), True)
         if c == "\\":
             return self.escape()
         if c in "*+?{":
             raise self.error(f"dangling meta character {c!r}")
         return self._literal(c)
+
+    def _dollar(self, java: str) -> str:
+        """Java's end of input before an optional final line terminator; just the end where there is none."""
+        return "\\Z" if self.single_line else java
 
     # -------------------------------------------------------------------------------------------- atoms
 
@@ -330,7 +338,7 @@ class _Parser:
         if c == "z":
             return Zero("\\Z", True)
         if c == "Z":
-            return Zero(_JAVA_DOLLAR, True)
+            return Zero(self._dollar(_JAVA_DOLLAR), True)
         if c == "R":
             return Group("(?:", Alt([self._atom("\\r\\n"), self._atom("[\\n\\x0b\\f\\r\\x85\\u2028\\u2029]")]))
         if c in "hHvV":
@@ -524,11 +532,14 @@ class Analysis:
     dynamic: bool               # the outcome may depend on the value whatever the prefix (peeks, backrefs, ...)
     value_prefix: str | None    # pattern for prefixes a match could extend into the value from; None: none
     literals: tuple[str, ...]   # literal runs every match contains (case-sensitive ones only), for a prefilter
+    single_line: str = ""       # `python` for texts without line terminators: plain `.`, `$` as `\Z` (faster)
 
 
-def translate(java: str) -> str:
-    """The Python equivalent of a Java pattern (for ``re.compile(..., re.ASCII)``)."""
-    return analyse(java).python
+def translate(java: str, single_line: bool = False) -> str:
+    """The Python equivalent of a Java pattern (for ``re.compile(..., re.ASCII)``); `single_line`: the same
+    for texts that hold none of Java's line terminators (:data:`LINE_END`), where ``.`` need not exclude them."""
+    a = analyse(java)
+    return a.single_line if single_line else a.python
 
 
 def analyse(java: str) -> Analysis:
@@ -542,7 +553,8 @@ def analyse(java: str) -> Analysis:
     # Non-nullable and able to match VALUE_CHARS only: a match may lie wholly inside the value.
     dynamic = tree.nullable() or tree.in_values() or \
         _has(tree, lambda n: isinstance(n, Backref) or isinstance(n, Zero) and n.peeks)
-    return Analysis(py, p.groups, dynamic, None if dynamic else tree.quot(), tuple(_literals(tree)))
+    single = _Parser(java, single_line=True).parse().emit()
+    return Analysis(py, p.groups, dynamic, None if dynamic else tree.quot(), tuple(_literals(tree)), single)
 
 
 def _has(node: Node, pred) -> bool:

@@ -10,7 +10,7 @@ import pytest
 
 from exporter.jmx_config import JmxConfig, JmxConfigError, java_double_str, parse_java_double
 from exporter.jmx_engine import JmxEngine
-from exporter.jregex import JavaRegexError, analyse
+from exporter.jregex import LINE_END, JavaRegexError, analyse
 from tests.exporter import jmx_regex_cases
 from tests.exporter.jmx_beans import BEAN_SETS, RULE_FILES, beans, rules_text, split_name
 from tests.exporter.jmx_compare import differences, ours, reference_path
@@ -38,6 +38,25 @@ def test_java_regex_translation_agrees_with_java():
         if mine != java and not (mine == "refused" and isinstance(java, str)):
             wrong.append(f"{pattern!r} on {text!r}: Java {java}, ours {mine}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_single_line_twin_agrees_with_java_on_texts_without_line_terminators():
+    """The faster twin (plain `.`, `$` as the end) must give Java's answer wherever it is used."""
+    cases = [(p, t, java) for p, t, java in jmx_regex_cases.recorded()
+             if not isinstance(java, str) and LINE_END.search(t) is None]
+    assert len(cases) > 60
+    wrong = [f"{p!r} on {t!r}: Java {java}, twin {jmx_regex_cases.ours(p, t, True)}"
+             for p, t, java in cases if jmx_regex_cases.ours(p, t, True) != java]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_an_mbean_with_a_line_terminator_is_matched_with_java_semantics():
+    """Java's `.` stops at U+2028 (and \\r, U+0085, ...): no match, where the single-line twin would match."""
+    cfg = JmxConfig.from_yaml('rules:\n- pattern: "kafka.server<type=(.+)><>Value"\n  name: "k_$1"\n')
+    engine = JmxEngine(cfg)
+    assert engine.match_settled("kafka.server", (("type", "a\u2028b"),), "Value", 1.0)[0] is None
+    assert cfg.rules[0].single_line.fullmatch("kafka.server<type=a\u2028b><>Value: 1.0")  # what it would do
+    assert engine.match_settled("kafka.server", (("type", "ab"),), "Value", 1.0)[0] is not None
 
 
 @pytest.mark.parametrize("pattern", ["[a-z&&[^m]]", "[a[b]]", "\\Gx", "(?c)a", "a(?x)b # to the end", "(a"])
