@@ -3,7 +3,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-APT_PACKAGES := kcat zookeeper prometheus prometheus-node-exporter openjdk-17-jre-headless openssl
+# python3-venv: Debian's python3.11 ships without ensurepip, so `python3.11 -m venv` fails on a fresh machine.
+APT_PACKAGES := python3-venv kcat zookeeper prometheus prometheus-node-exporter openjdk-17-jre-headless openssl
 STAMP := $(VENV)/.installed
 
 .PHONY: install demo check test test-slow bench lint clean
