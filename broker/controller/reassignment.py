@@ -81,6 +81,8 @@ def _alter_topic(zk: KazooClient, cache: MetadataCache, t: str, parts: Targets, 
             stat = zk.set(zp.topic_path(t), zp.encode_topic(new), version=a.version)
         except BadVersionError:
             continue
+        except NoNodeError:   # deleted since it was read (found by fuzzing: the handler failed, the connection closed)
+            return {p: (ErrorCode.unknown_topic_or_partition, None) for p in parts}
         cache.put_assignment(t, replace(new, version=stat.version))
         return pending
     return {p: (ErrorCode.unknown_server_error, "concurrent topic changes; retry") for p in parts}

@@ -127,6 +127,26 @@ def test_reassignment_plan():
     assert res[2][0] != ErrorCode.none                           # broker 9 is not alive
 
 
+def test_reassigning_a_topic_deleted_after_it_was_read_answers_unknown_topic(monkeypatch):
+    """The topic znode goes between the read and the conditional write (a concurrent DeleteTopics): each
+    partition is UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers, not a failed handler."""
+    from kazoo.exceptions import NoNodeError
+
+    from broker.controller import reassignment
+
+    class DeletedMeanwhile:
+        def set(self, path, value, version):
+            raise NoNodeError()
+
+    a = TopicAssignment(uuid.uuid4(), {0: (1, 2), 1: (2, 3)}, adding={1: (3,)}, removing={1: (1,)}, version=3)
+    cache = MetadataCache()
+    cache.set_brokers({b: BrokerInfo(b, "h", b) for b in (1, 2, 3)}, {b: b for b in (1, 2, 3)})
+    monkeypatch.setattr(reassignment, "refresh_topic", lambda zk, cache, t: a)
+    results = reassignment.alter_reassignments(DeletedMeanwhile(), cache, {("t", 0): (3, 2), ("t", 1): None})
+    assert results == {("t", 0): (ErrorCode.unknown_topic_or_partition, None),
+                       ("t", 1): (ErrorCode.unknown_topic_or_partition, None)}
+
+
 def test_topic_generation_moves_with_each_change_the_metadata_answer_depends_on():
     cache = MetadataCache()
     tid = uuid.uuid4()
