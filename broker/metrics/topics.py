@@ -10,10 +10,12 @@ from exporter.registry import Meter, Registry
 TOPIC_METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
                 "TotalProduceRequestsPerSec", "FailedProduceRequestsPerSec", "TotalFetchRequestsPerSec",
                 "FailedFetchRequestsPerSec")
-# ReplicaManager does not count these as failed produce/fetch requests.
+# Kafka's ReplicaManager.appendToLocalLog marks no failed produce for these (nor for an append to an internal
+# topic, refused before its try block: the only INVALID_TOPIC_EXCEPTION a Produce gets).
 _NOT_FAILURES = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.not_leader_or_follower,
                            ErrorCode.message_too_large, ErrorCode.record_list_too_large,
-                           ErrorCode.corrupt_message, ErrorCode.kafka_storage_error})
+                           ErrorCode.corrupt_message, ErrorCode.kafka_storage_error,
+                           ErrorCode.invalid_topic_exception})
 _REJECTED = frozenset({ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.corrupt_message,
                        ErrorCode.invalid_record})
 

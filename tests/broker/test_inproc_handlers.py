@@ -9,9 +9,13 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.log.records import Record, build_batch, decode_records, iter_batches
+from broker.metrics.topics import TopicMetrics
+from common.clock import ManualClock
+from exporter.registry import Registry
 from tests.broker.harness import ConnectionClosed, Harness
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, API_VERSIONS = 0, 1, 2, 3, 19, 18
+DELETE_RECORDS = 21
 EARLIEST, LATEST = -2, -1
 
 
@@ -229,3 +233,33 @@ def test_a_fetch_answered_inside_the_append_is_recorded_once_and_its_connection_
         again = consumer.send(FETCH, 12, fetch_body("early", 1))
         assert again.result().responses[0].partitions[0].high_watermark == 1
         assert len([r for r in recorded if r[0] == FETCH]) == 2
+
+
+def test_clients_cannot_append_to_the_internal_topics(h):
+    """Kafka's ReplicaManager refuses appends to __consumer_offsets and __transaction_state from every client but
+    AdminUtils' `__admin_client`: otherwise a client could forge offset commits or transaction states (the
+    coordinators load them) past the group ACLs."""
+    h.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})   # FindCoordinator makes __consumer_offsets
+    batch = build_batch([Record(timestamp=1, key=b"\x00\x01forged", value=b"garbage")])
+    body = {"transactional_id": None, "acks": -1, "timeout": 5000, "topic_data": [
+        {"name": "__consumer_offsets", "partition_data": [{"index": 0, "records": batch}]}]}
+    refused = h.request(PRODUCE, 9, body).responses[0].partition_responses[0]
+    assert refused.error_code == ErrorCode.invalid_topic_exception
+    assert refused.error_message == "Cannot append to internal topic __consumer_offsets"
+    assert h.broker.replicas.leader_log("__consumer_offsets", 0).log_end_offset == 0
+    admin = h.request(PRODUCE, 9, body, client_id="__admin_client").responses[0].partition_responses[0]
+    assert (admin.error_code, admin.base_offset) == (ErrorCode.none, 0)
+    # nor delete their records (ReplicaManager.deleteRecordsOnLocalLog), which would drop committed offsets
+    deleted = h.request(DELETE_RECORDS, 2, {"timeout": 5000, "topics": [
+        {"name": "__consumer_offsets", "partitions": [{"partition_index": 0, "offset": -1}]}]})
+    assert deleted.topics[0].partitions[0].error_code == ErrorCode.invalid_topic_exception
+    assert h.broker.replicas.leader_log("__consumer_offsets", 0).log_start_offset == 0
+
+
+def test_a_refused_append_to_an_internal_topic_is_no_failed_produce():
+    """Kafka refuses it before ReplicaManager.appendToLocalLog's try block: counted in TotalProduceRequestsPerSec,
+    not in FailedProduceRequestsPerSec."""
+    topics = TopicMetrics(Registry(ManualClock()))
+    topics.produce_failed("__consumer_offsets", ErrorCode.invalid_topic_exception, 100)
+    for stats in (topics.all_topics, topics.topic("__consumer_offsets")):
+        assert (stats.total_produce.count, stats.failed_produce.count) == (1, 0)

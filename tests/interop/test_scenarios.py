@@ -90,6 +90,10 @@ def test_list_all_topics(backend, topic_name):
     admin.list_all_topics(backend, topic_name)
 
 
+def test_internal_topics_refuse_clients(backend, topic_name):
+    admin.internal_topics_refuse_clients(backend, topic_name)
+
+
 # ---------------------------------------------------------------- idempotence, fetch positions
 
 @pytest.mark.parametrize("client", _clients(PY_CLIENTS))

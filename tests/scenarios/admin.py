@@ -131,6 +131,36 @@ def _confluent_groups(a, bs: str, t: str) -> None:
     assert group not in {g.group_id for g in a.list_consumer_groups().result(15).valid}
 
 
+def internal_topics_refuse_clients(broker: Broker, topic: str) -> None:
+    """A client's Produce to, or DeleteRecords on, __consumer_offsets is refused with INVALID_TOPIC_EXCEPTION
+    (Kafka's ReplicaManager), and the group's committed offset is still there afterwards."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    bs, group = broker.bootstrap, new_group()
+    create_topic(broker.port, topic)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)   # makes __consumer_offsets
+    finally:
+        c.close()
+    errors: list[KafkaError] = []
+    p = Producer({"bootstrap.servers": bs, "message.send.max.retries": 0})
+    p.produce("__consumer_offsets", key=b"\x00\x01forged", value=b"garbage", partition=0,
+              on_delivery=lambda err, msg: errors.append(err))
+    assert p.flush(15) == 0
+    assert [e.code() for e in errors] == [KafkaError.TOPIC_EXCEPTION]
+    a = AdminClient({"bootstrap.servers": bs})
+    tp = TopicPartition("__consumer_offsets", 0, -1)
+    with pytest.raises(KafkaException) as refused:
+        a.delete_records([tp])[tp].result(15)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_EXCEPTION
+    c = Consumer({"bootstrap.servers": bs, "group.id": group})
+    try:
+        assert c.committed([TopicPartition(topic, 0)], timeout=15)[0].offset == 3
+    finally:
+        c.close()
+
+
 def list_all_topics(broker: Broker, topic: str) -> None:
     """librdkafka 2.16's all-topics Metadata v12 carries 3 stale bytes after the body; Kafka ignores them."""
     from confluent_kafka.admin import AdminClient

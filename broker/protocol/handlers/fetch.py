@@ -9,6 +9,7 @@ from typing import Any
 
 from broker.errors import ErrorCode, KafkaError
 from broker.fetch_session import FetchContext, IncrementalFetchContext, SessionlessFetchContext
+from broker.metadata import INTERNAL_TOPICS
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, Completion, RequestContext
 from broker.protocol.codec import ms
@@ -292,6 +293,8 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req) -> dict:
 
 async def handle_delete_records(ctx: RequestContext, req) -> dict:
     def fill(topic: str, p, entry: dict) -> None:
+        if topic in INTERNAL_TOPICS:   # as Kafka's ReplicaManager.deleteRecordsOnLocalLog: offsets, txn states
+            raise KafkaError(ErrorCode.invalid_topic_exception, f"Cannot delete records of internal topic {topic}")
         plog = ctx.broker.replicas.leader_log(topic, p.partition_index)
         entry["low_watermark"] = plog.delete_records_before(plog.high_watermark if p.offset == -1 else p.offset)
 

@@ -6,6 +6,7 @@ from time import perf_counter
 from broker.coordinator.transaction.broker_io import verify_txn_partition
 from broker.errors import ErrorCode, KafkaError
 from broker.log.records import HEADER_SIZE, read_header
+from broker.metadata import INTERNAL_TOPICS
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, Completion, RequestContext
 from broker.protocol.codec import ms
@@ -13,6 +14,10 @@ from broker.replication.replica_manager import ProducePartitionStatus
 from broker.security.operations import IDEMPOTENT, TRANSACTIONAL
 
 log = logging.getLogger(__name__)
+
+# Kafka's AdminUtils.ADMIN_CLIENT_ID: the one client id allowed to append to the internal topics
+# (ReplicaManager's internalTopicsAllowed).
+ADMIN_CLIENT_ID = "__admin_client"
 
 
 async def handle_produce(ctx: RequestContext, req) -> dict | None:
@@ -42,6 +47,9 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
                     raise KafkaError(ErrorCode.invalid_record)
                 if tid is not None:
                     await _verify_transactional(broker, tid, t.name, p.index, p.records)
+                if t.name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+                    # Else any client could forge offset commits or transaction states that the coordinators load.
+                    raise KafkaError(ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {t.name}")
                 accepted.append((t.name, p, entry))
             except KafkaError as e:
                 _failed(metrics, entry, t.name, p, e)
