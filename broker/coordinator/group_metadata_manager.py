@@ -11,6 +11,7 @@ from typing import Protocol
 
 from broker.config import BrokerConfig
 from broker.coordinator.group_state import Group, GroupState, OffsetAndMetadata
+from broker.coordinator.loading import apply_readable
 from broker.coordinator.offsets_schema import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -212,21 +213,23 @@ class GroupMetadataManager:
         """The latest group metadata and offsets per group in one offsets partition (tombstones applied)."""
         metadata: dict[str, GroupMetadataValue] = {}
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        for raw_key, raw_value in self._log.read(partition):
+
+        def apply(raw_key: bytes, raw_value: bytes | None) -> None:
             key = decode_key(raw_key)
             if isinstance(key, OffsetCommitKey):
-                group_offsets = offsets.setdefault(key.group, {})
                 if raw_value is None:
-                    group_offsets.pop((key.topic, key.partition), None)
+                    offsets.setdefault(key.group, {}).pop((key.topic, key.partition), None)
                 else:
                     v = decode_offset_commit_value(raw_value)
-                    group_offsets[(key.topic, key.partition)] = OffsetAndMetadata(
+                    offsets.setdefault(key.group, {})[(key.topic, key.partition)] = OffsetAndMetadata(
                         v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
             elif isinstance(key, GroupMetadataKey):
                 if raw_value is None:
                     metadata.pop(key.group, None)
                 else:
                     metadata[key.group] = decode_group_metadata_value(raw_value)
+
+        apply_readable(self._log.read(partition), apply, f"__consumer_offsets-{partition}")
         return metadata, offsets
 
     def load_partition(self, partition: int) -> list[str]:

@@ -119,3 +119,22 @@ def test_offsets_expire_for_unsubscribed_topics_and_then_the_empty_group_goes():
     assert coordinator.consumer.group("g") is None and coordinator.list_typed_groups() == []
     reloaded, _ = make(log, clock)
     assert reloaded.list_typed_groups() == [] and reloaded.fetch_offsets("g", None) == {}
+
+
+def test_damaged_records_leave_the_other_groups_loaded():
+    """A consumer-group key that does not decode is skipped; a group whose records do not decode is left out
+    with a warning. Before, either failed the whole partition's load. The other group loads as it was."""
+    log = MemoryOffsetsLog()
+    clock = ManualClock()
+    first, _ = make(log, clock)
+    settle(first)
+    records = log.partitions[0]
+    # group "h": g's records under another id, then h's member A damaged (a string cut short)
+    copies = [(k.replace(b"\x00\x01g", b"\x00\x01h", 1), v) for k, v in records if decode_key(k) is not None]
+    damaged = next(k for k, _ in copies if decode_key(k)[0] == 5)
+    records[:0] = [(b"\x00\x03\x00", b"x")]                   # a group metadata key cut short
+    records += copies + [(damaged, b"\x00\x00\x00\x05ab")]
+    second, _ = make(log, clock)
+    assert second.consumer.group("h") is None
+    group = second.consumer.group("g")
+    assert group is not None and set(group.members) == {"A", "B"}

@@ -71,3 +71,23 @@ def test_unloading_answers_waiting_members_not_coordinator():
         assert (await waiting).error == ErrorCode.not_coordinator
 
     asyncio.run(asyncio.wait_for(scenario(), 5))
+
+
+def test_unreadable_records_are_skipped_and_the_rest_of_the_partition_loads(caplog):
+    """Records that do not decode (damaged, forged by an `__admin_client`, a keyless one) are skipped with one
+    warning; before, the first one failed the load and none of the partition's groups came back."""
+    m, log = manager()
+    m.store_offsets(m.add_group("g"), [("t", 0, 5, -1, "")])
+    p = m.partition_for("g")
+    log.partitions[p][:0] = [(b"\x00\x01\xff\xff", b"x"),            # OffsetCommit key with a null group name
+                             (b"\x00\x01\x00\x01\xff", b"x"),        # cut short
+                             (None, b"keyless")]
+    log.partitions[p].append((log.partitions[p][-1][0], b"\x00\x03garbage"))   # g's key, a damaged value
+    log.partitions[p].append((b"\x00\x02\x00\x01h", b"\x00\x09"))    # a group metadata value of no version
+    m.store_offsets(m.group("g"), [("t", 1, 7, -1, "")])
+    with caplog.at_level("WARNING"):
+        m.load_partition(p)
+    assert m.get_offsets("g", None) == {("t", 0): (5, -1, ""), ("t", 1): (7, -1, "")}
+    assert [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()] == [
+        f"__consumer_offsets-{p}: skipped 5 unreadable record(s) while loading (first: null in a non-nullable "
+        "string)"]

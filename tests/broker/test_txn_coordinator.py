@@ -243,3 +243,19 @@ def test_list_filters_and_verify():
         assert tc.verify_partitions("x", pid, epoch + 1, {("t", 0)}) == ErrorCode.producer_fenced
 
     run(scenario())
+
+
+def test_unreadable_state_records_are_skipped_on_load():
+    """A keyless record, a key that is not UTF-8 and a cut-short value are skipped (one warning per partition);
+    the transactional ids around them load. Before, the keyless record and the bad UTF-8 failed the load."""
+    async def scenario():
+        tc, clock, state_log, markers = make(num_partitions=1)
+        pid, epoch = await tc.init_producer_id("a", 60000)
+        state_log.records[0][:0] = [(None, b"x"), (b"\x00\x01\x00\x02\xff\xfe", b"x")]
+        state_log.records[0].append((state_log.records[0][-1][0], b"\x00\x01"))   # "a", cut short
+        pid_b, _ = await tc.init_producer_id("b", 60000)
+        other = TransactionCoordinator(tc._config, clock, state_log, FakeMarkers(), lambda: 5000)
+        other.load_partition(0, coordinator_epoch=5)
+        assert other.describe("a").producer_id == pid and other.describe("b").producer_id == pid_b
+
+    run(scenario())

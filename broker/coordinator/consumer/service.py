@@ -21,6 +21,7 @@ from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.consumer.records import METADATA, decode_key, group_records, metadata_hash, restore
 from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog
 from broker.coordinator.group_state import GroupState
+from broker.coordinator.loading import apply_readable
 from broker.coordinator.offsets_schema import OffsetCommitKey, encode_key
 from broker.errors import ErrorCode
 from common.clock import Clock
@@ -237,16 +238,19 @@ class ConsumerGroupService:
         if self._log is None or self._topics is None:
             return
         latest: dict[str, dict[tuple[int, str | None], bytes]] = {}
-        for raw_key, raw_value in self._log.read(partition):
+
+        def apply(raw_key: bytes, raw_value: bytes | None) -> None:
             key = decode_key(raw_key)
             if key is None:
-                continue
+                return
             kind, group_id, member = key
             values = latest.setdefault(group_id, {})
             if raw_value is None:
                 values.pop((kind, member), None)
             else:
                 values[(kind, member)] = raw_value
+
+        apply_readable(self._log.read(partition), apply, f"__consumer_offsets-{partition}")
         table = self._topics()
         names = {topic_id: name for name, (topic_id, _) in table.items()}
         counts = {name: n for name, (_, n) in table.items()}
@@ -254,7 +258,11 @@ class ConsumerGroupService:
         for group_id, values in latest.items():
             if (METADATA, None) not in values:
                 continue   # deleted: only tombstones, or members without a group record
-            group, stored_hash = restore(group_id, values, names, self.coordinator.settings.assignors[0])
+            try:
+                group, stored_hash = restore(group_id, values, names, self.coordinator.settings.assignors[0])
+            except ValueError as e:   # a damaged record: the group is left out, its offsets stay classic-held
+                log.warning("consumer group %s not loaded from __consumer_offsets-%d: %s", group_id, partition, e)
+                continue
             group.assignor = group.preferred_assignor(self.coordinator.settings.assignors[0])
             current = group.subscription_metadata(counts)
             # Unchanged topics: no rebalance on load; changed (or unknown) ones: the next heartbeat bumps the epoch.

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from broker.coordinator.group_metadata_manager import coordinator_partition
+from broker.coordinator.loading import apply_readable
 from broker.coordinator.transaction import log_schema
 from broker.coordinator.transaction.metadata import COMPLETED, TransactionMetadata, TxnState, TxnTransit
 from broker.errors import ErrorCode, KafkaError
@@ -287,16 +288,15 @@ class TransactionCoordinator:
         self._loading.add(partition)
         started = self._clock.monotonic()
         ids: dict[str, TransactionMetadata] = {}
+        def apply(key: bytes, value: bytes | None) -> None:
+            tid = log_schema.decode_key(key)
+            if value is None:
+                ids.pop(tid, None)
+            else:
+                ids[tid] = TransactionMetadata.from_transit(tid, log_schema.decode_value(value))
+
         try:
-            for key, value in self._log.read(partition):
-                try:
-                    tid = log_schema.decode_key(key)
-                    if value is None:
-                        ids.pop(tid, None)
-                        continue
-                    ids[tid] = TransactionMetadata.from_transit(tid, log_schema.decode_value(value))
-                except log_schema.TxnLogError as e:
-                    log.warning("%s-%d: skipping unreadable record: %s", TXN_STATE_TOPIC, partition, e)
+            apply_readable(self._log.read(partition), apply, f"{TXN_STATE_TOPIC}-{partition}")
         finally:
             self._loading.discard(partition)
         self._owned[partition] = ids
