@@ -20,6 +20,9 @@ from lagmonitor.topics import ClusterMeta
 
 log = logging.getLogger(__name__)
 SNAPSHOT = "lag-state.json"
+UNDECODABLE = "undecodable"          # a record cut short or malformed (skip reasons: kafkascope_lag_records_skipped_total)
+OTHER_REASONS = "other"
+MAX_SKIP_REASONS = 64
 
 
 class LagMonitor:
@@ -42,17 +45,27 @@ class LagMonitor:
 
     # ---------------------------------------------------------------- inputs
 
+    def _skip(self, reason: str) -> int:
+        """Count a skipped record; past MAX_SKIP_REASONS distinct reasons (forged records can carry any version
+        number) new ones count as OTHER_REASONS, so the series stay bounded. Returns that reason's count."""
+        if reason not in self.skipped and len(self.skipped) >= MAX_SKIP_REASONS:
+            reason = OTHER_REASONS
+        self.skipped[reason] += 1
+        return self.skipped[reason]
+
     def apply_record(self, partition: int, offset: int, key: bytes | None, value: bytes | None, now_ms: int) -> None:
         """One __consumer_offsets message: decode, filter, store, record. Bad records are logged and skipped."""
         self.positions[partition] = offset + 1
         try:
             rec = decode.decode_record(key, value)
         except decode.DecodeError as e:
-            log.warning("__consumer_offsets %d@%d: cannot decode (%s); skipped", partition, offset, e)
+            n = self._skip(UNDECODABLE)
+            if n == 1 or n % 1000 == 0:   # damaged or forged records in bulk must not flood the log
+                log.warning("__consumer_offsets %d@%d: cannot decode (%s); skipped (%d so far)", partition, offset,
+                            e, n)
             return
         if isinstance(rec, decode.Skipped):
-            self.skipped[rec.reason] += 1
-            if rec.unknown and self.skipped[rec.reason] == 1:   # once per kind: a newer Kafka writes it often
+            if self._skip(rec.reason) == 1 and rec.unknown:   # once per kind: a newer Kafka writes it often
                 log.warning("__consumer_offsets %d@%d: skipped (%s)", partition, offset, rec.reason)
             return
         if not self.accept(rec.group):

@@ -159,3 +159,21 @@ def test_snapshot_keeps_consumer_protocol_groups(tmp_path):
     m.save()
     again = LagMonitor(config)
     assert again.consumer_groups == {"g848": {C0: "c0", C1: "c1"}} and again.positions == {0: 6}
+
+
+def test_undecodable_records_are_counted_and_their_log_and_series_stay_bounded(caplog):
+    """Records in bulk that do not decode (damaged, or forged through `__admin_client`): counted under
+    `undecodable`, logged at the first and every 1,000th; reasons carrying any version number fold into
+    `other` past 64 reasons."""
+    m = LagMonitor(LagConfig(cluster="local"))
+    key = struct.pack(">h", 5) + _s("g") + _s("m")
+    cut = captured()[0][2][:-6]
+    with caplog.at_level("WARNING"):
+        for off in range(2500):
+            m.apply_record(0, off, key, cut, 1_795_730_470_000)
+    assert m.skipped == {"undecodable": 2500}
+    assert len([r for r in caplog.records if "cannot decode" in r.getMessage()]) == 3
+    for version in range(1, 201):
+        m.apply_record(1, version, key, struct.pack(">h", version) + b"\0", 1_795_730_470_000)
+    assert len(m.skipped) == 64 + 1 and m.skipped["other"] == 200 - 63   # 64 reasons, then "other"
+    assert sum(m.skipped.values()) == 2700
