@@ -288,6 +288,7 @@ class TransactionCoordinator:
         self._loading.add(partition)
         started = self._clock.monotonic()
         ids: dict[str, TransactionMetadata] = {}
+
         def apply(key: bytes, value: bytes | None) -> None:
             tid = log_schema.decode_key(key)
             if value is None:
