@@ -27,6 +27,7 @@ from broker.observer import AuthenticationObserver, ConnectionObserver, RequestO
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
+from common.log_budget import LogBudget
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -86,6 +87,7 @@ class KafkaServer:
         self.broker = broker
         self.config = broker.config
         self.handlers = handlers
+        self._bad_frame_log = LogBudget(broker.clock)   # a client looping bad frames cannot fill the disk
         self._observer = observer
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task | None = None
@@ -228,7 +230,10 @@ class KafkaServer:
         except (ConnectionError, OSError):
             pass
         except (ValueError, UnparseableRequest) as e:
-            log.warning("closing connection from %s: %s", host, e)
+            left_out = self._bad_frame_log.take()
+            if left_out is not None:
+                log.warning("closing connection from %s: %s%s", host, e,
+                            f" ({left_out} such closes not logged before this one)" if left_out else "")
         except asyncio.CancelledError:
             pass  # broker shutdown
         except Exception:  # a bug; the traceback is logged and only this connection is lost

@@ -156,6 +156,20 @@ def test_unparseable_frame_closes_only_that_connection(h):
     assert h.request(API_VERSIONS, 3, {}).error_code == ErrorCode.none
 
 
+def test_a_client_looping_bad_frames_cannot_flood_the_log(h, caplog):
+    """Each bad frame closes its connection; only the first 20 closes a minute are logged, then one line that
+    counts the rest (a garbage loop wrote ~110 bytes of log per frame, without bound)."""
+    frame = struct.pack(">ihhih", 2 + 2 + 4 + 2 + 7, METADATA, 12, 1, 5) + b"\xff" * 7
+    with caplog.at_level("WARNING", logger="broker.server"):
+        for _ in range(50):
+            h.connect().send_bytes(frame)
+        h.advance(60_000)
+        h.connect().send_bytes(frame)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("closing connection")]
+    assert len(lines) == 21 and lines[-1].endswith("(30 such closes not logged before this one)")
+    assert h.request(API_VERSIONS, 3, {}).error_code == ErrorCode.none
+
+
 def test_oversized_frame_is_refused_before_it_is_read(h):
     bad = h.connect()
     bad.send_bytes(struct.pack(">i", 200 * 1024 * 1024))
