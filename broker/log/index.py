@@ -75,7 +75,10 @@ class _WriteDescriptors:
                     os.close(self._fds.popitem(last=False)[1])
             else:
                 self._fds.move_to_end(index_file)
-            os.write(fd, data)
+            n = os.write(fd, data)
+            if n != len(data):   # a short write (the disk filled up): no torn entry left behind
+                os.ftruncate(fd, os.fstat(fd).st_size - n)
+                raise OSError(errno.ENOSPC, f"short write to {index_file.path}")
 
     def _open(self, path: Path) -> int:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND

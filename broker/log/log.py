@@ -8,7 +8,8 @@ import shutil
 import threading
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,7 +252,8 @@ class PartitionLog(TransactionalLog):
         """Give a validated batch its offsets and leader epoch and append it (lock held). Returns (base offset,
         LogAppendTime or -1)."""
         now = self.clock.now_ms()
-        self._maybe_roll(h.size, h.last_offset_delta, now)
+        with self._storage_errors():
+            self._maybe_roll(h.size, h.last_offset_delta, now)
         h.base_offset = self.log_end_offset
         h.partition_leader_epoch = leader_epoch
         set_base_offset(buf, 0, h.base_offset)
@@ -260,8 +262,9 @@ class PartitionLog(TransactionalLog):
         if self.config.log_append_time:
             set_log_append_time(buf, 0, h, now)
             append_time = now
-        self.leader_epochs.assign(leader_epoch, h.base_offset)
-        self.active_segment.append(memoryview(buf)[: h.size], [(0, h)], now)
+        with self._storage_errors():
+            self.leader_epochs.assign(leader_epoch, h.base_offset)
+            self.active_segment.append(memoryview(buf)[: h.size], [(0, h)], now)
         self.log_end_offset = h.last_offset + 1
         if self.auto_high_watermark:
             self.high_watermark = self.log_end_offset
@@ -284,11 +287,21 @@ class PartitionLog(TransactionalLog):
         with self.lock:
             for pos, h in batches:
                 now = self.clock.now_ms()
-                self._maybe_roll(h.size, h.last_offset_delta, now)
-                self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset)
-                self.active_segment.append(memoryview(data)[pos: pos + h.size], [(0, h)], now)
+                with self._storage_errors():
+                    self._maybe_roll(h.size, h.last_offset_delta, now)
+                    self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset)
+                    self.active_segment.append(memoryview(data)[pos: pos + h.size], [(0, h)], now)
                 self.log_end_offset = h.next_offset
                 self._track(self.active_segment, memoryview(data)[pos: pos + h.size], h)
+
+    @contextmanager
+    def _storage_errors(self) -> Iterator[None]:
+        """A failed disk write (ENOSPC, EIO) is KAFKA_STORAGE_ERROR, retriable, with nothing appended: the
+        segment cut its short write back, and the log end offset and producer state move only after it."""
+        try:
+            yield
+        except OSError as e:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"{self.directory.name}: {e}") from None
 
     def _maybe_roll(self, size: int, last_offset_delta: int, now: int) -> None:
         seg = self.active_segment

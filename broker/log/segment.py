@@ -155,6 +155,8 @@ class LogSegment:
         # segment.ms counts from here: the first batch's append (clock) time, or its maxTimestamp after restart.
         self._rolling_base_ms: int | None = None
         self._bytes_since_index = 0
+        self._torn = False               # a failed write could not be cut back (see _undo_write)
+        self._index_write_failed = False
         self._loaded = True
 
     # ---------------------------------------------------------------- lazily loaded state
@@ -365,25 +367,52 @@ class LogSegment:
         if h.max_timestamp > self._max_timestamp:
             self._max_timestamp, self._offset_of_max_timestamp = h.max_timestamp, h.last_offset
         if self._bytes_since_index > self.index_interval_bytes:
-            self._offset_index.append(h.last_offset, pos)
-            self._time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+            try:
+                self._offset_index.append(h.last_offset, pos)
+                self._time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+            except OSError as e:   # the batch is in the log; an entry missing on disk leaves a sparser index
+                if not self._index_write_failed:
+                    log.warning("%s: index entry not written (%s); the in-memory index is whole", self.log_path, e)
+                self._index_write_failed = True
             self._bytes_since_index = 0
         self._bytes_since_index += h.size
 
     def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
                now_ms: int) -> None:
-        """Write complete batches (positions in `batches` are relative to `data`). One OS write, no fsync."""
+        """Write complete batches (positions in `batches` are relative to `data`). One OS write, no fsync.
+        Raises OSError with nothing appended (a short write is cut back off the file)."""
+        if self._torn:
+            raise OSError(errno.EIO, f"an earlier write to {self.log_path} failed and could not be undone; a "
+                                     "restart recovers the log")
         base = self.size
         view = memoryview(data)
         fd = self._file()
         written = 0
-        while written < len(view):
-            written += os.write(fd, view[written:])
+        try:
+            while written < len(view):
+                written += os.write(fd, view[written:])
+        except OSError:
+            self._undo_write(fd, base, written)
+            raise
         self.size += len(view)
         if self._rolling_base_ms is None:
             self._rolling_base_ms = now_ms
         for rel, h in batches:
             self._track(base + rel, h)
+
+    def _undo_write(self, fd: int, base: int, written: int) -> None:
+        """A write failed part way (ENOSPC, EIO): cut the file back to `base`, so that the next append does not
+        land behind a torn batch that recovery would truncate, taking acknowledged records after it along.
+        If even that fails, refuse further appends until a restart's recovery. (Kafka takes the log directory
+        offline instead.)"""
+        if not written:
+            return
+        try:
+            os.ftruncate(fd, base)
+        except OSError:
+            self._torn = True
+            log.error("%s: a failed write left %d bytes that could not be cut back; appends refused until a "
+                      "restart", self.log_path, written)
 
     def seal(self) -> None:
         """Called when the segment stops being active: record the final largest timestamp, fsync."""

@@ -366,3 +366,55 @@ def test_delete_removes_directory(tmp_path, clock):
     plog.append_as_leader(batch(ts=1), 0)
     plog.delete()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_refuses_the_append_and_loses_no_acknowledged_record(tmp_path, clock, monkeypatch):
+    """A write cut short by ENOSPC: the producer gets KAFKA_STORAGE_ERROR with nothing appended, the torn bytes
+    are cut back off the segment, and once there is room again the log goes on. Before, the torn batch stayed, the
+    next acknowledged batches landed behind it, and recovery truncated them away (a drill on a full tmpfs)."""
+    from broker.log import segment
+
+    plog = make_log(tmp_path, clock)
+    plog.append_as_leader(batch(2, ts=clock.now_ms(), value=b"a"), 0)
+    size = plog.active_segment.size
+    real_write = os.write
+    calls = []
+
+    def full_disk(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data)[: len(data) // 2])   # a short write, then no room at all
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(segment.os, "write", full_disk)
+    with pytest.raises(KafkaError) as refused:
+        plog.append_as_leader(batch(2, ts=clock.now_ms(), value=b"lost"), 0)
+    monkeypatch.setattr(segment.os, "write", real_write)
+    assert refused.value.code == ErrorCode.kafka_storage_error and len(calls) == 2
+    assert plog.log_end_offset == 2 and os.path.getsize(plog.active_segment.log_path) == size
+    plog.append_as_leader(batch(2, ts=clock.now_ms(), value=b"c"), 0)
+    want = [(0, b"a"), (1, b"a"), (2, b"c"), (3, b"c")]
+    assert [(r.offset, r.value) for r in read_all(plog)] == want
+    plog.close()
+    again = make_log(tmp_path, clock)   # recovery after a restart keeps all of them
+    assert [(r.offset, r.value) for r in read_all(again)] == want
+
+
+def test_an_index_entry_the_disk_cannot_take_leaves_the_append_and_a_whole_index(tmp_path, clock, monkeypatch):
+    """The batch is in the log; a short index write is cut back (no torn entry for recovery to trip over) and
+    the append succeeds with the in-memory index whole."""
+    from broker.log import index
+
+    plog = make_log(tmp_path, clock, index_interval_bytes=1)
+    plog.append_as_leader(batch(1, ts=clock.now_ms(), value=b"a" * 100), 0)
+    real_write = os.write
+    monkeypatch.setattr(index.os, "write", lambda fd, data: real_write(fd, bytes(data)[:3]))
+    plog.append_as_leader(batch(1, ts=clock.now_ms(), value=b"b" * 100), 0)
+    monkeypatch.setattr(index.os, "write", real_write)
+    plog.append_as_leader(batch(1, ts=clock.now_ms(), value=b"c" * 100), 0)
+    stem = plog.active_segment.log_path.with_suffix("")
+    for suffix, entry in ((".index", 8), (".timeindex", 12)):
+        assert os.path.getsize(stem.with_suffix(suffix)) % entry == 0
+    assert [r.value[:1] for r in read_all(plog)] == [b"a", b"b", b"c"]
+    plog.close()
+    assert [r.value[:1] for r in read_all(make_log(tmp_path, clock))] == [b"a", b"b", b"c"]
