@@ -25,11 +25,21 @@ from broker.coordinator.offsets_schema import (
     encode_key,
     encode_offset_commit_value,
 )
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from common.clock import Clock
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
+# Kafka's GroupMetadataManager.storeOffsets: what a failed append of the commit is answered with.
+_COMMIT_APPEND_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.invalid_commit_offset_size,
+    ErrorCode.record_list_too_large: ErrorCode.invalid_commit_offset_size,
+}
 
 TopicPartition = tuple[str, int]
 
@@ -155,7 +165,11 @@ class GroupMetadataManager:
                             encode_offset_commit_value(OffsetCommitValue(offset, meta, wall, leader_epoch))))
             results[(topic, partition)] = ErrorCode.none
         if records:
-            self._log.append(self.partition_for(group.group_id), records)
+            try:
+                self._log.append(self.partition_for(group.group_id), records)
+            except KafkaError as e:   # nothing cached: the consumer retries on the code Kafka gives it
+                failed = _COMMIT_APPEND_ERRORS.get(e.code, e.code)
+                return {tp: failed if code == ErrorCode.none else code for tp, code in results.items()}
             group.offsets.update(accepted)
         return results
 

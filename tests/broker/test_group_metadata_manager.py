@@ -7,7 +7,7 @@ from broker.config import BrokerConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.group_metadata_manager import OFFSET_METADATA_MAX_BYTES, GroupMetadataManager
 from broker.coordinator.offsets_schema import OffsetCommitKey
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from common.clock import ManualClock
 from tests.broker.test_group_coordinator import MemoryOffsetsLog, async_test, form_group
 
@@ -91,3 +91,19 @@ def test_unreadable_records_are_skipped_and_the_rest_of_the_partition_loads(capl
     assert [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()] == [
         f"__consumer_offsets-{p}: skipped 5 unreadable record(s) while loading (first: null in a non-nullable "
         "string)"]
+
+
+def test_a_commit_the_offsets_log_refuses_is_answered_as_kafka_and_not_cached():
+    """The append fails (a full disk: KAFKA_STORAGE_ERROR; the partition moved: NOT_LEADER_OR_FOLLOWER): Kafka's
+    storeOffsets answers NOT_COORDINATOR, the consumer finds the coordinator again and retries; nothing is cached.
+    Before, the error escaped the handler and closed the connection."""
+    m, log = manager()
+    g = m.add_group("g")
+
+    def refuse(partition, records, topic_stats=True):
+        raise KafkaError(ErrorCode.kafka_storage_error, "no space left")
+
+    log.append = refuse
+    results = m.store_offsets(g, [("t", 0, 5, -1, ""), ("t", 1, 7, -1, "x" * (OFFSET_METADATA_MAX_BYTES + 1))])
+    assert results == {("t", 0): ErrorCode.not_coordinator, ("t", 1): ErrorCode.offset_metadata_too_large}
+    assert m.get_offsets("g", None) == {}
