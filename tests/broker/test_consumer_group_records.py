@@ -9,7 +9,7 @@ from broker.config import BrokerConfig
 from broker.coordinator.consumer.coordinator import HeartbeatRequest
 from broker.coordinator.consumer.records import decode_key
 from broker.coordinator.group_coordinator import GroupCoordinator
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from common.clock import ManualClock
 from lagmonitor import decode as lag
 from tests.broker.test_group_coordinator import MemoryOffsetsLog
@@ -138,3 +138,21 @@ def test_damaged_records_leave_the_other_groups_loaded():
     assert second.consumer.group("h") is None
     group = second.consumer.group("g")
     assert group is not None and set(group.members) == {"A", "B"}
+
+
+def test_a_heartbeat_whose_records_cannot_be_written_is_answered_not_coordinator():
+    """A full disk under `__consumer_offsets` (KAFKA_STORAGE_ERROR): NOT_COORDINATOR, as Kafka's
+    GroupCoordinatorService answers a failed write; before, the error escaped the handler and closed the
+    connection. Once the log takes writes again the member goes on."""
+    log = MemoryOffsetsLog()
+    coordinator, _ = make(log)
+    real_append = log.append
+
+    def full(partition, records, topic_stats=True):
+        raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
+
+    log.append = full
+    assert beat(coordinator, "A", 0).error == ErrorCode.not_coordinator
+    log.append = real_append
+    r = beat(coordinator, "A", 0)
+    assert r.error == ErrorCode.none and r.member_epoch > 0

@@ -23,10 +23,21 @@ from broker.coordinator.group_metadata_manager import GroupMetadataManager, Offs
 from broker.coordinator.group_state import GroupState
 from broker.coordinator.loading import apply_readable
 from broker.coordinator.offsets_schema import OffsetCommitKey, encode_key
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from common.clock import Clock
 
 log = logging.getLogger("broker.coordinator.consumer")
+
+# A failed write of the group's records, as Kafka's GroupCoordinatorService.normalizeException answers it.
+_WRITE_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+}
 
 # Every topic by name: (topic id, partition count). The records name topics by id.
 TopicTable = Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
@@ -110,7 +121,10 @@ class ConsumerGroupService:
             if req.member_epoch == 0 and self.coordinator.validate(req, api_version) is None:
                 self._convert(req.group_id)
         result = self.coordinator.heartbeat(req, topics, self._now(), api_version)
-        self._persist(req.group_id)
+        try:
+            self._persist(req.group_id)
+        except KafkaError as e:   # the member finds the coordinator again and goes on from its epoch
+            return HeartbeatResult(_WRITE_ERRORS.get(e.code, e.code), e.message, None, -1)
         return result
 
     def _convert(self, group_id: str) -> None:
