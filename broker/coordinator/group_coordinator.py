@@ -24,7 +24,7 @@ from broker.coordinator.group_metadata_manager import GroupMetadataManager, Offs
 from broker.coordinator.group_offsets import GroupOffsets
 from broker.coordinator.group_state import Group, GroupState, Member, member_error, new_member_id
 from broker.coordinator.pending_answers import JoinResult, PendingAnswers, SyncResult
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from common.clock import Clock
 
 # Named here too for the coordinator's users: OffsetsLog and java_string_hash are the GroupMetadataManager's,
@@ -359,7 +359,12 @@ class GroupCoordinator:
             given = dict(assignments)
             for m in group.members.values():
                 m.assignment = given.get(m.member_id, b"")
-            self.group_manager.store_group(group)
+            try:
+                self.group_manager.store_group(group)
+            except KafkaError as e:   # Kafka's doSyncGroup: every member gets the error and the group rebalances
+                self._reset_and_propagate_assignment_error(group, e.code)
+                self._maybe_prepare_rebalance(group)
+                return fut
             self._propagate_assignment(group)
             group.transition_to(GroupState.STABLE, self._wall())
         return fut

@@ -30,6 +30,17 @@ from common.clock import Clock
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
+# Kafka's GroupMetadataManager.storeGroup: what a failed append of the group's metadata is answered with.
+_STORE_GROUP_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+}
 # Kafka's GroupMetadataManager.storeOffsets: what a failed append of the commit is answered with.
 _COMMIT_APPEND_ERRORS = {
     ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
@@ -219,8 +230,11 @@ class GroupMetadataManager:
                                     m.group_instance_id, m.rebalance_timeout_ms)
                      for m in group.members.values()],
         )
-        self._log.append(self.partition_for(group.group_id),
-                         [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
+        try:
+            self._log.append(self.partition_for(group.group_id),
+                             [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
+        except KafkaError as e:
+            raise KafkaError(_STORE_GROUP_ERRORS.get(e.code, e.code), e.message) from None
 
     def _read_partition(self, partition: int
                         ) -> tuple[dict[str, GroupMetadataValue], dict[str, dict[TopicPartition, OffsetAndMetadata]]]:

@@ -7,7 +7,7 @@ import struct
 from broker.config import BrokerConfig
 from broker.coordinator.group_coordinator import GroupCoordinator, java_string_hash
 from broker.coordinator.offsets_schema import GroupMetadataKey, decode_group_metadata_value, decode_key
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from common.clock import ManualClock
 
 
@@ -392,3 +392,28 @@ async def test_run_drives_timers_and_close_answers_waiters():
     coord.close()
     assert (await waiting).error == ErrorCode.not_coordinator
     await runner
+
+
+@async_test
+async def test_a_sync_whose_assignment_cannot_be_stored_fails_every_member_and_rebalances():
+    """The leader's assignment does not reach the offsets log (a full disk): as Kafka's doSyncGroup, every member
+    waiting in SyncGroup gets the mapped error (KAFKA_STORAGE_ERROR -> NOT_COORDINATOR) and the group prepares a
+    rebalance. Before, the leader's handler failed (connection closed) and the others waited."""
+    coord, clock, log = make()
+    first = await join(coord)
+    second_join = join(coord)
+    await settle()
+    results = list(await asyncio.gather(join(coord, first.member_id), second_join))
+    leader = next(r for r in results if r.members)
+    other = next(r for r in results if r is not leader)
+    waiting = asyncio.ensure_future(coord.sync_group("g", other.generation_id, other.member_id, None, None, None, []))
+    await settle()
+
+    def full(partition, records, topic_stats=True):
+        raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
+
+    log.append = full
+    led = await coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
+                                 [(m[0], b"plan") for m in leader.members])
+    assert (led.error, (await waiting).error) == (ErrorCode.not_coordinator, ErrorCode.not_coordinator)
+    assert coord.describe_group("g").state == "PreparingRebalance"
