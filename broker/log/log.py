@@ -324,7 +324,10 @@ class PartitionLog(TransactionalLog):
             seg = LogSegment.create(self.directory, self.log_end_offset, self.config.index_interval_bytes, self.lock)
             self.segments.append(seg)
             self._bases.append(seg.base_offset)
-            self.snapshot_producer_state()
+            try:
+                self.snapshot_producer_state()
+            except OSError as e:   # a full disk: recovery replays from an older snapshot; the roll stands
+                log.warning("%s: producer-state snapshot at the roll failed: %s", self.directory.name, e)
 
     # ---------------------------------------------------------------- read
 

@@ -112,11 +112,18 @@ class LogManager:
                 plog.update_config(config)
 
     def run_retention(self) -> int:
-        """Apply retention to every log and checkpoint producer state; returns segments deleted."""
-        deleted = 0
+        """Apply retention to every log and checkpoint producer state; returns segments deleted. A log whose
+        files cannot be written (a full disk) does not stop the others: retention is what frees the room."""
+        deleted, failed = 0, []
         for plog in self.logs():
-            deleted += plog.apply_retention()
-            plog.snapshot_producer_state()
+            try:
+                deleted += plog.apply_retention()
+                plog.snapshot_producer_state()
+            except OSError as e:
+                failed.append(f"{plog.topic}-{plog.partition}: {e}")
+        if failed:
+            log.warning("retention check: %d log(s) failed, the others were checked (first: %s)", len(failed),
+                        failed[0])
         return deleted
 
     def start(self) -> None:

@@ -85,6 +85,27 @@ def test_run_retention_and_live_config_change(tmp_path, clock):
     m.close()
 
 
+def test_a_log_that_cannot_be_written_does_not_stop_retention_of_the_others(tmp_path, clock, monkeypatch):
+    """On a full disk the first log's producer-state snapshot fails (ENOSPC); the others' old segments must still
+    go, since that is what frees the room. Before, the first failure ended the whole retention check."""
+    m = manager([tmp_path], clock, {t: LogConfig(segment_bytes=300, retention_ms=500) for t in ("a", "b")})
+    logs = [m.get_or_create(t, 0) for t in ("a", "b")]
+    for plog in logs:
+        for _ in range(6):
+            plog.append_as_leader(batch(ts=clock.now_ms(), value=b"x" * 100), 0)
+    clock.advance(1_000)
+    first = m.logs()[0]
+
+    def full_disk():
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(first, "snapshot_producer_state", full_disk)
+    assert m.run_retention() == 12
+    assert all(plog.log_start_offset == 6 for plog in logs)
+    monkeypatch.undo()
+    m.close()
+
+
 def test_cleaner_thread_lifecycle(tmp_path, clock):
     configs = {"c": LogConfig(cleanup_policy="compact", segment_bytes=300)}
     m = manager([tmp_path], clock, configs, cleaner_backoff_ms=5)
