@@ -30,10 +30,18 @@ def test_caches_are_written_on_the_writer_thread(tmp_path):
 
 def test_queued_twice_is_written_once_and_close_writes_the_rest():
     w = CheckpointWriter()
-    gate = threading.Event()
+    entered, gate = threading.Event(), threading.Event()
+
+    def hold() -> None:   # holds the thread on its first cache
+        entered.set()
+        gate.wait(10)
+
     blocker = _Counting()
-    blocker.flush = lambda: gate.wait(10)  # type: ignore[method-assign]  # holds the thread on its first cache
+    blocker.flush = hold  # type: ignore[method-assign]
     w.submit(blocker)
+    # The thread must be inside the blocker before c is queued twice, else it could take c with the blocker
+    # and again after it (a race the full suite once lost).
+    assert entered.wait(10)
     c = _Counting()
     w.submit(c)
     w.submit(c)
