@@ -4,13 +4,13 @@ the first `burst` per period and then one line that says how many were left out.
 
 from __future__ import annotations
 
-from common.clock import Clock
+from common.clock import SYSTEM, Clock
 
 
 class LogBudget:
     """At most `burst` lines per `period_s` of the clock passed in."""
 
-    def __init__(self, clock: Clock, burst: int = 20, period_s: float = 60.0) -> None:
+    def __init__(self, clock: Clock = SYSTEM, burst: int = 20, period_s: float = 60.0) -> None:
         self._clock, self._burst, self._period_s = clock, burst, period_s
         self._start = clock.monotonic()
         self._used = 0

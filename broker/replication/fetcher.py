@@ -14,6 +14,7 @@ from broker.errors import ErrorCode, KafkaError
 from broker.replication.client import Answer, BrokerConnection, decode_response
 from broker.replication.fetch_request import FETCH, FETCH_VERSION, encode_follower_fetch
 from broker.replication.fetch_session_handler import FetchPlan, FetchSessionHandler
+from common.log_budget import LogBudget
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -43,6 +44,7 @@ class ReplicaFetcher:
         self.targets: dict[tuple[str, int], FetchTarget] = {}
         self._conn: BrokerConnection | None = None
         self.session = FetchSessionHandler()  # KIP-227, as Kafka's followers fetch
+        self._append_failures = LogBudget()
         self.endpoint: tuple[str, int] | None = None  # the leader's (host, port) once connected
         self._changed = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{leader_id}")
@@ -202,8 +204,10 @@ class ReplicaFetcher:
                     if p.records:
                         try:
                             part.log.append_as_follower(p.records)
-                        except KafkaError as e:
-                            log.warning("%s-%d: follower append failed: %s", part.topic, part.index, e)
+                        except KafkaError as e:   # a full disk fails every round: a budget, not a line each
+                            if (left_out := self._append_failures.take()) is not None:
+                                log.warning("%s-%d: follower append failed: %s%s", part.topic, part.index, e,
+                                            f" ({left_out} such failures not logged before)" if left_out else "")
                             target.truncated = False
                             continue
                         self.manager.on_bytes_in(len(p.records))
