@@ -30,8 +30,9 @@ from common.clock import Clock
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
-# Kafka's GroupMetadataManager.storeGroup: what a failed append of the group's metadata is answered with.
-_STORE_GROUP_ERRORS = {
+# A failed append of a coordinator's records, as Kafka answers it (GroupMetadataManager.storeGroup; the new
+# coordinator's GroupCoordinatorService.normalizeException maps the same way).
+STORE_ERRORS = {
     ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
@@ -41,16 +42,9 @@ _STORE_GROUP_ERRORS = {
     ErrorCode.message_too_large: ErrorCode.unknown_server_error,
     ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
 }
-# Kafka's GroupMetadataManager.storeOffsets: what a failed append of the commit is answered with.
-_COMMIT_APPEND_ERRORS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.invalid_commit_offset_size,
-    ErrorCode.record_list_too_large: ErrorCode.invalid_commit_offset_size,
-}
+# storeOffsets differs only in what too large a commit is.
+_COMMIT_APPEND_ERRORS = {**STORE_ERRORS, ErrorCode.message_too_large: ErrorCode.invalid_commit_offset_size,
+                         ErrorCode.record_list_too_large: ErrorCode.invalid_commit_offset_size}
 
 TopicPartition = tuple[str, int]
 
@@ -234,7 +228,7 @@ class GroupMetadataManager:
             self._log.append(self.partition_for(group.group_id),
                              [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
         except KafkaError as e:
-            raise KafkaError(_STORE_GROUP_ERRORS.get(e.code, e.code), e.message) from None
+            raise KafkaError(STORE_ERRORS.get(e.code, e.code), e.message) from None
 
     def _read_partition(self, partition: int
                         ) -> tuple[dict[str, GroupMetadataValue], dict[str, dict[TopicPartition, OffsetAndMetadata]]]:

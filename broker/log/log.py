@@ -252,17 +252,16 @@ class PartitionLog(TransactionalLog):
         """Give a validated batch its offsets and leader epoch and append it (lock held). Returns (base offset,
         LogAppendTime or -1)."""
         now = self.clock.now_ms()
+        append_time = -1
         with self._storage_errors():
             self._maybe_roll(h.size, h.last_offset_delta, now)
-        h.base_offset = self.log_end_offset
-        h.partition_leader_epoch = leader_epoch
-        set_base_offset(buf, 0, h.base_offset)
-        set_partition_leader_epoch(buf, 0, leader_epoch)
-        append_time = -1
-        if self.config.log_append_time:
-            set_log_append_time(buf, 0, h, now)
-            append_time = now
-        with self._storage_errors():
+            h.base_offset = self.log_end_offset
+            h.partition_leader_epoch = leader_epoch
+            set_base_offset(buf, 0, h.base_offset)
+            set_partition_leader_epoch(buf, 0, leader_epoch)
+            if self.config.log_append_time:
+                set_log_append_time(buf, 0, h, now)
+                append_time = now
             self.leader_epochs.assign(leader_epoch, h.base_offset)
             self.active_segment.append(memoryview(buf)[: h.size], [(0, h)], now)
         self.log_end_offset = h.last_offset + 1

@@ -19,7 +19,7 @@ from broker.coordinator.consumer.coordinator import (
 )
 from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.consumer.records import METADATA, decode_key, group_records, metadata_hash, restore
-from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog
+from broker.coordinator.group_metadata_manager import STORE_ERRORS, GroupMetadataManager, OffsetsLog
 from broker.coordinator.group_state import GroupState
 from broker.coordinator.loading import apply_readable
 from broker.coordinator.offsets_schema import OffsetCommitKey, encode_key
@@ -27,17 +27,6 @@ from broker.errors import ErrorCode, KafkaError
 from common.clock import Clock
 
 log = logging.getLogger("broker.coordinator.consumer")
-
-# A failed write of the group's records, as Kafka's GroupCoordinatorService.normalizeException answers it.
-_WRITE_ERRORS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-}
 
 # Every topic by name: (topic id, partition count). The records name topics by id.
 TopicTable = Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
@@ -124,7 +113,7 @@ class ConsumerGroupService:
         try:
             self._persist(req.group_id)
         except KafkaError as e:   # the member finds the coordinator again and goes on from its epoch
-            return HeartbeatResult(_WRITE_ERRORS.get(e.code, e.code), e.message, None, -1)
+            return HeartbeatResult(STORE_ERRORS.get(e.code, e.code), e.message, None, -1)
         return result
 
     def _convert(self, group_id: str) -> None:
