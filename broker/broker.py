@@ -73,7 +73,7 @@ class OffsetsTopicLog:
         self._broker = broker
 
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]], topic_stats: bool = True) -> None:
-        """Appended as leader; followers replicate it like any partition (the commit does not wait).
+        """Appended as leader; followers replicate it like any partition (callers wait with `replicated`).
 
         Counted in BrokerTopicMetrics like a produce, as Kafka's coordinator appends go through
         ReplicaManager.appendRecords; `topic_stats` False for the cleanup tombstones, which Kafka writes to the
@@ -89,6 +89,18 @@ class OffsetsTopicLog:
             raise
         if metrics is not None:
             metrics.produced(OFFSETS_TOPIC, len(batch), len(records))
+
+    async def replicated(self, partition: int) -> ErrorCode:
+        """acks=all for what the coordinator appended so far. NOT_ENOUGH_REPLICAS_AFTER_APPEND counts as written:
+        the records are in every ISR member's log (the ISR shrank below min.insync.replicas meanwhile)."""
+        replicas = self._broker.replicas
+        try:
+            part = replicas.leader_partition(OFFSETS_TOPIC, partition)
+        except KafkaError as e:
+            return e.code
+        error = await replicas.wait_for_replication(part, part.log.log_end_offset - 1,
+                                                    self._broker.config.offsets_commit_timeout_ms / 1000)
+        return ErrorCode.none if error == ErrorCode.not_enough_replicas_after_append else error
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         plog = self._broker.logs.get(OFFSETS_TOPIC, partition)

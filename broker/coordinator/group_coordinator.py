@@ -20,7 +20,12 @@ from broker.config import BrokerConfig
 from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
 from broker.coordinator.consumer.service import ConsumerGroupService, TopicTable
 from broker.coordinator.group_admin import GroupAdmin, GroupDescription, MemberDescription
-from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog, java_string_hash
+from broker.coordinator.group_metadata_manager import (
+    STORE_ERRORS,
+    GroupMetadataManager,
+    OffsetsLog,
+    java_string_hash,
+)
 from broker.coordinator.group_offsets import GroupOffsets
 from broker.coordinator.group_state import Group, GroupState, Member, member_error, new_member_id
 from broker.coordinator.pending_answers import JoinResult, PendingAnswers, SyncResult
@@ -56,6 +61,7 @@ class GroupCoordinator:
         self._next_expire = self._now() + config.offsets_retention_check_interval_ms
         self._wakeup = asyncio.Event()
         self._closed = False
+        self._stores: set[asyncio.Task[None]] = set()   # assignments waiting for their record's replication
 
     # ------------------------------------------------------------ time and partitions
 
@@ -71,6 +77,10 @@ class GroupCoordinator:
 
     def owns(self, group_id: str) -> bool:
         return self.group_manager.owns(group_id)
+
+    async def replicated(self, group_id: str) -> ErrorCode:
+        """Wait until the records written for the group's offsets partition so far are in its ISR."""
+        return await self.group_manager.replicated(group_id)
 
     def group_state_counts(self) -> Counter[str]:
         """Groups per state name, for the groups this broker coordinates (NumGroups<State>)."""
@@ -361,13 +371,34 @@ class GroupCoordinator:
                 m.assignment = given.get(m.member_id, b"")
             try:
                 self.group_manager.store_group(group)
-            except KafkaError as e:   # Kafka's doSyncGroup: every member gets the error and the group rebalances
-                self._reset_and_propagate_assignment_error(group, e.code)
-                self._maybe_prepare_rebalance(group)
+            except KafkaError as e:
+                self._assignment_not_stored(group, e.code)
                 return fut
-            self._propagate_assignment(group)
-            group.transition_to(GroupState.STABLE, self._wall())
+            task = asyncio.ensure_future(self._complete_sync_when_stored(group, group.generation_id))
+            self._stores.add(task)
+            task.add_done_callback(self._stores.discard)
         return fut
+
+    async def _complete_sync_when_stored(self, group: Group, generation_id: int) -> None:
+        """Kafka's storeGroup callback in doSyncGroup: the assignment goes out once its record is in the offsets
+        partition's ISR, so no member works on an assignment a coordinator failover would lose."""
+        error = await self.group_manager.replicated(group.group_id)
+        # Another member may have joined meanwhile, or the partition moved: then nothing is left to complete.
+        if (self.group_manager.group(group.group_id) is not group or not group.is_(GroupState.COMPLETING_REBALANCE)
+                or group.generation_id != generation_id):
+            return
+        if error != ErrorCode.none:
+            self._assignment_not_stored(group, STORE_ERRORS.get(error, error))
+            return
+        self._propagate_assignment(group)
+        group.transition_to(GroupState.STABLE, self._wall())
+        self._wakeup.set()
+
+    def _assignment_not_stored(self, group: Group, error: ErrorCode) -> None:
+        """Kafka's doSyncGroup on a failed store: every waiting member gets the error and the group rebalances."""
+        self._reset_and_propagate_assignment_error(group, error)
+        self._maybe_prepare_rebalance(group)
+        self._wakeup.set()
 
     def _propagate_assignment(self, group: Group) -> None:
         now = self._now()
@@ -430,7 +461,8 @@ class GroupCoordinator:
 
     def consumer_group_heartbeat(self, req: HeartbeatRequest, topics: Mapping[str, int], api_version: int
                                  ) -> HeartbeatResult:
-        """KIP-848 ConsumerGroupHeartbeat; wakes the timers, which now include this member's session."""
+        """KIP-848 ConsumerGroupHeartbeat; wakes the timers, which now include this member's session. The caller
+        answers once `replicated` (Kafka's CoordinatorRuntime completes a write when its records are committed)."""
         result = self.consumer.heartbeat(req, topics, api_version)
         self._wakeup.set()
         return result
@@ -536,4 +568,6 @@ class GroupCoordinator:
         """Stop run() and answer every waiting JoinGroup/SyncGroup with NOT_COORDINATOR so clients rediscover."""
         self._closed = True
         self._wakeup.set()
+        for task in self._stores:
+            task.cancel()
         self._pending.close()

@@ -66,6 +66,10 @@ class OffsetsLog(Protocol):
     def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
         """Every record currently in the partition, in offset order."""
 
+    async def replicated(self, partition: int) -> ErrorCode:
+        """Wait until everything appended to the partition so far is in its ISR's logs (offsets.commit.timeout.ms
+        at most): NONE, or why not (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT)."""
+
 
 def java_string_hash(s: str) -> int:
     """Java's String.hashCode over UTF-16 code units, as a signed int32."""
@@ -177,6 +181,11 @@ class GroupMetadataManager:
                 return {tp: failed if code == ErrorCode.none else code for tp, code in results.items()}
             group.offsets.update(accepted)
         return results
+
+    async def replicated(self, group_id: str) -> ErrorCode:
+        """Wait until the group's records written so far are replicated (Kafka answers a coordinator write once
+        the offsets partition's high watermark passes it)."""
+        return await self._log.replicated(self.partition_for(group_id))
 
     def get_offsets(self, group_id: str, partitions: list[TopicPartition] | None
                     ) -> dict[TopicPartition, tuple[int, int, str | None]]:

@@ -14,6 +14,11 @@ from common.clock import ManualClock
 class MemoryOffsetsLog:
     def __init__(self) -> None:
         self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        # Set: `replicated` waits for it (the ISR's progress), as a coordinator write does on a real partition.
+        self.replication: asyncio.Future[ErrorCode] | None = None
+
+    async def replicated(self, partition):
+        return ErrorCode.none if self.replication is None else await asyncio.shield(self.replication)
 
     def append(self, partition, records, topic_stats=True):
         self.partitions.setdefault(partition, []).extend(records)
@@ -417,3 +422,69 @@ async def test_a_sync_whose_assignment_cannot_be_stored_fails_every_member_and_r
                                  [(m[0], b"plan") for m in leader.members])
     assert (led.error, (await waiting).error) == (ErrorCode.not_coordinator, ErrorCode.not_coordinator)
     assert coord.describe_group("g").state == "PreparingRebalance"
+
+
+async def _two_joined(coord):
+    """Two members joined at generation 1: (leader's join, the other's join, the other's waiting SyncGroup)."""
+    first = await join(coord)
+    second_join = join(coord)
+    await settle()
+    results = list(await asyncio.gather(join(coord, first.member_id), second_join))
+    leader = next(r for r in results if r.members)
+    other = next(r for r in results if r is not leader)
+    waiting = asyncio.ensure_future(coord.sync_group("g", other.generation_id, other.member_id, None, None, None, []))
+    await settle()
+    return leader, other, waiting
+
+
+@async_test
+async def test_the_assignment_goes_out_once_its_record_is_replicated():
+    """Kafka's doSyncGroup answers from storeGroup's callback: the group stays CompletingRebalance and every
+    member waits until the GroupMetadata record is in the offsets partition's ISR."""
+    coord, clock, log = make()
+    leader, other, waiting = await _two_joined(coord)
+    log.replication = asyncio.get_running_loop().create_future()
+    led = asyncio.ensure_future(coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
+                                                 [(m[0], m[0].encode()) for m in leader.members]))
+    await settle()
+    assert not led.done() and not waiting.done()
+    assert coord.describe_group("g").state == "CompletingRebalance"
+    log.replication.set_result(ErrorCode.none)
+    assert (await led).assignment == leader.member_id.encode()
+    assert (await waiting).assignment == other.member_id.encode()
+    assert coord.describe_group("g").state == "Stable"
+
+
+@async_test
+async def test_an_assignment_whose_replication_fails_fails_every_member_and_rebalances():
+    """The record was appended but never reached the ISR in offsets.commit.timeout.ms: storeGroup's mapping
+    (REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE) to every waiting member, and a rebalance."""
+    coord, clock, log = make()
+    leader, other, waiting = await _two_joined(coord)
+    log.replication = asyncio.get_running_loop().create_future()
+    led = asyncio.ensure_future(coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
+                                                 [(m[0], b"plan") for m in leader.members]))
+    await settle()
+    log.replication.set_result(ErrorCode.request_timed_out)
+    assert ((await led).error, (await waiting).error) == (ErrorCode.coordinator_not_available,) * 2
+    assert coord.describe_group("g").state == "PreparingRebalance"
+
+
+@async_test
+async def test_a_rebalance_while_the_assignment_replicates_is_left_alone():
+    """A member joins before the record is replicated: the group is rebalancing again, the late callback does
+    nothing (Kafka checks the state and generation in storeGroup's callback)."""
+    coord, clock, log = make()
+    leader, other, waiting = await _two_joined(coord)
+    log.replication = asyncio.get_running_loop().create_future()
+    led = asyncio.ensure_future(coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
+                                                 [(m[0], b"plan") for m in leader.members]))
+    await settle()
+    third = join(coord)
+    await settle()
+    assert coord.describe_group("g").state == "PreparingRebalance"
+    assert ((await led).error, (await waiting).error) == (ErrorCode.rebalance_in_progress,) * 2
+    log.replication.set_result(ErrorCode.none)
+    await settle()
+    assert coord.describe_group("g").state == "PreparingRebalance"
+    third.cancel()

@@ -41,8 +41,8 @@ def _replicated_commits(port: int, group: str, p: int) -> dict[tuple[str, int], 
 
 
 def kill_coordinator_once_replicated(c, coord: int, group: str, op: int, committed: dict, wait_s: float) -> int:
-    """Wait until `committed` is on every ISR member of the group's offsets partition `op` (the broker answers
-    OffsetCommit at once; Kafka would only answer once the commit is replicated), kill -9 the coordinator, and
+    """Wait until `committed` is on every ISR member of the group's offsets partition `op` (OffsetCommit is
+    answered once replicated, but the client's commits may still be in flight), kill -9 the coordinator, and
     return the new coordinator a surviving broker names within `wait_s`."""
     port = c.broker(coord).port
     wait_for(lambda: _replicated_commits(port, group, op) == committed, 10, what="commit replicated")

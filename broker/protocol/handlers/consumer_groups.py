@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
 from broker.coordinator.consumer.service import MemberView
+from broker.coordinator.group_metadata_manager import STORE_ERRORS
 from broker.errors import ErrorCode
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
@@ -55,7 +56,14 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req) -> dict:
         req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id, ms(req.rebalance_timeout),
         list(req.subscribed_topic_names) if req.subscribed_topic_names is not None else None, regex,
         req.server_assignor, owned, ctx.client_id or "", java_client_host(ctx.client_host))
-    result = ctx.broker.group_coordinator.consumer_group_heartbeat(request, counts, ctx.api_version)
+    coordinator = ctx.broker.group_coordinator
+    result = coordinator.consumer_group_heartbeat(request, counts, ctx.api_version)
+    if result.error == ErrorCode.none:
+        # As Kafka's CoordinatorRuntime: answered once the group's records are committed; a heartbeat that wrote
+        # nothing waits for the partition's last write too, since its answer may show what that write made.
+        error = await coordinator.replicated(req.group_id)
+        if error != ErrorCode.none:   # the member finds the coordinator again and goes on from its epoch
+            result = HeartbeatResult(STORE_ERRORS.get(error, error), None, None, -1)
     return _heartbeat_response(result, ids)
 
 

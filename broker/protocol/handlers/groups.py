@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from broker.coordinator.group_metadata_manager import STORE_ERRORS
 from broker.coordinator.transaction.coordinator import TXN_STATE_TOPIC
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import OFFSETS_TOPIC
@@ -168,7 +169,7 @@ async def handle_offset_commit(ctx: RequestContext, req) -> dict:
         results.update(committed)
         if any(e == ErrorCode.none for e in committed.values()):
             # As Kafka does, answer once the commit is replicated to the offsets partition's ISR.
-            error = await _replicated(ctx, coordinator.partition_for(req.group_id))
+            error = await _replicated(ctx, req.group_id)
             if error != ErrorCode.none:
                 results.update({tp: error for tp, e in committed.items() if e == ErrorCode.none})
     return {"throttle_time": 0, "topics": [
@@ -178,18 +179,10 @@ async def handle_offset_commit(ctx: RequestContext, req) -> dict:
         for t in req.topics]}
 
 
-async def _replicated(ctx: RequestContext, partition: int) -> ErrorCode:
-    replicas = ctx.broker.replicas
-    try:
-        part = replicas.leader_partition(OFFSETS_TOPIC, partition)
-    except KafkaError:
-        return ErrorCode.not_coordinator
-    error = await replicas.wait_for_replication(part, part.log.log_end_offset - 1,
-                                                ctx.broker.config.offsets_commit_timeout_ms / 1000)
-    # Kafka maps a failed offsets append to the codes consumers retry on.
-    return {ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-            ErrorCode.request_timed_out: ErrorCode.request_timed_out,
-            ErrorCode.not_enough_replicas_after_append: ErrorCode.none}.get(error, error)
+async def _replicated(ctx: RequestContext, group_id: str) -> ErrorCode:
+    error = await ctx.broker.group_coordinator.replicated(group_id)
+    # Kafka's storeOffsets maps a failed append as storeGroup does, but keeps a timeout as it is.
+    return error if error == ErrorCode.request_timed_out else STORE_ERRORS.get(error, error)
 
 
 def _not_null(value, name: str):
