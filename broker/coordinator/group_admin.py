@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from broker.coordinator.consumer.service import ConsumerGroupService
-from broker.coordinator.group_metadata_manager import GroupMetadataManager
+from broker.coordinator.group_metadata_manager import STORE_ERRORS, GroupMetadataManager
 from broker.coordinator.group_state import CONSUMER_PROTOCOL_TYPE, GroupState
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from common.clock import Clock
 
 
@@ -93,7 +93,11 @@ class GroupAdmin(CoordinatorPart):
                 if consumer_group.members:
                     results[group_id] = ErrorCode.non_empty_group
                     continue
-                self.consumer.to_classic(group_id)   # then deleted with its offsets as a classic group is
+                try:
+                    self.consumer.to_classic(group_id)   # then deleted with its offsets as a classic group is
+                except KafkaError as e:
+                    results[group_id] = STORE_ERRORS.get(e.code, e.code)
+                    continue
             group = self.group_manager.group(group_id)
             if not self.owns(group_id):
                 results[group_id] = ErrorCode.not_coordinator

@@ -4,8 +4,8 @@ State lives in `group_state.Group`; this module adds the membership protocol and
 answers arrive when the rebalance completes) and the timers (session, rebalance, pending-member and offset expiry,
 all read from the injected clock). The group cache, the offsets and their persistence to `__consumer_offsets` are
 the GroupMetadataManager's (group_metadata_manager.py); the offset requests' checks are group_offsets.py's, the
-admin requests group_admin.py's, the KIP-848 groups consumer/service.py's. Everything runs on one event loop, so no method awaits
-between reading and changing a group.
+admin requests group_admin.py's, the KIP-848 groups consumer/service.py's. Everything runs on one event loop; what
+runs after a write's replication checks the group again, as Kafka's storeGroup callbacks do.
 """
 
 from __future__ import annotations
@@ -61,7 +61,6 @@ class GroupCoordinator:
         self._next_expire = self._now() + config.offsets_retention_check_interval_ms
         self._wakeup = asyncio.Event()
         self._closed = False
-        self._stores: set[asyncio.Task[None]] = set()   # assignments waiting for their record's replication
 
     # ------------------------------------------------------------ time and partitions
 
@@ -117,7 +116,10 @@ class GroupCoordinator:
         if (consumer_group := self.consumer.group(group_id)) is not None:
             if consumer_group.members:   # Kafka 4 without the online upgrade path
                 return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)
-            self.consumer.to_classic(group_id)
+            try:
+                self.consumer.to_classic(group_id)
+            except KafkaError as e:
+                return JoinResult(STORE_ERRORS.get(e.code, e.code), member_id)
         group = self.group_manager.group(group_id)
         if group is None:
             if member_id:
@@ -171,13 +173,18 @@ class GroupCoordinator:
         self._fence(group, old_member_id)
         member = group.replace_static_member(instance_id, old_member_id, new_member.member_id)
         unchanged = member.matches(new_member.protocols)
+        old = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
         group.update_member(member, new_member.protocols, new_member.rebalance_timeout_ms,
                             new_member.session_timeout_ms)
         member.last_heartbeat = self._now()
         if group.is_(GroupState.STABLE) and unchanged:
-            self.group_manager.store_group(group)
-            is_leader = group.is_leader(member.member_id)
-            return self._join_result(group, member.member_id, skip_assignment=is_leader)
+            try:
+                self.group_manager.store_group(group)
+            except KafkaError as e:
+                return self._static_rejoin_failed(group, member, old_member_id, old, e.code)
+            answer = self._pending.await_join(group.group_id, member.member_id)
+            self._pending.answer_after(self._answer_static_rejoin(group, member, old_member_id, old))
+            return answer
         fut = self._await_join(group, member)
         if not group.is_(GroupState.PREPARING_REBALANCE):
             self._prepare_rebalance(group)
@@ -192,6 +199,25 @@ class GroupCoordinator:
         if fenced.awaiting_sync:
             fenced.awaiting_sync = False
             self._resolve_sync(group, old_member_id, SyncResult(ErrorCode.fenced_instance_id))
+
+    async def _answer_static_rejoin(self, group: Group, member: Member, old_member_id: str,
+                                    old: tuple[list[tuple[str, bytes]], int, int]) -> None:
+        """Kafka's storeGroup callback in updateStaticMemberAndRebalance: the new member id is answered once its
+        record is replicated; a failed write puts the old member id back and answers the error."""
+        new_member_id = member.member_id   # a failure gives the member its old id back
+        error = await self.group_manager.replicated(group.group_id)
+        if error == ErrorCode.none:
+            result = self._join_result(group, new_member_id, skip_assignment=group.is_leader(new_member_id))
+        else:
+            result = self._static_rejoin_failed(group, member, old_member_id, old, STORE_ERRORS.get(error, error))
+        self._resolve_join(group, new_member_id, result)
+
+    def _static_rejoin_failed(self, group: Group, member: Member, old_member_id: str,
+                              old: tuple[list[tuple[str, bytes]], int, int], error: ErrorCode) -> JoinResult:
+        log.warning("group %s: the new member id of static member %s not stored: %s", group.group_id,
+                    member.group_instance_id, error.name)
+        group.restore_static_member(member, old_member_id, old)
+        return JoinResult(error, "", group.generation_id, group.protocol_type, group.protocol_name, group.leader_id or "")
 
     def _add_member_and_rebalance(self, group: Group, member: Member) -> asyncio.Future[JoinResult]:
         member.is_new = True
@@ -280,7 +306,12 @@ class GroupCoordinator:
         log.info("stabilized group %s generation %d (%d members, leader %s)", group.group_id, group.generation_id,
                  len(group.members), group.leader_id)
         if group.is_(GroupState.EMPTY):
-            self.group_manager.store_group(group)
+            try:
+                self.group_manager.store_group(group)
+            except KafkaError as e:
+                # As Kafka's onCompleteJoin: no member is left to tell; a failover before the next rebalance
+                # brings the previous generation back, whose members have gone, so a warning is all it takes.
+                log.warning("failed to write the empty group metadata of %s: %s", group.group_id, e)
             return
         now = self._now()
         for m in group.members.values():
@@ -374,9 +405,7 @@ class GroupCoordinator:
             except KafkaError as e:
                 self._assignment_not_stored(group, e.code)
                 return fut
-            task = asyncio.ensure_future(self._complete_sync_when_stored(group, group.generation_id))
-            self._stores.add(task)
-            task.add_done_callback(self._stores.discard)
+            self._pending.answer_after(self._complete_sync_when_stored(group, group.generation_id))
         return fut
 
     async def _complete_sync_when_stored(self, group: Group, generation_id: int) -> None:
@@ -388,11 +417,9 @@ class GroupCoordinator:
                 or group.generation_id != generation_id):
             return
         if error != ErrorCode.none:
-            self._assignment_not_stored(group, STORE_ERRORS.get(error, error))
-            return
+            return self._assignment_not_stored(group, STORE_ERRORS.get(error, error))
         self._propagate_assignment(group)
         group.transition_to(GroupState.STABLE, self._wall())
-        self._wakeup.set()
 
     def _assignment_not_stored(self, group: Group, error: ErrorCode) -> None:
         """Kafka's doSyncGroup on a failed store: every waiting member gets the error and the group rebalances."""
@@ -461,8 +488,7 @@ class GroupCoordinator:
 
     def consumer_group_heartbeat(self, req: HeartbeatRequest, topics: Mapping[str, int], api_version: int
                                  ) -> HeartbeatResult:
-        """KIP-848 ConsumerGroupHeartbeat; wakes the timers, which now include this member's session. The caller
-        answers once `replicated` (Kafka's CoordinatorRuntime completes a write when its records are committed)."""
+        """KIP-848 ConsumerGroupHeartbeat (wakes the timers: this member's session); answered once `replicated`."""
         result = self.consumer.heartbeat(req, topics, api_version)
         self._wakeup.set()
         return result
@@ -558,7 +584,10 @@ class GroupCoordinator:
     async def run(self) -> None:
         """Drive the timers until close(); sleeps until the nearest deadline or until a request changes them."""
         while not self._closed:
-            self.tick()
+            try:
+                self.tick()
+            except Exception:   # one group's failure must not stop every group's sessions and rebalances
+                log.exception("the group coordinator's timers failed; going on")
             self._wakeup.clear()
             delay = max(self._next_deadline() - self._now(), 0) / 1000
             with contextlib.suppress(TimeoutError):
@@ -568,6 +597,4 @@ class GroupCoordinator:
         """Stop run() and answer every waiting JoinGroup/SyncGroup with NOT_COORDINATOR so clients rediscover."""
         self._closed = True
         self._wakeup.set()
-        for task in self._stores:
-            task.cancel()
         self._pending.close()

@@ -208,6 +208,14 @@ class Group:
             self.leader_id = new_member_id
         return member
 
+    def restore_static_member(self, member: Member, old_member_id: str,
+                              old: tuple[list[tuple[str, bytes]], int, int]) -> None:
+        """Undo a static member's takeover whose record could not be written: the old member id (and its
+        protocols, rebalance and session timeouts) back, if the member is still there under the new one."""
+        if self.members.get(member.member_id) is member and member.group_instance_id is not None:
+            self.update_member(member, *old)
+            self.replace_static_member(member.group_instance_id, member.member_id, old_member_id)
+
     def add_pending_member(self, member_id: str, deadline: int) -> None:
         self.pending_members[member_id] = deadline
 

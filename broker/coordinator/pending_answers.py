@@ -5,7 +5,9 @@ coordinator stops coordinating the group."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from broker.errors import ErrorCode
 
@@ -38,6 +40,14 @@ class PendingAnswers:
     def __init__(self) -> None:
         self._join: dict[tuple[str, str], asyncio.Future[JoinResult]] = {}
         self._sync: dict[tuple[str, str], asyncio.Future[SyncResult]] = {}
+        self._writes: set[asyncio.Task[None]] = set()
+
+    def answer_after(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` (which answers members once a group write is replicated) apart from the request that made
+        the write: that request's connection may close first, and the others still wait."""
+        task = asyncio.ensure_future(work)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     def await_join(self, group_id: str, member_id: str) -> asyncio.Future[JoinResult]:
         fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
@@ -69,6 +79,8 @@ class PendingAnswers:
 
     def close(self) -> None:
         """Answer every waiting member with NOT_COORDINATOR."""
+        for task in self._writes:
+            task.cancel()
         for key, fut in list(self._join.items()):
             if not fut.done():
                 fut.set_result(JoinResult(ErrorCode.not_coordinator, key[1]))

@@ -2,6 +2,7 @@
 independent decoder of Kafka's schemas reads them, and that a coordinator loading the partition resumes the group
 (members keep their ids, epochs and partitions)."""
 
+import asyncio
 import base64
 import uuid
 
@@ -156,3 +157,62 @@ def test_a_heartbeat_whose_records_cannot_be_written_is_answered_not_coordinator
     log.append = real_append
     r = beat(coordinator, "A", 0)
     assert r.error == ErrorCode.none and r.member_epoch > 0
+
+
+def test_a_member_expired_while_the_log_is_full_is_written_by_the_next_write(caplog):
+    """A session expiry whose records cannot be written is logged (no request waits on a timer), and the group's
+    next write carries what it missed: the expired member's tombstones reach the log."""
+    log, clock = MemoryOffsetsLog(), ManualClock()
+    coordinator, settings = make(log, clock)
+    _, epochs = settle(coordinator)
+    append = log.append
+
+    def full(partition, records, topic_stats=True):
+        raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
+
+    log.append = full
+    clock.advance(settings.session_timeout_ms - 1)
+    beat(coordinator, "A", epochs["A"])      # A stays; B's session runs out
+    clock.advance(2)
+    coordinator.tick()
+    assert "failed to write the records of consumer group g" in caplog.text
+    assert [m.member_id for m in coordinator.consumer.describe("g").members] == ["A"]
+    log.append = append
+    assert beat(coordinator, "A", epochs["A"]).error == ErrorCode.none
+    tombstoned = {decode_key(k) for k, v in log.read(0) if v is None}
+    assert {(5, "g", "B"), (7, "g", "B"), (8, "g", "B")} <= tombstoned
+
+
+def test_conversions_whose_records_cannot_be_written_leave_the_group_as_it_was():
+    """An empty classic group becoming a consumer group (a ConsumerGroupHeartbeat) and an empty consumer group
+    going back to classic (a JoinGroup, a DeleteGroups) write tombstones first: on a full disk the request gets
+    the mapped error (NOT_COORDINATOR) and the group stays as it was. Before, the append failed after the group
+    was moved and the error escaped the handler."""
+    log, clock = MemoryOffsetsLog(), ManualClock()
+    coordinator, _ = make(log, clock)
+    _, epochs = settle(coordinator)
+    beat(coordinator, "A", -1)
+    beat(coordinator, "B", -1)
+    assert coordinator.consumer.group("g") is not None
+    append = log.append
+
+    def full(partition, records, topic_stats=True):
+        raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
+
+    log.append = full
+    joined = asyncio.run(coordinator.join_group("g", "", None, "c", "/127.0.0.1", 10_000, 30_000, "consumer",
+                                                [("range", b"")], False))
+    assert joined.error == ErrorCode.not_coordinator
+    assert coordinator.delete_groups(["g"]) == {"g": ErrorCode.not_coordinator}
+    assert coordinator.consumer.group("g") is not None and coordinator.group_manager.group("g") is None
+    log.append = append
+    assert coordinator.delete_groups(["g"]) == {"g": ErrorCode.none}
+    # Now an empty classic group that completed a rebalance once, turned into a consumer group by a heartbeat.
+    classic = coordinator.group_manager.add_group("g")
+    classic.generation_id, classic.protocol_type = 1, "consumer"
+    assert coordinator.describe_group("g").state == "Empty"
+    log.append = full
+    assert beat(coordinator, "C", 0).error == ErrorCode.not_coordinator
+    assert coordinator.consumer.group("g") is None and coordinator.describe_group("g").state == "Empty"
+    log.append = append
+    assert beat(coordinator, "C", 0).error == ErrorCode.none and coordinator.consumer.group("g") is not None

@@ -51,8 +51,8 @@ def make(**cfg):
 
 def async_test(fn):
     @functools.wraps(fn)
-    def wrapper():
-        asyncio.run(asyncio.wait_for(fn(), 5))
+    def wrapper(**fixtures):
+        asyncio.run(asyncio.wait_for(fn(**fixtures), 5))
     return wrapper
 
 
@@ -217,6 +217,35 @@ async def test_static_member_rejoin_keeps_generation_and_fences_old_id():
     # Changed metadata forces a rebalance.
     changed = await join(coord, instance="i-1", protocols=[("range", subscription("t", "u"))])
     assert changed.generation_id == a.generation_id + 1
+
+
+@async_test
+async def test_a_static_rejoin_is_answered_once_replicated_and_undone_when_it_cannot_be_written():
+    """Kafka's updateStaticMemberAndRebalance (Stable, same protocols): the new member id is answered from
+    storeGroup's callback; a failed write puts the old member id back and answers the mapped error (before,
+    the answer came at once, and a failed append escaped the handler)."""
+    coord, clock, log = make()
+    a = await join(coord, instance="i-1")
+    await coord.sync_group("g", a.generation_id, a.member_id, "i-1", None, None, [(a.member_id, b"A")])
+    log.replication = asyncio.get_running_loop().create_future()
+    again = join(coord, instance="i-1")
+    await settle()
+    assert not again.done()
+    log.replication.set_result(ErrorCode.none)
+    b = await again
+    assert (b.error, b.generation_id) == (ErrorCode.none, a.generation_id) and b.member_id != a.member_id
+    log.replication = asyncio.get_running_loop().create_future()
+    timed_out = join(coord, instance="i-1")
+    await settle()
+    log.replication.set_result(ErrorCode.request_timed_out)
+    assert ((await timed_out).error, (await timed_out).member_id) == (ErrorCode.coordinator_not_available, "")
+    assert coord.heartbeat("g", b.generation_id, b.member_id, "i-1") == ErrorCode.none   # b is back
+    log.replication = None
+    log.append = _disk_full
+    full = await join(coord, instance="i-1")
+    assert (full.error, full.generation_id) == (ErrorCode.not_coordinator, a.generation_id)
+    assert coord.heartbeat("g", b.generation_id, b.member_id, "i-1") == ErrorCode.none
+    assert [m.member_id for m in coord.describe_group("g").members] == [b.member_id]
 
 
 @async_test
@@ -488,3 +517,49 @@ async def test_a_rebalance_while_the_assignment_replicates_is_left_alone():
     await settle()
     assert coord.describe_group("g").state == "PreparingRebalance"
     third.cancel()
+
+
+def _disk_full(partition, records, topic_stats=True):
+    raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
+
+
+@async_test
+async def test_timers_go_on_when_the_offsets_log_cannot_be_written(caplog):
+    """The last member's session expires and the group's empty generation cannot be written, then its offsets
+    expire and their tombstones cannot be written: as Kafka (onCompleteJoin, cleanupGroupMetadata) a logged
+    warning or error each. Before, the first raised out of tick(), which ended the coordinator's timer loop for
+    every group."""
+    coord, clock, log = make(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
+    leader = (await form_group(coord, clock, 1))[0]
+    coord.commit_offsets("g", 1, leader.member_id, None, [("t", 0, 7, 1, "")])
+    log.append = _disk_full
+    clock.advance(10_001)
+    coord.tick()
+    assert coord.describe_group("g").state == "Empty"
+    clock.advance(60_000)
+    coord.tick()
+    assert coord.fetch_offsets("g", None) == {} and coord.list_groups() == []
+    assert "failed to write the empty group metadata of g" in caplog.text
+    assert "failed to write 2 tombstones for group g" in caplog.text
+
+
+@async_test
+async def test_the_timer_loop_outlives_a_failing_tick(caplog):
+    coord, clock, _ = make()
+    failures = iter([RuntimeError("boom")])
+    ticked = asyncio.Event()
+
+    def tick():
+        ticked.set()
+        if (e := next(failures, None)) is not None:
+            raise e
+
+    coord.tick = tick
+    runner = asyncio.ensure_future(coord.run())
+    await ticked.wait()
+    ticked.clear()
+    coord._wakeup.set()   # a request changed the deadlines: the loop ticks again
+    await ticked.wait()
+    assert not runner.done() and "timers failed" in caplog.text
+    coord.close()
+    await runner

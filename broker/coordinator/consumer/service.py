@@ -108,7 +108,10 @@ class ConsumerGroupService:
                 return HeartbeatResult(ErrorCode.group_id_not_found,
                                        f"Group {req.group_id} is not a consumer group.", None, -1)
             if req.member_epoch == 0 and self.coordinator.validate(req, api_version) is None:
-                self._convert(req.group_id)
+                try:
+                    self._convert(req.group_id)
+                except KafkaError as e:   # still the empty classic group; the member tries again
+                    return HeartbeatResult(STORE_ERRORS.get(e.code, e.code), e.message, None, -1)
         result = self.coordinator.heartbeat(req, topics, self._now(), api_version)
         try:
             self._persist(req.group_id)
@@ -128,11 +131,15 @@ class ConsumerGroupService:
 
     def to_classic(self, group_id: str) -> None:
         """An empty consumer group handed back to the classic side (a JoinGroup, a DeleteGroups): only its
-        offsets remain, which the classic group then holds."""
+        offsets remain, which the classic group then holds. Its records are tombstoned first: a failed write
+        raises with the consumer group as it was."""
+        written = self._written.get(group_id, {})
+        if written and self._log is not None:
+            self._log.append(self._manager.partition_for(group_id), [(k, None) for k in written])
+        self._written.pop(group_id, None)
         group = self.coordinator.groups.pop(group_id)
         classic = self._manager.add_group(group_id)
         classic.offsets = group.offsets
-        self._persist(group_id)   # tombstones for every consumer-group record
 
     # ------------------------------------------------------------ describe
 
@@ -193,10 +200,13 @@ class ConsumerGroupService:
                 wall >= o.expire_timestamp if o.expire_timestamp >= 0 else wall - o.commit_timestamp >= retention_ms)]
             for tp in expired:
                 del group.offsets[tp]
-            self._tombstone_offsets(group.group_id, expired)
+            try:
+                self._tombstone_offsets(group.group_id, expired)
+            except KafkaError as e:   # as Kafka's expiry: logged; a reload brings them back to expire again
+                log.error("failed to write %d offset tombstones for group %s: %s", len(expired), group.group_id, e)
             if not group.members and not group.offsets:
                 del self.coordinator.groups[group.group_id]
-                self._persist(group.group_id)
+                self._persist_logged(group.group_id)
                 log.info("consumer group %s expired (empty, no offsets left)", group.group_id)
 
     # ------------------------------------------------------------ timers and partitions
@@ -204,7 +214,7 @@ class ConsumerGroupService:
     def tick(self) -> None:
         for group_id, member_id in self.coordinator.expire(self._now()):
             log.info("member %s of consumer group %s removed (session or rebalance timeout)", member_id, group_id)
-            self._persist(group_id)
+            self._persist_logged(group_id)
 
     def next_deadline(self) -> int | None:
         return self.coordinator.next_deadline()
@@ -233,6 +243,14 @@ class ConsumerGroupService:
             self._written[group_id] = now
         else:
             self._written.pop(group_id, None)
+
+    def _persist_logged(self, group_id: str) -> None:
+        """`_persist` from a timer, where no request waits for the outcome: a failed write is logged, and what it
+        held stays unwritten, so the group's next write carries it."""
+        try:
+            self._persist(group_id)
+        except KafkaError as e:
+            log.warning("failed to write the records of consumer group %s: %s", group_id, e)
 
     def load_partition(self, partition: int) -> None:
         """Rebuild the consumer groups of an offsets partition this broker now leads (after the GroupMetadataManager
