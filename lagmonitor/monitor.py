@@ -12,6 +12,8 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+from common.clock import SYSTEM, Clock
+from common.log_budget import LogBudget
 from lagmonitor import decode, history
 from lagmonitor.config import LagConfig
 from lagmonitor.evaluator import Evaluator
@@ -26,8 +28,10 @@ MAX_SKIP_REASONS = 64
 
 
 class LagMonitor:
-    def __init__(self, config: LagConfig) -> None:
+    def __init__(self, config: LagConfig, clock: Clock = SYSTEM) -> None:
         self.config = config
+        # Damaged or forged records in bulk must not flood the log: the broker's budget for peer-caused lines.
+        self._undecodable_log = LogBudget(clock)
         self.lock = threading.RLock()
         self.storage = LagStorage(config.storage)
         self.evaluator = Evaluator(config.cluster, self.storage, config.evaluator)
@@ -60,9 +64,9 @@ class LagMonitor:
             rec = decode.decode_record(key, value)
         except decode.DecodeError as e:
             n = self._skip(UNDECODABLE)
-            if n == 1 or n % 1000 == 0:   # damaged or forged records in bulk must not flood the log
-                log.warning("__consumer_offsets %d@%d: cannot decode (%s); skipped (%d so far)", partition, offset,
-                            e, n)
+            if (left_out := self._undecodable_log.take()) is not None:
+                log.warning("__consumer_offsets %d@%d: cannot decode (%s); skipped (%d so far, %d not logged)",
+                            partition, offset, e, n, left_out)
             return
         if isinstance(rec, decode.Skipped):
             if self._skip(rec.reason) == 1 and rec.unknown:   # once per kind: a newer Kafka writes it often

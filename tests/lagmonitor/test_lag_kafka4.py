@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType, TopicPartition
 from confluent_kafka.admin import ConsumerGroupDescription, MemberAssignment, MemberDescription
 
+from common.clock import ManualClock
 from common.wire import uvarint
 from lagmonitor import decode
 from lagmonitor.api import render_metrics
@@ -163,17 +164,21 @@ def test_snapshot_keeps_consumer_protocol_groups(tmp_path):
 
 def test_undecodable_records_are_counted_and_their_log_and_series_stay_bounded(caplog):
     """Records in bulk that do not decode (damaged, or forged through `__admin_client`): counted under
-    `undecodable`, logged at the first and every 1,000th; reasons carrying any version number fold into
-    `other` past 64 reasons."""
-    m = LagMonitor(LagConfig(cluster="local"))
+    `undecodable`, logged within the broker's budget (20 lines a minute, then one saying how many were left out);
+    reasons carrying any version number fold into `other` past 64 reasons."""
+    clock = ManualClock()
+    m = LagMonitor(LagConfig(cluster="local"), clock)
     key = struct.pack(">h", 5) + _s("g") + _s("m")
     cut = captured()[0][2][:-6]
     with caplog.at_level("WARNING"):
         for off in range(2500):
             m.apply_record(0, off, key, cut, 1_795_730_470_000)
-    assert m.skipped == {"undecodable": 2500}
-    assert len([r for r in caplog.records if "cannot decode" in r.getMessage()]) == 3
+        clock.advance(60_000)   # ms: a minute later the budget is back
+        m.apply_record(0, 2500, key, cut, 1_795_730_470_000)
+    assert m.skipped == {"undecodable": 2501}
+    lines = [r.getMessage() for r in caplog.records if "cannot decode" in r.getMessage()]
+    assert len(lines) == 21 and lines[-1].endswith("(2501 so far, 2480 not logged)")
     for version in range(1, 201):
         m.apply_record(1, version, key, struct.pack(">h", version) + b"\0", 1_795_730_470_000)
     assert len(m.skipped) == 64 + 1 and m.skipped["other"] == 200 - 63   # 64 reasons, then "other"
-    assert sum(m.skipped.values()) == 2700
+    assert sum(m.skipped.values()) == 2701

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 from broker.config import BrokerConfig
 from broker.controller.state import PartitionState
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from broker.log.records import Record, build_batch
 from broker.protocol.codec import encode_response, parse_request
 from broker.replication.fetcher import ReplicaFetcherManager
@@ -25,9 +25,10 @@ class ScriptedLeader:
     """Answers OffsetForLeaderEpoch with 'no epoch known', the first Fetch with one batch, the second is recorded
     (time and fetch offset) and left parked, as a leader with nothing new parks it."""
 
-    def __init__(self) -> None:
+    def __init__(self, park_after: int = 1) -> None:
         self.fetches: list[tuple[float, int]] = []
-        self.second = asyncio.Event()
+        self.park_after = park_after
+        self.second = asyncio.Event()   # set when the fetch after `park_after` ones arrives
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
@@ -41,7 +42,7 @@ class ScriptedLeader:
             else:
                 p = body.topics[0].partitions[0]
                 self.fetches.append((time.monotonic(), p.fetch_offset))
-                if len(self.fetches) > 1:
+                if len(self.fetches) > self.park_after:
                     self.second.set()
                     await asyncio.sleep(3600)  # parked: nothing new on the leader
                 records = build_batch([Record(timestamp=1, key=b"k", value=b"v")], base_offset=p.fetch_offset)
@@ -69,6 +70,32 @@ async def test_the_follower_fetches_again_at_once_after_records_came(tmp_path):
         assert (offset1, offset2) == (0, 1)  # the next fetch tells the leader the batch arrived
         assert rm.partitions[("t", 0)].log.log_end_offset == 1
         assert t2 - t1 < 1.0
+    finally:
+        fm.stop()
+        server.close()
+
+
+async def test_a_follower_append_failing_every_round_logs_within_a_budget(tmp_path, caplog):
+    """A full disk on the follower fails the append of every fetched batch: 20 warnings a minute, not one per
+    round (a cluster drill logged 374 lines in 20 s for two partitions)."""
+    leader = ScriptedLeader(park_after=60)
+    server = await asyncio.start_server(leader.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    config = BrokerConfig(broker_id=1, replica_fetch_backoff_ms=1, replica_fetch_wait_max_ms=500)
+    fm = ReplicaFetcherManager(1, config, lambda b: ("127.0.0.1", port), ReplicaManager.on_follower_progress)
+    rm, _, _ = _manager(tmp_path, fm)
+
+    def disk_full(records):
+        raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
+
+    try:
+        rm.on_partition_state("t", 0, PartitionState((2, 1), 2, 0, (2, 1), version=0))
+        rm.partitions[("t", 0)].log.append_as_follower = disk_full
+        with caplog.at_level("WARNING", logger="broker.replication"):
+            await asyncio.wait_for(leader.second.wait(), 30)
+        assert {offset for _, offset in leader.fetches} == {0}   # nothing appended, the same batch each round
+        failures = [r for r in caplog.records if "follower append failed" in r.getMessage()]
+        assert len(failures) == 20
     finally:
         fm.stop()
         server.close()
