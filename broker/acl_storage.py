@@ -9,11 +9,11 @@ CreateAcls/DeleteAcls go through `add` and `remove`, which keep `store` and the 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
+from broker.errors import ErrorCode, KafkaError
 from broker.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -25,6 +25,7 @@ from broker.security.acl import (
     ResourceType,
 )
 from broker.security.authorizer import AclStore
+from common.atomic_file import write_json
 
 ACL_FILE = "__acls.json"
 
@@ -63,22 +64,24 @@ class LocalAclStorage:
         self.store = AclStore(binding_from_json(d) for d in doc.get("acls", []))
 
     def add(self, bindings: Iterable[AclBinding]) -> set[ResourcePattern]:
+        before = self.store.acls()
         changed = self.store.add(bindings)
         if changed:
-            self._save()
+            self._save(before)
         return changed
 
     def remove(self, flt: AclBindingFilter) -> list[AclBinding]:
+        before = self.store.acls()
         removed = self.store.remove(flt)
         if removed:
-            self._save()
+            self._save(before)
         return removed
 
-    def _save(self) -> None:
-        doc = {"version": 1, "acls": [binding_to_json(b) for b in self.store.acls()]}
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+    def _save(self, before: list[AclBinding]) -> None:
+        """Write the file; when the disk cannot take it, the ACLs in memory go back to `before` (KAFKA_STORAGE_ERROR)."""
+        try:
+            write_json(self.path, {"version": 1, "acls": [binding_to_json(b) for b in self.store.acls()]})
+        except OSError as e:
+            self.store.replace(before)
+            raise KafkaError(ErrorCode.kafka_storage_error, f"The ACL file {self.path} could not be written: {e}"
+                             ) from None

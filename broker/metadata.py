@@ -9,7 +9,7 @@ cluster-only requests (reassignments, ElectLeaders) get the answer Kafka gives f
 from __future__ import annotations
 
 import json
-import os
+import logging
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +21,9 @@ from broker.acl_storage import ACL_FILE, AclStorage, LocalAclStorage
 from broker.controller.state import ClusterListener, PartitionState
 from broker.errors import ErrorCode, KafkaError
 from broker.scram_storage import LocalScramCredentials, ScramCredentialStore
+from common.atomic_file import write_json
+
+log = logging.getLogger(__name__)
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -165,7 +168,18 @@ class LocalMetadata:
             info = TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["partitions"], t.get("replication_factor", 1),
                              dict(t.get("configs", {})))
             self._topics[info.name] = info
-        self._save()
+        if state.get("cluster_id") != self.cluster_id:   # a broker restarted on a full disk must still start
+            self._save()
+
+    def _save_or_undo(self, undo: Callable[[], object]) -> None:
+        """Write the metadata file; when the disk cannot take it, undo the change in memory and answer
+        KAFKA_STORAGE_ERROR (the handler's per-topic error), so memory and file still agree."""
+        try:
+            self._save()
+        except OSError as e:
+            undo()
+            raise KafkaError(ErrorCode.kafka_storage_error,
+                             f"The metadata file {self._path} could not be written: {e}") from None
 
     def _save(self) -> None:
         state = {"cluster_id": self.cluster_id, "topics": [
@@ -173,12 +187,7 @@ class LocalMetadata:
              "replication_factor": t.replication_factor, "configs": t.configs}
             for t in self._topics.values()]}
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(state, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
+        write_json(self._path, state)
 
     def brokers(self) -> list[BrokerInfo]:
         return [self._me]
@@ -244,9 +253,11 @@ class LocalMetadata:
     def claim_producer_id_block(self, size: int) -> int:
         """The file holds the end of the last block claimed, so ids never repeat across restarts."""
         start = int(self._producer_id_path.read_text()) if self._producer_id_path.exists() else 0
-        tmp = self._producer_id_path.with_suffix(".tmp")
-        tmp.write_text(str(start + size))
-        os.replace(tmp, self._producer_id_path)
+        try:
+            write_json(self._producer_id_path, start + size)
+        except OSError as e:   # as Kafka's ProducerIdManager while no block is ready: the client retries
+            raise KafkaError(ErrorCode.coordinator_load_in_progress,
+                             f"No producer id block: {self._producer_id_path} could not be written: {e}") from None
         return start
 
     def reassignments(self) -> Reassignments:
@@ -291,8 +302,8 @@ class LocalMetadata:
                              f"{len(self.brokers())}.")
         info = TopicInfo(name, uuid.uuid4(), partitions, replication_factor, dict(configs))
         self._topics[name] = info
+        self._save_or_undo(lambda: self._topics.pop(name))
         self._changed(name)
-        self._save()
         self._announce(name)
         return info
 
@@ -301,10 +312,26 @@ class LocalMetadata:
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
         self._changed(name)
-        self._save()
+        try:
+            self._save()
+        except OSError as e:
+            # A full disk: deleting a topic is how an operator makes room, so its logs go first and the file is
+            # written after. Should that fail too, the deletion stands (its data is gone) and the next change
+            # writes the file; a restart before that brings the topic back empty.
+            log.warning("metadata file not written (%s): deleting %s's logs first to make room", e, name)
+            self._deleted(name)
+            try:
+                self._save()
+            except OSError as again:
+                log.error("metadata file still not written (%s): %s is deleted, but comes back empty if the "
+                          "broker restarts before the next topic change", again, name)
+            return info
+        self._deleted(name)
+        return info
+
+    def _deleted(self, name: str) -> None:
         if self._listener is not None:
             self._listener.on_topic_deleted(name)
-        return info
 
     def add_partitions(self, name: str, total: int,
                        assignment: Mapping[int, Sequence[int]] | None = None) -> TopicInfo:
@@ -313,16 +340,16 @@ class LocalMetadata:
         if total <= info.partitions:
             raise KafkaError(ErrorCode.invalid_partitions,
                              f"Topic currently has {info.partitions} partitions, {total} would not be an increase.")
-        info.partitions = total
+        before, info.partitions = info.partitions, total
+        self._save_or_undo(lambda: setattr(info, "partitions", before))
         self._changed(name)
-        self._save()
         self._announce(name)
         return info
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo:
         info = self._require(name)
-        info.configs = dict(configs)
-        self._save()
+        before, info.configs = info.configs, dict(configs)
+        self._save_or_undo(lambda: setattr(info, "configs", before))
         if self._listener is not None:
             self._listener.on_topic_config_changed(name)
         return info

@@ -4,13 +4,14 @@ Kafka's `/config/users/<user>` znodes ({user: {"SCRAM-SHA-512": "salt=...,stored
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from broker.errors import ErrorCode, KafkaError
 from broker.security import scram
 from broker.security.scram import ScramCredential, ScramMechanism
+from common.atomic_file import write_json
 
 
 class ScramCredentialStore(Protocol):
@@ -43,19 +44,19 @@ class LocalScramCredentials:
 
     def set(self, user: str, mechanism: ScramMechanism, credential: ScramCredential | None) -> None:
         """Store (or, with None, delete) one mechanism's credential of `user`, durably."""
-        creds = self._users.setdefault(user, {})
+        before = self._users.get(user)
+        creds = dict(before or {})
         if credential is None:
             creds.pop(mechanism.mechanism_name, None)
         else:
             creds[mechanism.mechanism_name] = scram.credential_to_string(credential)
-        if not creds:
-            del self._users[user]
-        tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(self._users, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
+        users = {**self._users, user: creds} if creds else {u: c for u, c in self._users.items() if u != user}
+        try:
+            write_json(self._path, users)
+        except OSError as e:   # nothing changed: logins keep the credentials the file has
+            raise KafkaError(ErrorCode.kafka_storage_error, f"The SCRAM file {self._path} could not be written: {e}"
+                             ) from None
+        self._users = users
 
 
 class ZkScramCredentials:

@@ -52,6 +52,11 @@ class AclStore:
                 changed.add(b.pattern)
         return changed
 
+    def replace(self, bindings: Iterable[AclBinding]) -> None:
+        """Hold exactly these bindings, in place (the authorizer keeps this object): a change undone."""
+        self._acls.clear()
+        self.add(bindings)
+
     def remove(self, flt: AclBindingFilter) -> list[AclBinding]:
         """DeleteAcls for one filter: the bindings removed."""
         removed = self.acls(flt)

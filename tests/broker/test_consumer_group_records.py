@@ -216,3 +216,33 @@ def test_conversions_whose_records_cannot_be_written_leave_the_group_as_it_was()
     assert coordinator.consumer.group("g") is None and coordinator.describe_group("g").state == "Empty"
     log.append = append
     assert beat(coordinator, "C", 0).error == ErrorCode.none and coordinator.consumer.group("g") is not None
+
+
+def test_a_heartbeat_whose_records_cannot_be_written_is_undone():
+    """As Kafka's CoordinatorRuntime reverts a failed write: a join whose records cannot be written leaves no
+    member behind (before, each failed join left one that no client heartbeats for, holding its target
+    partitions until its session expired: a drill on a full disk stalled a consumer group that way), and the
+    members keep the epochs and assignments the log holds."""
+    log, clock = MemoryOffsetsLog(), ManualClock()
+    coordinator, _ = make(log, clock)
+    owned, epochs = settle(coordinator)
+    before = coordinator.consumer.describe("g")
+    append = log.append
+
+    def full(partition, records, topic_stats=True):
+        raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
+
+    deadlines = {m.member_id: m.session_deadline_ms for m in coordinator.consumer.group("g").members.values()}
+    clock.advance(1000)
+    log.append = full
+    assert beat(coordinator, "C", 0).error == ErrorCode.not_coordinator
+    after = coordinator.consumer.describe("g")
+    # Sessions run on: the revert does not refresh them (a silent member still expires when it would have).
+    assert {m.member_id: m.session_deadline_ms for m in coordinator.consumer.group("g").members.values()} == deadlines
+    assert [(m.member_id, m.member_epoch, m.assignment) for m in after.members] == \
+        [(m.member_id, m.member_epoch, m.assignment) for m in before.members]
+    assert after.group_epoch == before.group_epoch
+    log.append = append
+    assert beat(coordinator, "A", epochs["A"]).error == ErrorCode.none   # A goes on from its epoch
+    joined = beat(coordinator, "C", 0)
+    assert joined.error == ErrorCode.none and coordinator.consumer.describe("g").group_epoch == before.group_epoch + 1

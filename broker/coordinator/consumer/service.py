@@ -20,7 +20,7 @@ from broker.coordinator.consumer.coordinator import (
 from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.consumer.records import METADATA, decode_key, group_records, metadata_hash, restore
 from broker.coordinator.group_metadata_manager import STORE_ERRORS, GroupMetadataManager, OffsetsLog
-from broker.coordinator.group_state import GroupState
+from broker.coordinator.group_state import GroupState, OffsetAndMetadata
 from broker.coordinator.loading import apply_readable
 from broker.coordinator.offsets_schema import OffsetCommitKey, encode_key
 from broker.errors import ErrorCode, KafkaError
@@ -116,6 +116,7 @@ class ConsumerGroupService:
         try:
             self._persist(req.group_id)
         except KafkaError as e:   # the member finds the coordinator again and goes on from its epoch
+            self._revert(req.group_id)
             return HeartbeatResult(STORE_ERRORS.get(e.code, e.code), e.message, None, -1)
         return result
 
@@ -272,28 +273,63 @@ class ConsumerGroupService:
                 values[(kind, member)] = raw_value
 
         apply_readable(self._log.read(partition), apply, f"__consumer_offsets-{partition}")
-        table = self._topics()
-        names = {topic_id: name for name, (topic_id, _) in table.items()}
-        counts = {name: n for name, (_, n) in table.items()}
-        now = self._now()
         for group_id, values in latest.items():
             if (METADATA, None) not in values:
                 continue   # deleted: only tombstones, or members without a group record
-            try:
-                group, stored_hash = restore(group_id, values, names, self.coordinator.settings.assignors[0])
-            except ValueError as e:   # a damaged record: the group is left out, its offsets stay classic-held
-                log.warning("consumer group %s not loaded from __consumer_offsets-%d: %s", group_id, partition, e)
-                continue
-            group.assignor = group.preferred_assignor(self.coordinator.settings.assignors[0])
-            current = group.subscription_metadata(counts)
-            # Unchanged topics: no rebalance on load; changed (or unknown) ones: the next heartbeat bumps the epoch.
-            group.subscribed_topics = current if metadata_hash(current) == stored_hash else {}
-            for m in group.members.values():
-                m.session_deadline_ms = now + self.coordinator.settings.session_timeout_ms
-            holder = self._manager.forget(group_id)
-            if holder is not None:
-                group.offsets = holder.offsets
-            self.coordinator.groups[group_id] = group
-            self._written[group_id] = group_records(group, {n: i for n, (i, _) in table.items()})
-            log.info("loaded consumer group %s at epoch %d with %d members", group_id, group.group_epoch,
-                     len(group.members))
+            holder = self._manager.group(group_id)   # the offsets the manager loaded move to the consumer group
+            group = self._rebuild(group_id, values, holder.offsets if holder is not None else {},
+                                  f"__consumer_offsets-{partition}")
+            if group is not None:
+                self._manager.forget(group_id)
+                log.info("loaded consumer group %s at epoch %d with %d members", group_id, group.group_epoch,
+                         len(group.members))
+
+    def _rebuild(self, group_id: str, values: Mapping[tuple[int, str | None], bytes],
+                 offsets: dict[tuple[str, int], OffsetAndMetadata], where: str) -> ConsumerGroup | None:
+        """Install the group its records describe, with `offsets`: members get a fresh session, so clients go on
+        heartbeating. None (and nothing installed) if a record is damaged."""
+        assert self._topics is not None
+        table = self._topics()
+        names = {topic_id: name for name, (topic_id, _) in table.items()}
+        try:
+            group, stored_hash = restore(group_id, values, names, self.coordinator.settings.assignors[0])
+        except ValueError as e:   # a damaged record: the group is left out, its offsets stay classic-held
+            log.warning("consumer group %s not loaded from %s: %s", group_id, where, e)
+            return None
+        group.assignor = group.preferred_assignor(self.coordinator.settings.assignors[0])
+        current = group.subscription_metadata({name: n for name, (_, n) in table.items()})
+        # Unchanged topics: no rebalance on load; changed (or unknown) ones: the next heartbeat bumps the epoch.
+        group.subscribed_topics = current if metadata_hash(current) == stored_hash else {}
+        now = self._now()
+        for m in group.members.values():
+            m.session_deadline_ms = now + self.coordinator.settings.session_timeout_ms
+        group.offsets = offsets
+        self.coordinator.groups[group_id] = group
+        self._written[group_id] = group_records(group, {n: i for n, (i, _) in table.items()})
+        return group
+
+    def _revert(self, group_id: str) -> None:
+        """As Kafka's CoordinatorRuntime undoes a write that failed: the group goes back to what its records hold
+        (a member that joined is gone again, an epoch bump undone), so the client's retry meets the state it
+        knows. Otherwise every failed join would leave a member that no client heartbeats for, holding
+        partitions until its session expires. The offsets are kept: commits are written on their own."""
+        group = self.coordinator.groups.pop(group_id, None)
+        offsets = group.offsets if group is not None else {}
+        written = self._written.get(group_id)
+        if not written or self._topics is None:   # a group its first write would have made: a classic holder again
+            if offsets:
+                self._manager.add_group(group_id).offsets = offsets
+            return
+        values: dict[tuple[int, str | None], bytes] = {}
+        for raw_key, value in written.items():
+            key = decode_key(raw_key)
+            assert key is not None   # written by group_records
+            values[(key[0], key[2])] = value
+        rebuilt = self._rebuild(group_id, values, offsets, "its last write")
+        if rebuilt is None:
+            if offsets:
+                self._manager.add_group(group_id).offsets = offsets
+            return
+        for m in rebuilt.members.values():   # sessions run on: a revert must not keep a silent member alive
+            if group is not None and (was := group.members.get(m.member_id)) is not None:
+                m.session_deadline_ms = was.session_deadline_ms
