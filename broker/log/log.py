@@ -548,6 +548,9 @@ class PartitionLog(TransactionalLog):
             if self.log_end_offset == self.segments[0].base_offset:
                 return
             if self._snapshot_offset != self.log_end_offset:
+                # No snapshot past an abort its segment's index does not hold yet: replay must index it again.
+                for seg in self.segments:
+                    seg.txn_index.sync()   # OSError: no snapshot now (callers take that as a failed snapshot)
                 self.producer_state.take_snapshot(self.log_end_offset)
                 self._snapshot_offset = self.log_end_offset
 

@@ -12,6 +12,7 @@ transactions overlapping the fetched range so that the consumer drops their reco
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,7 @@ class TransactionIndex:
     def __init__(self, path: Path) -> None:
         self._file = _IndexFile(path)
         self._entries: list[AbortedTxn] | None = None  # read on first use
+        self._unwritten = 0   # entries at the end of `entries` the file does not hold yet (a full disk)
 
     @property
     def entries(self) -> list[AbortedTxn]:
@@ -106,20 +108,40 @@ class TransactionIndex:
         if entries and txn.last_offset <= entries[-1].last_offset:
             return False
         entries.append(txn)
-        self._file.write(_ENTRY.pack(0, txn.producer_id, txn.first_offset, txn.last_offset,
-                                     txn.last_stable_offset))
+        self._unwritten += 1
+        with contextlib.suppress(OSError):   # the marker is in the log: the entry waits in memory (see `sync`)
+            self.sync()
         return True
+
+    @property
+    def unwritten(self) -> bool:
+        return self._unwritten > 0
+
+    def sync(self) -> None:
+        """Write the entries the file lacks; OSError if the disk still cannot take them. Reads use the entries in
+        memory meanwhile; the log takes no producer-state snapshot past them (log.py), so a restart's replay
+        indexes their markers again. Leaving one out is not an option as for the offset index: a read_committed
+        consumer would take that transaction's aborted records for committed ones."""
+        if not self._unwritten:
+            return
+        entries = self.entries
+        self._file.write(b"".join(_ENTRY.pack(0, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset)
+                                  for e in entries[len(entries) - self._unwritten:]))   # whole, or nothing written
+        self._unwritten = 0
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose marker is at or after `offset` (the log was truncated there)."""
         entries = self.entries
         keep = sum(1 for e in entries if e.last_offset < offset)
         if keep != len(entries):
+            written = len(entries) - self._unwritten
             del entries[keep:]
-            self._file.truncate(keep * _ENTRY.size)
+            self._unwritten = max(0, keep - written)
+            self._file.truncate(min(keep, written) * _ENTRY.size)
 
     def reset(self) -> None:
         self._entries = []
+        self._unwritten = 0
         self._file.truncate(0)
 
     def collect(self, fetch_offset: int, upper_bound: int, out: list[AbortedTxn]) -> bool:

@@ -71,6 +71,9 @@ class TransactionalLog:
         if done.aborted:
             seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
                                             self.producer_state.last_stable_after(done)))
+            if seg.txn_index.unwritten:
+                log.warning("%s-%d: aborted transaction of producer %d not yet in %s's index (disk full); "
+                            "kept in memory", self.topic, self.partition, done.producer_id, seg.base_offset)
 
     @property
     def last_stable_offset(self) -> int:

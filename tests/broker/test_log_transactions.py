@@ -246,3 +246,34 @@ def test_compaction_drops_aborted_writes_keeps_markers_and_stops_at_the_lso(tmp_
     assert after[10] == b"open"                           # at the LSO: untouched
     assert 1 in after and 3 in after                      # markers kept
     assert plog.aborted_transactions(0, lso) == [AbortedTxn(2, 2, 3, 4)]  # the index moved with the segment
+
+
+def test_an_abort_the_full_disk_keeps_out_of_the_index_file_stays_indexed(tmp_path, clock, monkeypatch):
+    """The abort marker is in the log but its `.txnindex` entry cannot be written (a full disk): the entry waits
+    in memory (read_committed still drops the aborted records), no producer-state snapshot is taken past it, so a
+    restart's replay indexes it again; once there is room the file gets it. Before, the OSError escaped the
+    marker's append and ended the transaction coordinator's completion: the transaction stayed in PREPARE_ABORT
+    and its id was stuck until a restart (a full-disk drill)."""
+    from broker.log import index
+
+    plog = make_log(tmp_path, clock)
+    plog.append_as_leader(txn_batch(clock, 1, 0, n=3), 0)   # 0-2
+    full = {"on": True}
+    write = index.write_descriptors.write
+
+    def disk(index_file, data):
+        if full["on"] and index_file.path.suffix == ".txnindex":
+            raise OSError(28, "No space left on device")
+        write(index_file, data)
+
+    monkeypatch.setattr(index.write_descriptors, "write", disk)
+    plog.append_marker(1, 0, 0, commit=False, leader_epoch=0)   # 3
+    assert plog.aborted_transactions(0, 4) == [AbortedTxn(1, 0, 3, 4)]
+    with pytest.raises(OSError):
+        plog.snapshot_producer_state()
+    assert not any(n.endswith(".snapshot") for n in os.listdir(plog.directory))
+    again = make_log(tmp_path, clock)   # kill -9: the file lacks the entry, the replay puts it back
+    assert again.aborted_transactions(0, 4) == [AbortedTxn(1, 0, 3, 4)]
+    full["on"] = False
+    plog.snapshot_producer_state()   # room again: the entry reaches the file, then the snapshot
+    assert TransactionIndex(plog.directory / "00000000000000000000.txnindex").entries == [AbortedTxn(1, 0, 3, 4)]

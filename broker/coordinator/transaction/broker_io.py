@@ -182,6 +182,9 @@ async def write_local_marker(broker: Broker, topic: str, partition: int, produce
                                                      coordinator_epoch, commit)
     except KafkaError as e:
         return e.code
+    except OSError as e:   # retried like any storage error: an exception here would end the completion for good
+        log.warning("%s-%d: marker of producer %d not written: %s", topic, partition, producer_id, e)
+        return ErrorCode.kafka_storage_error
     error = await broker.replicas.wait_for_replication(part, offset, _APPEND_TIMEOUT_S)
     if error == ErrorCode.none and topic == OFFSETS_TOPIC:
         gc = broker.group_coordinator
