@@ -428,29 +428,8 @@ async def test_run_drives_timers_and_close_answers_waiters():
     await runner
 
 
-@async_test
-async def test_a_sync_whose_assignment_cannot_be_stored_fails_every_member_and_rebalances():
-    """The leader's assignment does not reach the offsets log (a full disk): as Kafka's doSyncGroup, every member
-    waiting in SyncGroup gets the mapped error (KAFKA_STORAGE_ERROR -> NOT_COORDINATOR) and the group prepares a
-    rebalance. Before, the leader's handler failed (connection closed) and the others waited."""
-    coord, clock, log = make()
-    first = await join(coord)
-    second_join = join(coord)
-    await settle()
-    results = list(await asyncio.gather(join(coord, first.member_id), second_join))
-    leader = next(r for r in results if r.members)
-    other = next(r for r in results if r is not leader)
-    waiting = asyncio.ensure_future(coord.sync_group("g", other.generation_id, other.member_id, None, None, None, []))
-    await settle()
-
-    def full(partition, records, topic_stats=True):
-        raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
-
-    log.append = full
-    led = await coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
-                                 [(m[0], b"plan") for m in leader.members])
-    assert (led.error, (await waiting).error) == (ErrorCode.not_coordinator, ErrorCode.not_coordinator)
-    assert coord.describe_group("g").state == "PreparingRebalance"
+def _disk_full(partition, records, topic_stats=True):
+    raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
 
 
 async def _two_joined(coord):
@@ -467,15 +446,35 @@ async def _two_joined(coord):
 
 
 @async_test
+async def test_a_sync_whose_assignment_cannot_be_stored_fails_every_member_and_rebalances():
+    """The leader's assignment does not reach the offsets log (a full disk): as Kafka's doSyncGroup, every member
+    waiting in SyncGroup gets the mapped error (KAFKA_STORAGE_ERROR -> NOT_COORDINATOR) and the group prepares a
+    rebalance. Before, the leader's handler failed (connection closed) and the others waited."""
+    coord, clock, log = make()
+    leader, other, waiting = await _two_joined(coord)
+    log.append = _disk_full
+    led = await coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
+                                 [(m[0], b"plan") for m in leader.members])
+    assert (led.error, (await waiting).error) == (ErrorCode.not_coordinator, ErrorCode.not_coordinator)
+    assert coord.describe_group("g").state == "PreparingRebalance"
+
+
+async def _leader_syncs_while_replicating(coord, log, leader, plan=lambda member_id: b"plan"):
+    """The leader's SyncGroup, left waiting while its record replicates (`log.replication`, to be set)."""
+    log.replication = asyncio.get_running_loop().create_future()
+    led = asyncio.ensure_future(coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
+                                                 [(m[0], plan(m[0])) for m in leader.members]))
+    await settle()
+    return led
+
+
+@async_test
 async def test_the_assignment_goes_out_once_its_record_is_replicated():
     """Kafka's doSyncGroup answers from storeGroup's callback: the group stays CompletingRebalance and every
     member waits until the GroupMetadata record is in the offsets partition's ISR."""
     coord, clock, log = make()
     leader, other, waiting = await _two_joined(coord)
-    log.replication = asyncio.get_running_loop().create_future()
-    led = asyncio.ensure_future(coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
-                                                 [(m[0], m[0].encode()) for m in leader.members]))
-    await settle()
+    led = await _leader_syncs_while_replicating(coord, log, leader, str.encode)
     assert not led.done() and not waiting.done()
     assert coord.describe_group("g").state == "CompletingRebalance"
     log.replication.set_result(ErrorCode.none)
@@ -490,10 +489,7 @@ async def test_an_assignment_whose_replication_fails_fails_every_member_and_reba
     (REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE) to every waiting member, and a rebalance."""
     coord, clock, log = make()
     leader, other, waiting = await _two_joined(coord)
-    log.replication = asyncio.get_running_loop().create_future()
-    led = asyncio.ensure_future(coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
-                                                 [(m[0], b"plan") for m in leader.members]))
-    await settle()
+    led = await _leader_syncs_while_replicating(coord, log, leader)
     log.replication.set_result(ErrorCode.request_timed_out)
     assert ((await led).error, (await waiting).error) == (ErrorCode.coordinator_not_available,) * 2
     assert coord.describe_group("g").state == "PreparingRebalance"
@@ -505,10 +501,7 @@ async def test_a_rebalance_while_the_assignment_replicates_is_left_alone():
     nothing (Kafka checks the state and generation in storeGroup's callback)."""
     coord, clock, log = make()
     leader, other, waiting = await _two_joined(coord)
-    log.replication = asyncio.get_running_loop().create_future()
-    led = asyncio.ensure_future(coord.sync_group("g", leader.generation_id, leader.member_id, None, None, None,
-                                                 [(m[0], b"plan") for m in leader.members]))
-    await settle()
+    led = await _leader_syncs_while_replicating(coord, log, leader)
     third = join(coord)
     await settle()
     assert coord.describe_group("g").state == "PreparingRebalance"
@@ -517,10 +510,6 @@ async def test_a_rebalance_while_the_assignment_replicates_is_left_alone():
     await settle()
     assert coord.describe_group("g").state == "PreparingRebalance"
     third.cancel()
-
-
-def _disk_full(partition, records, topic_stats=True):
-    raise KafkaError(ErrorCode.kafka_storage_error, "no space left on device")
 
 
 @async_test
