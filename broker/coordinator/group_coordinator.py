@@ -308,9 +308,7 @@ class GroupCoordinator:
         if group.is_(GroupState.EMPTY):
             try:
                 self.group_manager.store_group(group)
-            except KafkaError as e:
-                # As Kafka's onCompleteJoin: no member is left to tell; a failover before the next rebalance
-                # brings the previous generation back, whose members have gone, so a warning is all it takes.
+            except KafkaError as e:   # as Kafka's onCompleteJoin: no member is left to tell, so a warning
                 log.warning("failed to write the empty group metadata of %s: %s", group.group_id, e)
             return
         now = self._now()
@@ -584,12 +582,14 @@ class GroupCoordinator:
     async def run(self) -> None:
         """Drive the timers until close(); sleeps until the nearest deadline or until a request changes them."""
         while not self._closed:
+            pause_ms = 0   # a deadline whose work keeps failing must not spin the loop
             try:
                 self.tick()
             except Exception:   # one group's failure must not stop every group's sessions and rebalances
                 log.exception("the group coordinator's timers failed; going on")
+                pause_ms = 1000
             self._wakeup.clear()
-            delay = max(self._next_deadline() - self._now(), 0) / 1000
+            delay = max(self._next_deadline() - self._now(), pause_ms) / 1000
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), delay)
 
