@@ -90,3 +90,43 @@ def test_acls_survive_a_restart(tmp_path) -> None:
     with AuthzHarness(tmp_path) as ah:
         assert produce(ah.as_user("alice"), "orders") == ErrorCode.none
         assert len(describe_acls(ah).resources) == 1
+
+
+def test_acl_changes_a_full_disk_cannot_take_are_answered_not_kept(ah, monkeypatch):
+    """CreateAcls and DeleteAcls whose ACL file cannot be written: KAFKA_STORAGE_ERROR per creation or filter,
+    the ACLs as they were, the connection open. Before, the OSError escaped the handler (connection closed) with the
+    change kept in memory only."""
+    import errno
+
+    import common.atomic_file
+
+    assert create_acls(ah, creation("User:alice", "t")) == [(ErrorCode.none, None)]
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = common.atomic_file.os.fsync
+    monkeypatch.setattr(common.atomic_file.os, "fsync", full)
+    [(code, message)] = create_acls(ah, creation("User:bob", "t"))
+    assert code == ErrorCode.kafka_storage_error and "No space left" in message
+    resp = ah.request(DELETE_ACLS, 3, {"filters": [delete_filter("User:alice")]})
+    assert resp.filter_results[0].error_code == ErrorCode.kafka_storage_error
+    monkeypatch.setattr(common.atomic_file.os, "fsync", real)
+    assert sorted(a.principal for r in describe_acls(ah).resources for a in r.acls) == ["User:alice"]
+
+
+def test_a_scram_change_a_full_disk_cannot_take_is_answered_not_kept(ah, monkeypatch):
+    """AlterUserScramCredentials whose credentials file cannot be written: KAFKA_STORAGE_ERROR for that user,
+    and logins keep the credentials the file has (before: the connection closed)."""
+    import errno
+
+    import common.atomic_file
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(common.atomic_file.os, "fsync", full)
+    resp = ah.request(51, 0, {"deletions": [], "upsertions": [
+        {"name": "bob", "mechanism": 2, "iterations": 8192, "salt": b"s" * 16, "salted_password": b"x" * 64}]})
+    assert [(r.user, r.error_code) for r in resp.results] == [("bob", ErrorCode.kafka_storage_error)]
+    assert ah.broker.metadata.scram_credentials().lookup("bob", "SCRAM-SHA-512") is None

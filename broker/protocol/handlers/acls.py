@@ -7,7 +7,7 @@ for a standalone broker, ZooKeeper's `/kafka-acl` nodes in a cluster; each chang
 
 from __future__ import annotations
 
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.security.acl import (
@@ -90,7 +90,10 @@ async def handle_create_acls(ctx: RequestContext, req) -> dict:
         results.append(answer(ErrorCode.invalid_request, problem) if problem else answer(ErrorCode.none, None))
         if not problem:
             valid.append(binding)
-    storage.add(valid)
+    try:
+        storage.add(valid)
+    except KafkaError as e:   # the ACL file could not be written (a full disk): none of them was added
+        results = [answer(e.code, e.message) if r["error_code"] == ErrorCode.none else r for r in results]
     return {"throttle_time": 0, "results": results}
 
 
@@ -110,7 +113,11 @@ async def handle_delete_acls(ctx: RequestContext, req) -> dict:
         if flt.is_unknown():
             results.append(result(ErrorCode.invalid_request, "DeleteAclsRequest contains UNKNOWN elements", []))
             continue
-        removed = storage.remove(flt)
+        try:
+            removed = storage.remove(flt)
+        except KafkaError as e:   # the ACL file could not be written (a full disk): nothing removed
+            results.append(result(e.code, e.message, []))
+            continue
         results.append(result(ErrorCode.none, None, [
             {"error_code": ErrorCode.none, "error_message": None, "resource_type": b.pattern.resource_type.code,
              "resource_name": b.pattern.name, "pattern_type": b.pattern.pattern_type.code, **_entry_fields(b.entry)}

@@ -6,7 +6,7 @@ the local metadata directory standalone. Clients send salt and salted password, 
 
 from __future__ import annotations
 
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.scram_storage import ScramCredentialStore
@@ -50,7 +50,10 @@ async def handle_alter_user_scram_credentials(ctx: RequestContext, req) -> dict:
         assert mechanism is not None   # validated
         credential = None if a.salted_password is None else scram.credential_from_salted_password(
             mechanism, a.salt, a.salted_password, a.iterations)
-        store.set(a.user, mechanism, credential)
+        try:
+            store.set(a.user, mechanism, credential)
+        except KafkaError as e:   # the file could not be written (a full disk): this user's change is not made
+            outcome[a.user] = (e.code, e.message)
     return {"throttle_time": 0, "results": [
         {"user": user, "error_code": code, "error_message": message} for user, (code, message) in outcome.items()]}
 
