@@ -16,7 +16,7 @@ from tests.e2e.helpers import records as visible_records
 from tests.replication.helpers import FIND_COORDINATOR, create_topic, metadata, topic_name
 
 OFFSETS_PARTITIONS = 10   # the launcher's offsets.topic.num.partitions
-LAG_MS = 4000             # the paused follower leaves the ISR 4-6 s after it stopped fetching
+LAG_MS = 2000             # the paused follower leaves the ISR 2-3 s after it stopped fetching
 # The paused broker keeps its ZooKeeper session; the write's wait outlasts the ISR shrink (Kafka's default is 5 s).
 PROPS = {"replica.lag.time.max.ms": LAG_MS, "zookeeper.session.timeout.ms": 30000, "offsets.commit.timeout.ms": 20000}
 JOIN, SYNC, CONSUMER_HEARTBEAT = 11, 14, 68
