@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from broker.coordinator.consumer.service import ConsumerGroupService
-from broker.coordinator.group_metadata_manager import STORE_ERRORS, GroupMetadataManager
+from broker.coordinator.group_metadata_manager import GroupMetadataManager
 from broker.coordinator.group_state import CONSUMER_PROTOCOL_TYPE, GroupState
 from broker.errors import ErrorCode, KafkaError
 from common.clock import Clock
@@ -96,7 +96,7 @@ class GroupAdmin(CoordinatorPart):
                 try:
                     self.consumer.to_classic(group_id)   # then deleted with its offsets as a classic group is
                 except KafkaError as e:
-                    results[group_id] = STORE_ERRORS.get(e.code, e.code)
+                    results[group_id] = e.code
                     continue
             group = self.group_manager.group(group_id)
             if not self.owns(group_id):

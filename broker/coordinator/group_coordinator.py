@@ -20,12 +20,7 @@ from broker.config import BrokerConfig
 from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
 from broker.coordinator.consumer.service import ConsumerGroupService, TopicTable
 from broker.coordinator.group_admin import GroupAdmin, GroupDescription, MemberDescription
-from broker.coordinator.group_metadata_manager import (
-    STORE_ERRORS,
-    GroupMetadataManager,
-    OffsetsLog,
-    java_string_hash,
-)
+from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog, java_string_hash
 from broker.coordinator.group_offsets import GroupOffsets
 from broker.coordinator.group_state import Group, GroupState, Member, member_error, new_member_id
 from broker.coordinator.pending_answers import JoinResult, PendingAnswers, SyncResult
@@ -77,9 +72,10 @@ class GroupCoordinator:
     def owns(self, group_id: str) -> bool:
         return self.group_manager.owns(group_id)
 
-    async def replicated(self, group_id: str) -> ErrorCode:
-        """Wait until the records written for the group's offsets partition so far are in its ISR."""
-        return await self.group_manager.replicated(group_id)
+    async def replicated(self, group_id: str, commit: bool = False) -> ErrorCode:
+        """Wait until the records written for the group's offsets partition so far are in its ISR (the mapped
+        error otherwise: GroupMetadataManager.replicated)."""
+        return await self.group_manager.replicated(group_id, commit)
 
     def group_state_counts(self) -> Counter[str]:
         """Groups per state name, for the groups this broker coordinates (NumGroups<State>)."""
@@ -119,7 +115,7 @@ class GroupCoordinator:
             try:
                 self.consumer.to_classic(group_id)
             except KafkaError as e:
-                return JoinResult(STORE_ERRORS.get(e.code, e.code), member_id)
+                return JoinResult(e.code, member_id)
         group = self.group_manager.group(group_id)
         if group is None:
             if member_id:
@@ -209,7 +205,7 @@ class GroupCoordinator:
         if error == ErrorCode.none:
             result = self._join_result(group, new_member_id, skip_assignment=group.is_leader(new_member_id))
         else:
-            result = self._static_rejoin_failed(group, member, old_member_id, old, STORE_ERRORS.get(error, error))
+            result = self._static_rejoin_failed(group, member, old_member_id, old, error)
         self._resolve_join(group, new_member_id, result)
 
     def _static_rejoin_failed(self, group: Group, member: Member, old_member_id: str,
@@ -415,7 +411,7 @@ class GroupCoordinator:
                 or group.generation_id != generation_id):
             return
         if error != ErrorCode.none:
-            return self._assignment_not_stored(group, STORE_ERRORS.get(error, error))
+            return self._assignment_not_stored(group, error)
         self._propagate_assignment(group)
         group.transition_to(GroupState.STABLE, self._wall())
 

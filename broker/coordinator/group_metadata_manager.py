@@ -35,7 +35,7 @@ log = logging.getLogger("broker.coordinator")
 OFFSET_METADATA_MAX_BYTES = 4096
 # A failed append of a coordinator's records, as Kafka answers it (GroupMetadataManager.storeGroup; the new
 # coordinator's GroupCoordinatorService.normalizeException maps the same way).
-STORE_ERRORS = {
+_STORE_ERRORS: dict[ErrorCode, ErrorCode] = {
     ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
@@ -45,9 +45,10 @@ STORE_ERRORS = {
     ErrorCode.message_too_large: ErrorCode.unknown_server_error,
     ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
 }
-# storeOffsets differs only in what too large a commit is.
-_COMMIT_APPEND_ERRORS = {**STORE_ERRORS, ErrorCode.message_too_large: ErrorCode.invalid_commit_offset_size,
-                         ErrorCode.record_list_too_large: ErrorCode.invalid_commit_offset_size}
+# storeOffsets differs in what too large a commit is, and keeps a timeout as it is.
+_COMMIT_ERRORS: dict[ErrorCode, ErrorCode] = {**{k: v for k, v in _STORE_ERRORS.items() if k != ErrorCode.request_timed_out},
+                  ErrorCode.message_too_large: ErrorCode.invalid_commit_offset_size,
+                  ErrorCode.record_list_too_large: ErrorCode.invalid_commit_offset_size}
 
 TopicPartition = tuple[str, int]
 
@@ -143,8 +144,7 @@ class GroupMetadataManager:
         raises with the group still cached."""
         group = self._groups.get(group_id)
         if group is not None and group.generation_id > 0:
-            self._log.append(self.partition_for(group_id), [(encode_key(GroupMetadataKey(group_id)), None)],
-                             topic_stats=False)
+            self.write(group_id, [(encode_key(GroupMetadataKey(group_id)), None)], topic_stats=False)
         self._groups.pop(group_id, None)
         return group
 
@@ -182,15 +182,24 @@ class GroupMetadataManager:
             try:
                 self._log.append(self.partition_for(group.group_id), records)
             except KafkaError as e:   # nothing cached: the consumer retries on the code Kafka gives it
-                failed = _COMMIT_APPEND_ERRORS.get(e.code, e.code)
+                failed = _COMMIT_ERRORS.get(e.code, e.code)
                 return {tp: failed if code == ErrorCode.none else code for tp, code in results.items()}
             group.offsets.update(accepted)
         return results
 
-    async def replicated(self, group_id: str) -> ErrorCode:
+    def write(self, group_id: str, records: list[tuple[bytes, bytes | None]], topic_stats: bool = True) -> None:
+        """Append a coordinator's records for the group; a failure raises the code Kafka's storeGroup answers."""
+        try:
+            self._log.append(self.partition_for(group_id), records, topic_stats)
+        except KafkaError as e:
+            raise KafkaError(_STORE_ERRORS.get(e.code, e.code), e.message) from None
+
+    async def replicated(self, group_id: str, commit: bool = False) -> ErrorCode:
         """Wait until the group's records written so far are replicated (Kafka answers a coordinator write once
-        the offsets partition's high watermark passes it)."""
-        return await self._log.replicated(self.partition_for(group_id))
+        the offsets partition's high watermark passes it): NONE, or the code storeGroup answers (`commit`: the
+        one storeOffsets answers) for why not."""
+        error = await self._log.replicated(self.partition_for(group_id))
+        return (_COMMIT_ERRORS if commit else _STORE_ERRORS).get(error, error)
 
     def get_offsets(self, group_id: str, partitions: list[TopicPartition] | None
                     ) -> dict[TopicPartition, tuple[int, int, str | None]]:
@@ -221,7 +230,7 @@ class GroupMetadataManager:
             del self._groups[group.group_id]
         if records:
             try:
-                self._log.append(self.partition_for(group.group_id), records, topic_stats=False)
+                self.write(group.group_id, records, topic_stats=False)
             except KafkaError as e:   # as Kafka's cleanupGroupMetadata: logged; a reload brings them back to expire
                 log.error("failed to write %d tombstones for group %s: %s", len(records), group.group_id, e)
 
@@ -241,11 +250,7 @@ class GroupMetadataManager:
                                     m.group_instance_id, m.rebalance_timeout_ms)
                      for m in group.members.values()],
         )
-        try:
-            self._log.append(self.partition_for(group.group_id),
-                             [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
-        except KafkaError as e:
-            raise KafkaError(STORE_ERRORS.get(e.code, e.code), e.message) from None
+        self.write(group.group_id, [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value))])
 
     def _read_partition(self, partition: int
                         ) -> tuple[dict[str, GroupMetadataValue], dict[str, dict[TopicPartition, OffsetAndMetadata]]]:

@@ -19,7 +19,7 @@ from broker.coordinator.consumer.coordinator import (
 )
 from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.consumer.records import METADATA, decode_key, group_records, metadata_hash, restore
-from broker.coordinator.group_metadata_manager import STORE_ERRORS, GroupMetadataManager, OffsetsLog
+from broker.coordinator.group_metadata_manager import GroupMetadataManager, OffsetsLog
 from broker.coordinator.group_state import GroupState, OffsetAndMetadata
 from broker.coordinator.loading import apply_readable
 from broker.coordinator.offsets_schema import OffsetCommitKey, encode_key
@@ -111,13 +111,13 @@ class ConsumerGroupService:
                 try:
                     self._convert(req.group_id)
                 except KafkaError as e:   # still the empty classic group; the member tries again
-                    return HeartbeatResult(STORE_ERRORS.get(e.code, e.code), e.message, None, -1)
+                    return HeartbeatResult(e.code, e.message, None, -1)
         result = self.coordinator.heartbeat(req, topics, self._now(), api_version)
         try:
             self._persist(req.group_id)
         except KafkaError as e:   # the member finds the coordinator again and goes on from its epoch
             self._revert(req.group_id)
-            return HeartbeatResult(STORE_ERRORS.get(e.code, e.code), e.message, None, -1)
+            return HeartbeatResult(e.code, e.message, None, -1)
         return result
 
     def _convert(self, group_id: str) -> None:
@@ -136,7 +136,7 @@ class ConsumerGroupService:
         raises with the consumer group as it was."""
         written = self._written.get(group_id, {})
         if written and self._log is not None:
-            self._log.append(self._manager.partition_for(group_id), [(k, None) for k in written])
+            self._manager.write(group_id, [(k, None) for k in written])
         self._written.pop(group_id, None)
         group = self.coordinator.groups.pop(group_id)
         classic = self._manager.add_group(group_id)
@@ -186,9 +186,8 @@ class ConsumerGroupService:
 
     def _tombstone_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> None:
         if partitions and self._log is not None:
-            self._log.append(self._manager.partition_for(group_id),
-                             [(encode_key(OffsetCommitKey(group_id, *tp)), None) for tp in partitions],
-                             topic_stats=False)
+            self._manager.write(group_id, [(encode_key(OffsetCommitKey(group_id, *tp)), None) for tp in partitions],
+                                topic_stats=False)
 
     def expire_offsets(self, retention_ms: int) -> None:
         """Kafka's offset expiry for consumer groups: an offset of a topic the group does not subscribe to (every
@@ -239,7 +238,7 @@ class ConsumerGroupService:
         records: list[tuple[bytes, bytes | None]] = [(k, v) for k, v in now.items() if before.get(k) != v]
         records += [(k, None) for k in before if k not in now]
         if records:
-            self._log.append(self._manager.partition_for(group_id), records)
+            self._manager.write(group_id, records)
         if now:
             self._written[group_id] = now
         else:

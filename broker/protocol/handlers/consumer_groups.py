@@ -9,7 +9,6 @@ from collections.abc import Mapping
 
 from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
 from broker.coordinator.consumer.service import MemberView
-from broker.coordinator.group_metadata_manager import STORE_ERRORS
 from broker.errors import ErrorCode
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
@@ -63,7 +62,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req) -> dict:
         # nothing waits for the partition's last write too, since its answer may show what that write made.
         error = await coordinator.replicated(req.group_id)
         if error != ErrorCode.none:   # the member finds the coordinator again and goes on from its epoch
-            result = HeartbeatResult(STORE_ERRORS.get(error, error), None, None, -1)
+            result = HeartbeatResult(error, None, None, -1)
     return _heartbeat_response(result, ids)
 
 

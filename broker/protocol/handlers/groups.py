@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ipaddress
 
-from broker.coordinator.group_metadata_manager import STORE_ERRORS
 from broker.coordinator.transaction.coordinator import TXN_STATE_TOPIC
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
 from broker.metadata import OFFSETS_TOPIC
@@ -169,7 +168,7 @@ async def handle_offset_commit(ctx: RequestContext, req) -> dict:
         results.update(committed)
         if any(e == ErrorCode.none for e in committed.values()):
             # As Kafka does, answer once the commit is replicated to the offsets partition's ISR.
-            error = await _replicated(ctx, req.group_id)
+            error = await coordinator.replicated(req.group_id, commit=True)
             if error != ErrorCode.none:
                 results.update({tp: error for tp, e in committed.items() if e == ErrorCode.none})
     return {"throttle_time": 0, "topics": [
@@ -177,12 +176,6 @@ async def handle_offset_commit(ctx: RequestContext, req) -> dict:
                                          "error_code": results[(t.name, p.partition_index)]}
                                         for p in t.partitions]}
         for t in req.topics]}
-
-
-async def _replicated(ctx: RequestContext, group_id: str) -> ErrorCode:
-    error = await ctx.broker.group_coordinator.replicated(group_id)
-    # Kafka's storeOffsets maps a failed append as storeGroup does, but keeps a timeout as it is.
-    return error if error == ErrorCode.request_timed_out else STORE_ERRORS.get(error, error)
 
 
 def _not_null(value, name: str):
