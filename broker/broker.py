@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig, LogConfig
@@ -20,6 +23,7 @@ from broker.coordinator.transaction.coordinator import TXN_STATE_TOPIC, Transact
 from broker.errors import ErrorCode, KafkaError
 from broker.fetch_session import FetchManager, FetchSessionCache
 from broker.fetch_session import register_metrics as register_fetch_session_metrics
+from broker.log.dir_failure import LogDirFailureChannel
 from broker.log.manager import LogManager
 from broker.log.records import Record, build_batch
 from broker.metadata import (
@@ -141,7 +145,11 @@ class Broker:
         self.metadata: MetadataStore = (zookeeper_metadata(config, me) if config.zookeeper_connect
                                         else LocalMetadata(dirs[0], me, config.cluster_id))
         self.authorizer = build_authorizer(config, self.metadata)  # None: no ACL checks (authorizer.class.name)
-        self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms)
+        # In a cluster a failed write takes its log dir offline, as in Kafka (log/dir_failure.py).
+        self.log_dir_failures = LogDirFailureChannel(enabled=bool(config.zookeeper_connect))
+        self.logs = LogManager(dirs, self.clock, self.log_config, config.log_cleaner_backoff_ms,
+                               self.log_dir_failures)
+        self.halt: Callable[[], None] = self._halt   # replaced by tests that run brokers in-process
         self.producer_ids = ProducerIdManager(self.metadata.claim_producer_id_block)
         self.purgatory = Purgatory()
         self.fetchers = ReplicaFetcherManager(config.broker_id, config, self._endpoint,
@@ -283,6 +291,8 @@ class Broker:
         """Recover logs, join the cluster (or load standalone metadata), start listening; returns the port.
         listen=False opens no socket (port 0): an in-process harness hands `server` its own connections."""
         loop_start = self.clock.monotonic()
+        loop = asyncio.get_running_loop()
+        self.log_dir_failures.listeners.append(lambda d: loop.call_soon_threadsafe(self._log_dir_failed, d))
         self.logs.load_all()
         self.metadata.start(self.replicas)
         if not self.clustered:
@@ -299,6 +309,25 @@ class Broker:
         log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
                  self.clock.monotonic() - loop_start, len(self.logs.partitions()))
         return port
+
+    def _log_dir_failed(self, log_dir: Path) -> None:
+        """A log dir went offline: its replicas go offline here; with every log dir offline the broker halts
+        (Kafka's LogManager.handleLogDirFailure), so the controller moves its leaderships to the other replicas."""
+        self.replicas.on_log_dir_failure(log_dir)
+        dirs = self.config.log_dir_list
+        if self.log_dir_failures.all_offline(dirs):
+            log.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(map(str, dirs)))
+            self.halt()
+
+    def _halt(self) -> None:
+        """Exit at once, as Kafka's Exit.halt(1): no controlled shutdown, no log flush (the disk failed). The
+        ZooKeeper session is closed first, bounded, so the controller elects new leaders now rather than after
+        zookeeper.session.timeout.ms."""
+        closer = threading.Thread(target=self.metadata.close, name="halt-zk-close", daemon=True)
+        closer.start()
+        closer.join(timeout=5.0)
+        logging.shutdown()
+        os._exit(1)
 
     def _observe(self, metrics: BrokerMetrics) -> None:
         """Hand the metrics the components' public hooks; they read nothing else of them."""

@@ -92,6 +92,9 @@ class PartitionLog(TransactionalLog):
         self.config = config
         self.clock = clock
         self.lock = threading.RLock()
+        # Told of a failed disk write before it is answered KAFKA_STORAGE_ERROR (LogManager: the log dir's
+        # LogDirFailureChannel, which takes the dir offline in a cluster).
+        self.io_failed: Callable[[OSError], object] | None = None
         # Held while loading: a segment file opened here may otherwise be closed by another thread's opening
         # (segment.open_log_files), which takes only free partition locks.
         with self.lock:
@@ -300,6 +303,8 @@ class PartitionLog(TransactionalLog):
         try:
             yield
         except OSError as e:
+            if self.io_failed is not None:
+                self.io_failed(e)
             raise KafkaError(ErrorCode.kafka_storage_error, f"{self.directory.name}: {e}") from None
 
     def _maybe_roll(self, size: int, last_offset_delta: int, now: int) -> None:

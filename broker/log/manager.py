@@ -10,8 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker.config import LogConfig
+from broker.errors import ErrorCode, KafkaError
 from broker.log.checkpoint_writer import CheckpointWriter
 from broker.log.cleaner import LogCleaner
+from broker.log.dir_failure import LogDirFailureChannel
 from broker.log.log import DELETE_DIR_SUFFIX, PartitionLog
 from common.clock import Clock
 
@@ -31,8 +33,10 @@ class LogManager:
     """Owns the PartitionLogs of all log dirs. `config_for(topic)` gives a topic's effective LogConfig."""
 
     def __init__(self, log_dirs: list[Path], clock: Clock, config_for: Callable[[str], LogConfig],
-                 cleaner_backoff_ms: int = 15_000) -> None:
+                 cleaner_backoff_ms: int = 15_000, failures: LogDirFailureChannel | None = None) -> None:
+        """`failures`: where a log's failed write takes its log dir offline (off when not given)."""
         self.log_dirs = [Path(d) for d in log_dirs]
+        self.failures = failures or LogDirFailureChannel(enabled=False)
         self.clock = clock
         self.config_for = config_for
         self.cleaner = LogCleaner(clock, cleaner_backoff_ms)
@@ -58,8 +62,7 @@ class LogManager:
                 if tp in self._logs:
                     log.error("partition %s-%d found in two log dirs; using %s", *tp, self._logs[tp].directory)
                     continue
-                self._logs[tp] = PartitionLog(tp[0], tp[1], d, self.config_for(tp[0]), self.clock,
-                                              self.epoch_writer.submit)
+                self._logs[tp] = self._open(tp[0], tp[1], root, d)
                 self._dir_counts[root] += 1
         log.info("loaded %d partition logs", len(self._logs))
 
@@ -67,16 +70,32 @@ class LogManager:
         return self._logs.get((topic, partition))
 
     def get_or_create(self, topic: str, partition: int) -> PartitionLog:
-        """The partition's log, created in the log dir holding the fewest partitions if new."""
+        """The partition's log, created in the online log dir holding the fewest partitions if new
+        (KAFKA_STORAGE_ERROR when every log dir is offline)."""
         with self._lock:
             plog = self._logs.get((topic, partition))
             if plog is None:
-                root = min(self.log_dirs, key=self._dir_counts.__getitem__)
-                plog = PartitionLog(topic, partition, root / f"{topic}-{partition}", self.config_for(topic),
-                                    self.clock, self.epoch_writer.submit)
+                online = [d for d in self.log_dirs if not self.failures.is_offline(d)]
+                if not online:
+                    raise KafkaError(ErrorCode.kafka_storage_error, "every log dir is offline")
+                root = min(online, key=self._dir_counts.__getitem__)
+                plog = self._open(topic, partition, root, root / f"{topic}-{partition}")
                 self._logs[(topic, partition)] = plog
                 self._dir_counts[root] += 1
             return plog
+
+    def _open(self, topic: str, partition: int, root: Path, directory: Path) -> PartitionLog:
+        plog = PartitionLog(topic, partition, directory, self.config_for(topic), self.clock, self.epoch_writer.submit)
+        plog.io_failed = lambda e: self.failures.fail(root, e)
+        return plog
+
+    def log_dir_of(self, plog: PartitionLog) -> Path:
+        """The log dir (one of `log_dirs`) holding `plog`."""
+        return plog.directory.parent
+
+    def offline(self, plog: PartitionLog) -> bool:
+        """Whether `plog`'s log dir is offline: its replica is offline on this broker until a restart."""
+        return self.failures.is_offline(plog.directory.parent)
 
     def delete_topic(self, topic: str) -> None:
         """Remove every partition log of `topic`."""

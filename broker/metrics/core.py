@@ -167,8 +167,9 @@ class BrokerMetrics:
         reg.gauge(*ks, "linux-disk-read-bytes", lambda: proc_io().get("read_bytes", 0))
         reg.gauge(*ks, "linux-disk-write-bytes", lambda: proc_io().get("write_bytes", 0))
         dirs = b.config.log_dir_list
+        offline = b.logs.failures   # a failed write took it offline (cluster), or it cannot be written at all
         reg.gauge("kafka.log", "LogManager", "OfflineLogDirectoryCount",
-                  lambda: sum(not os.access(d, os.W_OK) for d in dirs))
+                  lambda: sum(offline.is_offline(d) or not os.access(d, os.W_OK) for d in dirs))
         reg.gauge_family("kafkascope.log", "LogDir", "FreeBytes",
                          lambda: (((("logDir", str(d)),), free_bytes(d)) for d in dirs))
         reg.raw(self._gc.families)

@@ -298,7 +298,7 @@ class ReplicaGauges:
         reg.gauge(*rm, "UnderReplicatedPartitions", lambda: self._summary().under_replicated)
         reg.gauge(*rm, "UnderMinIsrPartitionCount", lambda: self._summary().under_min_isr)
         reg.gauge(*rm, "AtMinIsrPartitionCount", lambda: self._summary().at_min_isr)
-        reg.gauge(*rm, "OfflineReplicaCount", lambda: 0)
+        reg.gauge(*rm, "OfflineReplicaCount", lambda: len(b.replicas.offline))
         kc = ("kafka.controller", "KafkaController")
         reg.gauge(*kc, "ActiveControllerCount", lambda: int(self.view.is_active_controller()))
         reg.gauge(*kc, "OfflinePartitionsCount", lambda: self._controller(attrgetter("offline")))

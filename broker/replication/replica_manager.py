@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from broker.config import BrokerConfig
@@ -98,6 +99,8 @@ class ReplicaManager:
         self.store = store
         self.purgatory = purgatory
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Replicas whose log dir went offline (Kafka's HostedPartition.Offline): KAFKA_STORAGE_ERROR until restart.
+        self.offline: set[tuple[str, int]] = set()
         self.fetchers = fetchers
         # Called with (topic, partition, is_leader) on role changes: the group coordinator follows
         # the leadership of __consumer_offsets partitions.
@@ -109,6 +112,10 @@ class ReplicaManager:
 
     def on_partition_state(self, topic: str, partition: int, state: PartitionState) -> None:
         key = (topic, partition)
+        if key in self.offline:   # Kafka answers its LeaderAndIsr with KAFKA_STORAGE_ERROR and changes nothing
+            if self.broker_id not in state.replicas:
+                self.offline.discard(key)
+            return
         if self.broker_id not in state.replicas:
             if key in self.partitions:  # reassigned away from this broker
                 self._stop_following(key)
@@ -128,6 +135,7 @@ class ReplicaManager:
                 self._maybe_advance_hw(part)
 
     def on_topic_deleted(self, topic: str) -> None:
+        self.offline = {k for k in self.offline if k[0] != topic}
         for key in [k for k in self.partitions if k[0] == topic]:
             self._stop_following(key)
             part = self.partitions.pop(key)
@@ -185,12 +193,32 @@ class ReplicaManager:
     def _stop_following(self, key: tuple[str, int]) -> None:
         self.fetchers.unfollow(key)
 
+    def on_log_dir_failure(self, log_dir: Path) -> list[tuple[str, int]]:
+        """Take every replica in `log_dir` offline (Kafka's ReplicaManager.handleLogDirFailure): no fetcher, no
+        leadership here, KAFKA_STORAGE_ERROR to every request for it and to the acks=all writes waiting on it.
+        Returns the replicas taken offline."""
+        gone = [key for key, part in self.partitions.items() if self.logs.log_dir_of(part.log) == log_dir]
+        for key in gone:
+            self._stop_following(key)
+            part = self.partitions.pop(key)
+            self.offline.add(key)
+            if part.state.leader == self.broker_id:
+                for notify in self.role_listeners:
+                    notify(part.topic, part.index, False)
+            self.purgatory.notify(hw_key(*key))
+            self.purgatory.notify(leo_key(*key))
+        log.error("%d replicas in offline log dir %s are offline: %s", len(gone), log_dir,
+                  ", ".join(f"{t}-{p}" for t, p in sorted(gone)[:20]) + (" ..." if len(gone) > 20 else ""))
+        return gone
+
     # ------------------------------------------------------------ lookups
 
     def partition(self, topic: str, partition: int) -> Partition:
         part = self.partitions.get((topic, partition))
         if part is not None:
             return part
+        if (topic, partition) in self.offline:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"{topic}-{partition} is in an offline log dir")
         info = self.store.topic(topic)
         if info is None or not 0 <= partition < info.partitions:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
@@ -268,6 +296,8 @@ class ReplicaManager:
         """acks=all: the produce's outcome once decided (Kafka's DelayedProduce.tryComplete), None while the high
         watermark is still at or below `last_offset`. `leadership` is the partition's leadership at the append."""
         current = self.partitions.get((part.topic, part.index))
+        if current is None and (part.topic, part.index) in self.offline:
+            return ErrorCode.kafka_storage_error
         if current is not part or part.state.leader != self.broker_id or part.leadership != leadership:
             return ErrorCode.not_leader_or_follower
         if part.log.high_watermark <= last_offset:

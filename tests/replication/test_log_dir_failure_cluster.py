@@ -1,0 +1,78 @@
+"""A partition leader whose only log dir fails (its files can grow no further) halts, as a Kafka broker does
+(LogManager.handleLogDirFailure), so the controller moves its leaderships: an idempotent acks=all producer goes on
+against the new leaders, and every acknowledged record is read back once, in order. Before, the leader stayed
+leader and refused every write with KAFKA_STORAGE_ERROR until an operator stepped in.
+
+The full disk is RLIMIT_FSIZE set on the running broker (`prlimit`): a write past the limit fails with EFBIG, as
+one on a full disk fails with ENOSPC, and only that broker's files are affected."""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+
+from kafkascope.local.cluster import wait_for
+from tests.replication.helpers import (
+    ContinuousProducer,
+    check_acked_exactly_once_in_order,
+    create_topic,
+    metadata,
+    produce_raw,
+    read_partitions,
+    topic_name,
+)
+
+SESSION_MS = 6000
+PROPS = {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": SESSION_MS, "replica.lag.time.max.ms": 4000}
+PARTITIONS = 4
+MARGIN = 256 * 1024   # room left on the "disk": less than the burst below writes to the victim's partition 0
+BIG = b"x" * 64 * 1024
+
+
+def _largest_file(root: Path) -> int:
+    return max((p.stat().st_size for p in root.rglob("*") if p.is_file()), default=0)
+
+
+def test_a_leader_whose_log_dir_fails_halts_and_its_partitions_move(cluster_factory):
+    c = cluster_factory(brokers=3, **PROPS)
+    topic = topic_name("dirfail")
+    create_topic(c, topic, PARTITIONS, rf=3)
+    burst = topic_name("burst")
+    create_topic(c, burst, 1, rf=3)
+    before = metadata(c, [topic]).part(topic, 0)
+    victim = c.broker(before.leader)
+    prod = ContinuousProducer(c.bootstrap, topic, PARTITIONS).start()
+    try:
+        wait_for(lambda: prod.acked_since(300), 20, what="records acked before the disk fills")
+        pid = victim.pid
+        assert pid is not None
+        limit = _largest_file(victim.data_dir) + MARGIN
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, limit))
+        filled_at, acked_at = time.monotonic(), prod.acked_count()
+        # A burst to another topic, which every broker hosts: the victim's first write past the limit, as
+        # leader or as follower, takes its only log dir offline.
+        outcomes = []
+        for _ in range(2 * MARGIN // len(BIG) + 8):
+            if victim.state != "running":
+                break
+            try:
+                m = metadata(c, [burst], exclude=(victim.broker_id,))
+                port = m.brokers.get(m.part(burst, 0).leader)
+                outcomes.append(produce_raw(port, burst, 0, [BIG], acks=-1)[0] if port else "no leader")
+            except (OSError, EOFError, ConnectionError, AssertionError) as e:
+                outcomes.append(type(e).__name__)
+        wait_for(lambda: victim.state != "running", 30, what="the victim to halt")
+        assert "Shutdown broker because all log dirs" in victim.log_tail(300), victim.log_tail(40)
+        after = wait_for(lambda: (m := metadata(c, [topic], exclude=(victim.broker_id,)).part(topic, 0)).leader
+                         not in (victim.broker_id, -1) and m, SESSION_MS / 1000 + 30,
+                         what="a new leader for partition 0")
+        moved_s = time.monotonic() - filled_at
+        assert after.leader in before.isr and after.leader_epoch > before.leader_epoch
+        wait_for(lambda: prod.acked_since(acked_at + 400), 30, what="acks after the failover")
+        print(f"\nburst outcomes {outcomes}; new leader of partition 0 {moved_s:.1f} s after the limit was set")
+    finally:
+        prod.stop()
+    assert not prod.failed, prod.failed[:5]
+    read = read_partitions(c.bootstrap, topic, PARTITIONS)
+    assert check_acked_exactly_once_in_order(prod.acked, read) == prod.sent
