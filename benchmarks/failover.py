@@ -44,7 +44,7 @@ def _state_path(topic: str, partition: int) -> str:
     return f"{CHROOT}/brokers/topics/{topic}/partitions/{partition}/state"
 
 
-def _controller_id(zk) -> int | None:
+def controller_id(zk) -> int | None:
     try:
         data, _ = zk.get(f"{CHROOT}/controller")
         return int(json.loads(data)["brokerid"])
@@ -52,12 +52,12 @@ def _controller_id(zk) -> int | None:
         return None
 
 
-def _partition_state(zk, topic: str, partition: int) -> dict:
+def partition_state(zk, topic: str, partition: int) -> dict:
     data, _ = zk.get(_state_path(topic, partition))
     return json.loads(data)
 
 
-class _Sender:
+class Sender:
     """One long-lived acks=all producer; records which sends were acknowledged, and when."""
 
     def __init__(self, bootstrap: str) -> None:
@@ -71,6 +71,7 @@ class _Sender:
                                   "log_level": 2})  # connection-refused lines to the killed broker are expected
         self.lock = threading.Lock()
         self.first_ok_after: dict[int, float] = {}  # round -> perf_counter of first acknowledged record
+        self.acked_at: list[float] = []   # perf_counter of every acknowledgement
         self.errors = 0
 
     def send(self, rnd: int) -> None:
@@ -79,6 +80,7 @@ class _Sender:
             if err is None:
                 with self.lock:
                     self.first_ok_after.setdefault(rnd, now)
+                    self.acked_at.append(now)
             else:
                 self.errors += 1
 
@@ -93,10 +95,10 @@ class _Sender:
         return bool(ok and ok[0])
 
 
-def one_round(c: Cluster, zk, sender: _Sender, rnd: int, session_timeout_s: float) -> dict:
-    state = _partition_state(zk, TOPIC, 0)
+def one_round(c: Cluster, zk, sender: Sender, rnd: int, session_timeout_s: float) -> dict:
+    state = partition_state(zk, TOPIC, 0)
     leader = int(state["leader"])
-    was_controller = _controller_id(zk) == leader
+    was_controller = controller_id(zk) == leader
     old_epoch = int(state["leader_epoch"])
     c.broker(leader).kill()
     t_kill = time.perf_counter()
@@ -107,7 +109,7 @@ def one_round(c: Cluster, zk, sender: _Sender, rnd: int, session_timeout_s: floa
         sender.send(rnd)
         if elected_s is None:
             try:
-                st = _partition_state(zk, TOPIC, 0)
+                st = partition_state(zk, TOPIC, 0)
                 if int(st["leader_epoch"]) > old_epoch and int(st["leader"]) >= 0:
                     elected_s = time.perf_counter() - t_kill
                     new_leader = int(st["leader"])
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
         with Cluster(tmp, brokers=3, zookeeper_session_timeout_ms=args.session_timeout_ms) as c:
             create_replicated_topic(c.bootstrap, TOPIC, 1, 3, {"min.insync.replicas": "2"})
             zk = c.kazoo(chroot=False)
-            sender = _Sender(c.bootstrap)
+            sender = Sender(c.bootstrap)
             for rnd in range(1, args.kills + 1):
                 if not sender.sync_once(60):
                     raise RuntimeError(f"round {rnd}: the partition is not writable before the kill")
