@@ -112,6 +112,11 @@ class OffsetsTopicLog:
         return iter(()) if plog is None else read_keyed(plog, self._broker.txn_offsets.restore)
 
 
+def _log_report_failure(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("offline replicas not reported to the controller: %r", done.exception())
+
+
 def zookeeper_metadata(config: BrokerConfig, me: BrokerInfo) -> MetadataStore:
     """Cluster mode: the ZooKeeper client, the cluster-state cache and the controller's event queue are shared by
     the controller and the metadata store built here (imported here: a standalone broker needs no kazoo)."""
@@ -311,13 +316,18 @@ class Broker:
         return port
 
     def _log_dir_failed(self, log_dir: Path) -> None:
-        """A log dir went offline: its replicas go offline here; with every log dir offline the broker halts
-        (Kafka's LogManager.handleLogDirFailure), so the controller moves its leaderships to the other replicas."""
+        """A log dir went offline: its replicas go offline here and the controller is told, so it moves their
+        leaderships (Kafka's ReplicaManager.handleLogDirFailure and log dir event). With every log dir offline the
+        broker halts (Kafka's LogManager.handleLogDirFailure): the controller moves all its leaderships."""
         self.replicas.on_log_dir_failure(log_dir)
         dirs = self.config.log_dir_list
         if self.log_dir_failures.all_offline(dirs):
             log.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(map(str, dirs)))
             self.halt()
+            return
+        offline = sorted(self.replicas.offline)   # the controller moves their leaderships (Kafka: log dir event)
+        task = asyncio.get_running_loop().run_in_executor(None, self.metadata.report_offline_replicas, offline)
+        task.add_done_callback(_log_report_failure)
 
     def _halt(self) -> None:
         """Exit at once, as Kafka's Exit.halt(1): no controlled shutdown, no log flush (the disk failed). The

@@ -137,6 +137,9 @@ class MetadataStore(Protocol):
         """Register this broker and start delivering partition states to `listener`."""
     async def controlled_shutdown(self, timeout_s: float) -> int | None:
         """Ask the controller to move leadership off this broker before it stops."""
+    def report_offline_replicas(self, partitions: list[tuple[str, int]]) -> None:
+        """Tell the controller these replicas are offline here (a failed log dir), so it moves their leadership
+        and takes them out of ISRs until this broker restarts. Blocking."""
     def acl_storage(self) -> AclStorage:
         """The ACLs the authorizer reads (loaded by `start` in a cluster) and where changes go."""
     def scram_credentials(self) -> ScramCredentialStore:
@@ -239,6 +242,9 @@ class LocalMetadata:
 
     async def controlled_shutdown(self, timeout_s: float) -> None:
         return None  # nobody to hand leadership to
+
+    def report_offline_replicas(self, partitions: list[tuple[str, int]]) -> None:
+        return None  # no controller: a standalone broker keeps its log dirs online (log/dir_failure.py)
 
     def acl_storage(self) -> AclStorage:
         if self._acls is None:

@@ -52,6 +52,8 @@ class MetadataCache:
         self._generation = 0
         self._pending_deletes: frozenset[str] = frozenset()
         self._shutdown_requests: frozenset[int] = frozenset()
+        # Replicas a live broker reported offline (a failed log dir; /admin/offline_replicas), by partition.
+        self._offline_replicas: dict[int, frozenset[tuple[str, int]]] = {}
         self.controller_id = -1
         self._listener: ClusterListener | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -185,6 +187,13 @@ class MetadataCache:
     def set_shutdown_requests(self, broker_ids: Iterable[int]) -> None:
         self._shutdown_requests = frozenset(broker_ids)
 
+    def set_offline_replicas(self, broker_id: int, partitions: frozenset[tuple[str, int]]) -> None:
+        with self._lock:
+            if partitions:
+                self._offline_replicas[broker_id] = partitions
+            else:
+                self._offline_replicas.pop(broker_id, None)
+
     def put_assignment(self, t: str, a: TopicAssignment) -> None:
         """Keep `a` if newer than the cached assignment (by znode version); a new topic id replaces the topic."""
         new: list[int] = []
@@ -293,6 +302,15 @@ class MetadataCache:
     def shutting_down_brokers(self) -> set[int]:
         """Brokers in controlled shutdown: leaders should not add them back to an ISR."""
         return set(self._shutdown_requests)
+
+    def offline_replicas(self) -> dict[tuple[str, int], set[int]]:
+        """Partition -> the live brokers whose replica of it is offline (Kafka's OfflineReplica state)."""
+        out: dict[tuple[str, int], set[int]] = {}
+        with self._lock:
+            for b, keys in self._offline_replicas.items():
+                for key in keys:
+                    out.setdefault(key, set()).add(b)
+        return out
 
     def topics(self) -> dict[str, TopicInfo]:
         with self._lock:

@@ -363,6 +363,7 @@ class Controller:
         writes: list[tuple[str, int, Decide]] = []
         reassigning: list[tuple[str, int]] = []
         missing: list[tuple[str, int, tuple[int, ...]]] = []
+        offline = cache.offline_replicas()
         for t, a in cache.assignments().items():
             if t in cache.pending_deletes():
                 continue
@@ -372,7 +373,8 @@ class Controller:
                 if s is None:
                     missing.append((t, p, replicas))
                     continue
-                _plan_write(moves, writes, t, p, s, live, shutting, unclean)
+                gone = offline.get((t, p))
+                _plan_write(moves, writes, t, p, s, live - gone if gone else live, shutting, unclean)
                 if a.reassigning(p):
                     reassigning.append((t, p))
         again = create_states(self, missing, live, PIPELINE) > 0  # those that existed: reconcile them next
@@ -388,6 +390,7 @@ class Controller:
         live = cache.live_broker_ids()
         shutting = cache.shutting_down_brokers() & live
         deleting = cache.pending_deletes()
+        offline = cache.offline_replicas()
         moves: list[tuple[str, int, Decide]] = []
         writes: list[tuple[str, int, Decide]] = []
         reassigning: list[tuple[str, int]] = []
@@ -396,7 +399,8 @@ class Controller:
             s = cache.partition_state(t, p)
             if t in deleting or a is None or s is None:
                 continue
-            _plan_write(moves, writes, t, p, s, live, shutting, self._unclean(t))
+            gone = offline.get((t, p))
+            _plan_write(moves, writes, t, p, s, live - gone if gone else live, shutting, self._unclean(t))
             if a.reassigning(p):
                 reassigning.append((t, p))
         self._write_leaders_first(moves, writes)

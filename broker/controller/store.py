@@ -72,6 +72,7 @@ class ZkMetadata:
         self._connected = False
         self._session_lost = False
         self._closed = False
+        self._offline_replicas: list[tuple[str, int]] = []   # what report_offline_replicas last wrote
 
     @property
     def controller_id(self) -> int:
@@ -113,9 +114,22 @@ class ZkMetadata:
         try:
             register_broker(self.zk, self.me, deadline_s=self._session_timeout_s * 2)
             log.info("broker %d re-registered after session expiry", self.me.node_id)
+            if self._offline_replicas:   # the ephemeral report went with the old session
+                self.report_offline_replicas(self._offline_replicas)
         except Exception:
             log.exception("broker %d: re-registration failed", self.me.node_id)
         self.events.put("elect")
+
+    def report_offline_replicas(self, partitions: list[tuple[str, int]]) -> None:
+        """An ephemeral /admin/offline_replicas/<id> (zk_paths.py): the controller takes these replicas as
+        offline until this broker's session ends, as Kafka's controller does after a log dir event."""
+        self._offline_replicas = sorted(partitions)
+        path, body = zp.offline_replicas_path(self.me.node_id), zp.encode_offline_replicas(self.me.node_id,
+                                                                                          self._offline_replicas)
+        try:
+            self.zk.create(path, body, ephemeral=True, makepath=True)
+        except NodeExistsError:
+            self.zk.set(path, body)
 
     # ------------------------------------------------------------ lifecycle (MetadataStore)
 

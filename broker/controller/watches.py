@@ -55,6 +55,7 @@ class ZkWatcher:
         self.events = events
         self._lock = threading.Lock()
         self._watched_topics: set[str] = set()
+        self._watched_offline: set[int] = set()
         self._states = StateWatches(zk, self._on_state)
         cache.on_new_partitions(self._states.watch)
 
@@ -66,6 +67,7 @@ class ZkWatcher:
         zk.ChildrenWatch(zp.TOPICS, self._on_topic_names)
         zk.ChildrenWatch(zp.DELETE_TOPICS, self._on_delete_requests)
         zk.ChildrenWatch(zp.CONTROLLED_SHUTDOWN, self._on_shutdown_requests)
+        zk.ChildrenWatch(zp.OFFLINE_REPLICAS, self._on_offline_brokers)
         zk.DataWatch(zp.REASSIGN_PARTITIONS, lambda d, s, e=None: self.events.put("reassign"))
         zk.DataWatch(zp.PREFERRED_REPLICA_ELECTION, lambda d, s, e=None: self.events.put("preferred"))
 
@@ -144,6 +146,29 @@ class ZkWatcher:
     def _on_delete_requests(self, children: list[str]) -> None:
         self.cache.set_pending_deletes(children)
         self.events.put("delete")
+
+    def _on_offline_brokers(self, children: list[str]) -> None:
+        for b in (int(c) for c in children if c.isdigit()):
+            with self._lock:
+                if b in self._watched_offline:
+                    continue
+                self._watched_offline.add(b)
+            self.zk.DataWatch(zp.offline_replicas_path(b), lambda d, s, e=None, b=b: self._on_offline_replicas(b, d))
+
+    def _on_offline_replicas(self, b: int, data: bytes | None) -> bool | None:
+        """A broker's offline replicas (its ephemeral znode; gone with its session, when it restarts)."""
+        try:
+            keys = zp.decode_offline_replicas(data) if data else frozenset()
+        except (ValueError, KeyError, TypeError):
+            log.exception("bad offline-replicas znode of broker %d", b)
+            return None
+        self.cache.set_offline_replicas(b, keys)
+        self.events.put("offline_replicas")
+        if data is None:
+            with self._lock:
+                self._watched_offline.discard(b)
+            return False   # stop: the broker's next report makes a new znode and a new watch
+        return None
 
     def _on_shutdown_requests(self, children: list[str]) -> None:
         self.cache.set_shutdown_requests(int(c) for c in children if c.isdigit())

@@ -16,6 +16,10 @@
     /admin/controlled_shutdown/<id>               kafkascope's own (the RPC is not in kio): ephemeral
                                                   {"version":1,"broker_id":N,"status":"requested"|"done",
                                                    "partitions_remaining":N}
+    /admin/offline_replicas/<id>                  kafkascope's own, in place of Kafka's /log_dir_event_notification
+                                                  and the KAFKA_STORAGE_ERROR answers to the controller's
+                                                  LeaderAndIsr (not in kio): ephemeral {"version":1,"broker_id":N,
+                                                  "partitions":[{"topic":..,"partition":..}]}
 """
 
 from __future__ import annotations
@@ -39,12 +43,13 @@ DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
+OFFLINE_REPLICAS = "/admin/offline_replicas"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 # Persistent paths every cluster has (Kafka's ZkData.PersistentZkPaths plus ours).
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_CHANGES, DELETE_TOPICS, CONTROLLED_SHUTDOWN,
-                    ISR_CHANGE_NOTIFICATION, "/cluster", "/config/brokers", "/config/clients", "/config/users",
+                    OFFLINE_REPLICAS, ISR_CHANGE_NOTIFICATION, "/cluster", "/config/brokers", "/config/clients", "/config/users",
                     PRODUCER_ID_BLOCK)
 
 
@@ -78,6 +83,10 @@ def delete_topic_path(topic: str) -> str:
 
 def controlled_shutdown_path(broker_id: int) -> str:
     return f"{CONTROLLED_SHUTDOWN}/{broker_id}"
+
+
+def offline_replicas_path(broker_id: int) -> str:
+    return f"{OFFLINE_REPLICAS}/{broker_id}"
 
 
 def _dumps(obj: object) -> bytes:
@@ -275,3 +284,12 @@ def encode_shutdown(broker_id: int, status: str, remaining: int = -1) -> bytes:
 
 def decode_shutdown(data: bytes | None) -> dict:
     return _loads(data)
+
+
+def encode_offline_replicas(broker_id: int, partitions: list[tuple[str, int]]) -> bytes:
+    return _dumps({"version": 1, "broker_id": broker_id,
+                   "partitions": [{"topic": t, "partition": p} for t, p in sorted(partitions)]})
+
+
+def decode_offline_replicas(data: bytes | None) -> frozenset[tuple[str, int]]:
+    return frozenset((str(e["topic"]), int(e["partition"])) for e in _loads(data).get("partitions", []))

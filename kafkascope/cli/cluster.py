@@ -61,7 +61,8 @@ def _new_launcher(args: argparse.Namespace, racks: list[str] | None) -> ClusterL
         raise ClusterError(f"Apache Kafka {args.version}: the ZooKeeper-mode line pinned here is {ZK_VERSION}")
     return ClusterLauncher(args.data_dir, brokers=args.brokers, racks=racks,
                            broker_props=_parse_overrides(args.override), standalone=args.standalone,
-                           zookeeper=not args.no_zookeeper, impl=args.impl, security=args.security)
+                           zookeeper=not args.no_zookeeper, impl=args.impl, security=args.security,
+                           log_dirs=args.log_dirs)
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -198,6 +199,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     up.add_argument("--controllers", type=int, default=0,
                     help="KRaft: that many controller-only nodes besides the brokers (default 0: every node is a "
                          "combined broker+controller)")
+    up.add_argument("--log-dirs", type=int, default=1, metavar="N",
+                    help="log dirs per broker (JBOD; default 1): logs, logs-2, ... in each broker's directory")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each process to be ready")
     up.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     up.set_defaults(run=_run(_up))

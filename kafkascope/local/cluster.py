@@ -120,7 +120,7 @@ class Cluster:
 
     def __init__(self, data_dir: Path | str, brokers: int = 3, racks: list[str] | None = None,
                  standalone: bool = False, zookeeper: bool = True, impl: str = "kafkascope",
-                 security: str | None = None, version: str | None = None, **props: object) -> None:
+                 security: str | None = None, version: str | None = None, log_dirs: int = 1, **props: object) -> None:
         broker_props = {k.replace("_", "."): v for k, v in props.items()}
         self.launcher: ClusterLauncher
         if impl == "apache-kafka" and kraft.is_kraft_version(version):
@@ -129,7 +129,8 @@ class Cluster:
                                                 version=version, security=security)
         else:
             self.launcher = ClusterLauncher(data_dir, brokers=brokers, racks=racks, broker_props=broker_props,
-                                            standalone=standalone, zookeeper=zookeeper, impl=impl, security=security)
+                                            standalone=standalone, zookeeper=zookeeper, impl=impl, security=security,
+                                            log_dirs=log_dirs)
         self._kazoo: list[Any] = []
         self._raw_kazoo: Any = None
 

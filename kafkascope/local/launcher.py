@@ -152,9 +152,12 @@ class ClusterLauncher:
     def __init__(self, data_dir: Path | str, brokers: int = 3, racks: list[str] | None = None,
                  broker_props: dict[str, object] | None = None, *, standalone: bool = False,
                  zookeeper: bool = True, zk_tick_time_ms: int = 500, first_broker_id: int = 0,
-                 impl: str = "kafkascope", security: str | None = None) -> None:
+                 impl: str = "kafkascope", security: str | None = None, log_dirs: int = 1) -> None:
+        """`log_dirs`: log dirs per broker (JBOD: `logs`, `logs-2`, ... under each broker's directory)."""
         if brokers < 1:
             raise ClusterError("need at least one broker")
+        if log_dirs < 1:
+            raise ClusterError("need at least one log dir per broker")
         if impl not in IMPLS:
             raise ClusterError(f"unknown impl {impl!r} (known: {', '.join(IMPLS)})")
         if impl == "apache-kafka" and (standalone or not zookeeper):
@@ -168,6 +171,7 @@ class ClusterLauncher:
         self._kit: seckit.SecurityKit | None = None
         self.data_dir = Path(data_dir).resolve()
         self.num_brokers = brokers
+        self.log_dirs = log_dirs
         self.racks = [r for r in (racks or []) if r]
         self.broker_props = dict(broker_props or {})
         self.with_zookeeper = zookeeper
@@ -306,7 +310,8 @@ class ClusterLauncher:
         props: dict[str, object] = {
             "broker.id": broker_id,
             "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "log.dirs": self.data_dir / f"broker-{broker_id}" / "logs",
+            "log.dirs": ",".join(str(self.data_dir / f"broker-{broker_id}" / ("logs" if i == 1 else f"logs-{i}"))
+                                 for i in range(1, self.log_dirs + 1)),
             "num.partitions": 1,
             "default.replication.factor": rf,
             "offsets.topic.replication.factor": rf,

@@ -43,6 +43,10 @@ def test_generated_configs(tmp_path):
     solo = ClusterLauncher(tmp_path / "solo", brokers=2, standalone=True)
     solo.prepare()
     assert "zookeeper.connect" not in _props(tmp_path / "solo" / "broker-1" / "server.properties")
+    jbod = ClusterLauncher(tmp_path / "jbod", brokers=1, log_dirs=2)
+    jbod.prepare()
+    assert _props(tmp_path / "jbod" / "broker-0" / "server.properties")["log.dirs"] == ",".join(
+        str(tmp_path / "jbod" / "broker-0" / d) for d in ("logs", "logs-2"))
 
 
 def test_status_follows_kill_pause_resume_stop_start(cluster_factory):

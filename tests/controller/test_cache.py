@@ -165,3 +165,17 @@ def test_topic_generation_moves_with_each_change_the_metadata_answer_depends_on(
     g4 = cache.topic_generation("t")
     cache.put_assignment("t", TopicAssignment(uuid.uuid4(), {0: (1, 2)}, version=0))  # re-created
     assert len({g0, g1, g2, g3, g4, cache.topic_generation("t")}) == 6
+
+
+def test_offline_replicas_by_partition_from_each_brokers_report():
+    """/admin/offline_replicas/<id> as the watches put it in the cache: inverted to partition -> brokers, and a
+    broker's report gone (its session ended: a restart) takes its replicas back online."""
+    from broker.controller import zk_paths as zp
+
+    cache = MetadataCache()
+    report = zp.encode_offline_replicas(1, [("t", 2), ("t", 0)])
+    cache.set_offline_replicas(1, zp.decode_offline_replicas(report))
+    cache.set_offline_replicas(2, frozenset({("t", 0)}))
+    assert cache.offline_replicas() == {("t", 0): {1, 2}, ("t", 2): {1}}
+    cache.set_offline_replicas(1, frozenset())
+    assert cache.offline_replicas() == {("t", 0): {2}}

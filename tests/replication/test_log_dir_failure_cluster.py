@@ -76,3 +76,56 @@ def test_a_leader_whose_log_dir_fails_halts_and_its_partitions_move(cluster_fact
     assert not prod.failed, prod.failed[:5]
     read = read_partitions(c.bootstrap, topic, PARTITIONS)
     assert check_acked_exactly_once_in_order(prod.acked, read) == prod.sent
+
+
+def _dir_of(broker, topic: str, p: int) -> str:
+    """Which of the broker's two log dirs holds the partition."""
+    found = [d for d in ("logs", "logs-2") if (broker.data_dir / d / f"{topic}-{p}").is_dir()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_with_one_of_two_log_dirs_failed_the_broker_stays_and_only_that_dirs_leaderships_move(cluster_factory):
+    """JBOD (two log dirs a broker): the failed dir's replicas go offline and the controller moves their leadership
+    and takes them out of the ISRs (Kafka: the log dir event, then LeaderAndIsr answered KAFKA_STORAGE_ERROR); the
+    broker stays up, its other dir's replicas stay in their ISRs, and after a restart the offline ones come back."""
+    c = cluster_factory(brokers=3, log_dirs=2, **PROPS)
+    topic = topic_name("jbod")
+    create_topic(c, topic, PARTITIONS, rf=3)
+    before = metadata(c, [topic]).part(topic, 0)
+    victim = c.broker(before.leader)
+    failed_dir = _dir_of(victim, topic, 0)
+    same = [p for p in range(PARTITIONS) if _dir_of(victim, topic, p) == failed_dir]
+    other = [p for p in range(PARTITIONS) if p not in same]
+    assert other, "every partition in one dir"
+    prod = ContinuousProducer(c.bootstrap, topic, PARTITIONS).start()
+    try:
+        wait_for(lambda: prod.acked_since(300), 20, what="records acked before the disk fills")
+        for _ in range(16):   # partition 0's segment on the victim becomes its largest file by far
+            assert produce_raw(victim.port, topic, 0, [BIG], acks=-1)[0] == 0
+        segment = max((victim.data_dir / failed_dir / f"{topic}-0").glob("*.log"), key=lambda f: f.stat().st_size)
+        limit = segment.stat().st_size + 64 * 1024
+        assert _largest_file(victim.data_dir) == segment.stat().st_size
+        acked_at = prod.acked_count()
+        resource.prlimit(victim.pid, resource.RLIMIT_FSIZE, (limit, limit))
+        codes = [produce_raw(victim.port, topic, 0, [BIG], acks=-1)[0] for _ in range(3)]
+        assert 56 in codes, codes   # KAFKA_STORAGE_ERROR
+
+        def moved():
+            m = metadata(c, [topic])
+            return all(m.part(topic, p).leader not in (victim.broker_id, -1)
+                       and victim.broker_id not in m.part(topic, p).isr for p in same) and m
+        m = wait_for(moved, 30, what="the failed dir's leaderships moved and its replicas out of the ISRs")
+        assert victim.state == "running"
+        assert all(victim.broker_id in m.part(topic, p).isr for p in other)
+        wait_for(lambda: prod.acked_since(acked_at + 400), 30, what="acks after the leaderships moved")
+        assert "Shutdown broker" not in victim.log_tail(300)
+        victim.restart()
+        wait_for(lambda: all(victim.broker_id in metadata(c, [topic]).part(topic, p).isr for p in same), 60,
+                 what="the restarted broker's replicas back in the ISRs")
+    finally:
+        prod.stop()
+    assert not prod.failed, prod.failed[:5]
+    read = read_partitions(c.bootstrap, topic, PARTITIONS)
+    read = {p: [(o, v) for o, v in got if v != BIG] for p, got in read.items()}
+    assert check_acked_exactly_once_in_order(prod.acked, read) == prod.sent
