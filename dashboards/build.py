@@ -185,6 +185,11 @@ def _broker_alerts() -> list[Alert]:
         Alert("KafkaLogDirFreeSpaceLow", f"{M.free_bytes} < {DISK_FREE_MIN_BYTES}", "page",
               "Log dir {{ $labels.logDir }} on {{ $labels.instance }} has {{ $value | humanize1024 }}B free",
               "When the log directory fills the broker takes it offline and its replicas fail.", "5m"),
+        Alert("KafkaOfflineLogDirectory", f"{M.offline_log_dirs} > 0", "page",
+              "{{ $value }} log dir(s) offline on {{ $labels.instance }}",
+              "A write to the log directory failed (a full disk, an I/O error): its replicas are offline on this "
+              "broker until it restarts, and their leaderships moved to other brokers (Strimzi's "
+              "OfflineLogDirectoryCount). With every log dir offline the broker halts.", "1m"),
     ]
 
 

@@ -123,6 +123,11 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
+    def online_logs(self) -> list[PartitionLog]:
+        """The logs whose dir is online: retention and the cleaner leave an offline dir alone, as Kafka's
+        LogManager drops its logs."""
+        return [plog for plog in self.logs() if not self.offline(plog)]
+
     def update_config(self, topic: str) -> None:
         """Re-read `topic`'s config (after AlterConfigs) and apply it to its partitions."""
         config = self.config_for(topic)
@@ -134,7 +139,7 @@ class LogManager:
         """Apply retention to every log and checkpoint producer state; returns segments deleted. A log whose
         files cannot be written (a full disk) does not stop the others: retention is what frees the room."""
         deleted, failed = 0, []
-        for plog in self.logs():
+        for plog in self.online_logs():
             try:
                 deleted += plog.apply_retention()
                 plog.snapshot_producer_state()
@@ -147,7 +152,7 @@ class LogManager:
 
     def start(self) -> None:
         """Start the log cleaner thread."""
-        self.cleaner.start(self.logs)
+        self.cleaner.start(self.online_logs)
 
     def stop(self) -> None:
         self.cleaner.stop()
@@ -162,9 +167,16 @@ class LogManager:
 
     def _close_logs(self) -> None:
         with self._lock:
-            logs = list(self._logs.values())
+            every = list(self._logs.values())
             self._logs.clear()
             self._dir_counts = dict.fromkeys(self.log_dirs, 0)
+        logs = [plog for plog in every if not self.offline(plog)]
+        for plog in every:
+            if self.offline(plog):   # its disk failed: close what can be closed, as Kafka skips offline dirs
+                try:
+                    plog.close()
+                except OSError as e:
+                    log.warning("%s-%d in offline log dir: close failed: %s", plog.topic, plog.partition, e)
         if len(logs) <= 1:
             for plog in logs:
                 plog.close()

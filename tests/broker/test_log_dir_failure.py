@@ -173,3 +173,25 @@ def test_the_broker_halts_once_every_log_dir_is_offline(tmp_path, monkeypatch):
         h.settle()
         assert halted == [1] and _gauge(h, "LogManager", "OfflineLogDirectoryCount") == 2
         disk.on = False
+
+
+def test_retention_the_cleaner_and_close_leave_an_offline_dir_alone(tmp_path, monkeypatch):
+    """Retention and the cleaner work on online dirs only, and a close whose fsync fails on the offline dir does not
+    fail the broker's shutdown (Kafka drops an offline dir's logs from its LogManager)."""
+    logs, failures, (a, b), _ = _logs(tmp_path)
+    in_a, in_b = logs.get_or_create("t", 0), logs.get_or_create("t", 1)
+    failures.fail(a, OSError(errno.EIO, "I/O error"))
+    assert logs.online_logs() == [in_b]
+    checked = []
+    monkeypatch.setattr(type(in_a), "apply_retention", lambda self: checked.append(self.partition) or 0)
+    logs.run_retention()
+    assert checked == [1]
+    real_close = type(in_a).close
+
+    def close(self):
+        if self is in_a:
+            raise OSError(errno.EIO, "I/O error")
+        real_close(self)
+
+    monkeypatch.setattr(type(in_a), "close", close)
+    logs.close()   # raises nothing

@@ -215,6 +215,10 @@ def basic_cases() -> dict[str, list[dict]]:
     d = build.M.free_bytes + '{{{},logDir="/data/{}"}}'
     c[a] = [case(a, [(d.format(B0, "a"), f"{100 * 1024 ** 3}x20"), (d.format(B1, "b"), f"{1024 ** 3}x20")],
                  [("3m", []), ("10m", [expect(a, 1024 ** 3, **I1, logDir="/data/b")])])]
+    a = "KafkaOfflineLogDirectory"
+    c[a] = [case(a, [(f"{build.M.offline_log_dirs}{{{B0}}}", "0x20"),
+                     (f"{build.M.offline_log_dirs}{{{B1}}}", "0 0 0 1x20")],
+                 [("2m", []), ("3m", []), ("5m", [expect(a, 1, **I1)])])]
     c.update(host_cases())
     g = build.M.burrow_status + '{{cluster="local",consumer_group="{}"}}'
     a = "KafkaConsumerGroupError"
