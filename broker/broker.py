@@ -249,12 +249,11 @@ class Broker:
         replication factor is transaction.state.log.replication.factor (1 lets a standalone broker work, as in
         Kafka), min.insync.replicas transaction.state.log.min.isr."""
         rf = self.config.transaction_state_log_replication_factor if self.clustered else 1
-        # min.isr above the replication factor would refuse every write (Kafka then answers
-        # COORDINATOR_NOT_AVAILABLE forever); a standalone broker, whose topics have one replica, caps it.
-        min_isr = min(self.config.transaction_state_log_min_isr, rf)
+        # A min ISR above the replication factor (a standalone broker's one replica) is capped when written to, as
+        # Kafka's Partition.effectiveMinIsr caps it (replica_manager.effective_min_isr).
         return self._ensure_internal_topic(TXN_STATE_TOPIC, self.config.transaction_state_log_num_partitions,
                                            rf, "transaction.state.log.replication.factor",
-                                           {"min.insync.replicas": str(min_isr)})
+                                           {"min.insync.replicas": str(self.config.transaction_state_log_min_isr)})
 
     def _ensure_internal_topic(self, name: str, partitions: int, replication_factor: int, rf_key: str,
                                configs: dict[str, str]) -> bool:

@@ -76,6 +76,12 @@ class Partition:
         return len(self.state.replicas) > 1
 
 
+def effective_min_isr(part: Partition) -> int:
+    """min.insync.replicas capped at the replication factor (Kafka's Partition.effectiveMinIsr): Kafka 3.9 takes an
+    acks=all write to a partition of 1 replica when min.insync.replicas is 2."""
+    return min(part.log.config.min_insync_replicas, len(part.state.replicas))
+
+
 class ReplicaFetchers(Protocol):
     """What the replica manager asks of the follower side (fetcher.ReplicaFetcherManager)."""
 
@@ -252,10 +258,9 @@ class ReplicaManager:
                ) -> tuple[Partition, AppendResult]:
         """Append as leader; for acks=all, min.insync.replicas is checked before appending."""
         part = self.leader_partition(topic, partition)
-        if required_acks == -1 and len(part.state.isr) < part.log.config.min_insync_replicas:
+        if required_acks == -1 and len(part.state.isr) < (min_isr := effective_min_isr(part)):
             raise KafkaError(ErrorCode.not_enough_replicas,
-                             f"ISR {list(part.state.isr)} is smaller than min.insync.replicas "
-                             f"{part.log.config.min_insync_replicas}")
+                             f"ISR {list(part.state.isr)} is smaller than min.insync.replicas {min_isr}")
         hw_before = part.log.high_watermark
         result = part.log.append_as_leader(records, part.state.leader_epoch)
         if not result.duplicate:
@@ -302,7 +307,7 @@ class ReplicaManager:
             return ErrorCode.not_leader_or_follower
         if part.log.high_watermark <= last_offset:
             return None
-        if len(part.state.isr) < part.log.config.min_insync_replicas:
+        if len(part.state.isr) < effective_min_isr(part):
             return ErrorCode.not_enough_replicas_after_append
         return ErrorCode.none
 

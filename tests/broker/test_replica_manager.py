@@ -261,3 +261,21 @@ async def test_fetcher_manager_runs_one_fetcher_per_leader_and_looks_the_leader_
         assert fm.active() == [] and fm.max_lag() == 0
     finally:
         fm.stop()
+
+
+async def test_min_insync_replicas_is_capped_at_the_replication_factor(tmp_path):
+    """Kafka's Partition.effectiveMinIsr: min.insync.replicas=2 on a partition of one replica takes acks=all writes
+    (Kafka 3.9 does; ours answered NOT_ENOUGH_REPLICAS), and 3 on two replicas needs both, not three."""
+    rm, _, _ = _manager(tmp_path)
+    rm.on_partition_state("t", 0, PartitionState((1,), 1, 0, (1,)))
+    part = rm.partitions[("t", 0)]
+    part.log.update_config(part.log.config.__class__(min_insync_replicas=2))
+    _, result = rm.append("t", 0, _batch(), -1)
+    assert rm.replication_outcome(part, result.last_offset, part.leadership) == ErrorCode.none
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 1, (1, 2)))
+    part.log.update_config(part.log.config.__class__(min_insync_replicas=3))
+    rm.append("t", 0, _batch(), -1)
+    rm.on_partition_state("t", 0, PartitionState((1, 2), 1, 1, (1,), version=1))
+    with pytest.raises(KafkaError) as refused:
+        rm.append("t", 0, _batch(), -1)
+    assert refused.value.code == ErrorCode.not_enough_replicas

@@ -47,6 +47,10 @@ def test_keyed_partitioning_agrees_across_clients(backend, topic_name):
     produce_consume.keyed_partitioning_agrees_across_clients(backend, topic_name)
 
 
+def test_acks_all_with_min_isr_above_the_replication_factor(backend, topic_name):
+    produce_consume.acks_all_with_min_isr_above_the_replication_factor(backend, topic_name)
+
+
 # ---------------------------------------------------------------- groups, rebalances, commits
 
 @pytest.mark.parametrize("how", ["close", pytest.param("kill", marks=SLOW)])

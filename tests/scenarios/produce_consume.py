@@ -7,7 +7,7 @@ import asyncio
 import subprocess
 import time
 
-from tests.e2e.helpers import batches, create_topic
+from tests.e2e.helpers import batches, create_topic, wait_until
 from tests.scenarios import Broker
 from tests.scenarios.clients import (
     CODEC_ID,
@@ -121,6 +121,25 @@ def idempotent_producer(broker: Broker, topic: str, client: str) -> None:
             assert seq[0].base_sequence == 0
             for a, b in zip(seq, seq[1:], strict=False):
                 assert b.base_sequence == a.base_sequence + a.last_offset_delta + 1
+
+
+def acks_all_with_min_isr_above_the_replication_factor(broker: Broker, topic: str) -> None:
+    """min.insync.replicas=2 on a topic of one replica: Kafka caps it at the replication factor
+    (Partition.effectiveMinIsr), so an acks=all write is taken, not refused with NOT_ENOUGH_REPLICAS."""
+    from broker.log.records import Record, build_batch
+    from kafkascope.local.wire import WireClient
+
+    create_topic(broker.port, topic, partitions=1, min_insync_replicas="2")
+    batch = build_batch([Record(timestamp=int(time.time() * 1000), value=b"v")])
+
+    def produce_once() -> tuple[int] | None:   # None while the new partition's leader is not ready (retriable)
+        with WireClient(broker.port) as w:
+            resp = w.call(0, 9, {"transactional_id": None, "acks": -1, "timeout": 5000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+        code = resp.responses[0].partition_responses[0].error_code
+        return None if code in (3, 5, 6) else (int(code),)   # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NLOF
+
+    assert wait_until(produce_once, 15, what="a produce the new partition answers") == (0,)   # not 19
 
 
 def seek_into_middle_of_compressed_batch(broker: Broker, topic: str, client: str) -> None:
