@@ -95,8 +95,9 @@ class OffsetsTopicLog:
             metrics.produced(OFFSETS_TOPIC, len(batch), len(records))
 
     async def replicated(self, partition: int) -> ErrorCode:
-        """acks=all for what the coordinator appended so far. NOT_ENOUGH_REPLICAS_AFTER_APPEND counts as written:
-        the records are in every ISR member's log (the ISR shrank below min.insync.replicas meanwhile)."""
+        """Until the high watermark passes what the coordinator appended so far (Kafka 4's CoordinatorRuntime:
+        acks=1 appends, completed at the high watermark). NOT_ENOUGH_REPLICAS_AFTER_APPEND counts as written: the
+        records are in every ISR member's log (the ISR is below min.insync.replicas)."""
         replicas = self._broker.replicas
         try:
             part = replicas.leader_partition(OFFSETS_TOPIC, partition)
