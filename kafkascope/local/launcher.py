@@ -171,7 +171,7 @@ class ClusterLauncher:
         self._kit: seckit.SecurityKit | None = None
         self.data_dir = Path(data_dir).resolve()
         self.num_brokers = brokers
-        self.log_dirs = log_dirs
+        self.log_dirs_per_broker = log_dirs
         self.racks = [r for r in (racks or []) if r]
         self.broker_props = dict(broker_props or {})
         self.with_zookeeper = zookeeper
@@ -311,7 +311,7 @@ class ClusterLauncher:
             "broker.id": broker_id,
             "listeners": f"PLAINTEXT://127.0.0.1:{port}",
             "log.dirs": ",".join(str(self.data_dir / f"broker-{broker_id}" / ("logs" if i == 1 else f"logs-{i}"))
-                                 for i in range(1, self.log_dirs + 1)),
+                                 for i in range(1, self.log_dirs_per_broker + 1)),
             "num.partitions": 1,
             "default.replication.factor": rf,
             "offsets.topic.replication.factor": rf,
