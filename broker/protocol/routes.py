@@ -10,6 +10,7 @@ from broker.protocol.handlers import (
     consumer_groups,
     fetch,
     groups,
+    log_dirs,
     metadata,
     produce,
     sasl_auth,
@@ -19,7 +20,7 @@ from broker.protocol.handlers import (
 from broker.protocol.handlers.api_versions import api_versions_spec
 
 HANDLER_MODULES = (produce, fetch, metadata, groups, consumer_groups, admin, cluster_admin, acls, scram_credentials,
-                   transactions)
+                   transactions, log_dirs)
 # Served (and advertised) only when a listener speaks SASL. The SCRAM credential APIs are not among them: Kafka
 # serves those on every listener, so users can be created before any listener asks for SCRAM.
 SASL_MODULES = (sasl_auth,)

@@ -94,3 +94,14 @@ def test_init_producer_id_needs_idempotent_write_or_write_on_a_topic(ah: AuthzHa
     bob = ah.as_user("bob")
     ah.allow("User:bob", AclOperation.IDEMPOTENT_WRITE, C, "kafka-cluster")
     assert bob.request(22, 4, body).error_code == ErrorCode.none
+
+
+def test_describe_log_dirs_needs_describe_on_the_cluster(ah: AuthzHarness) -> None:
+    """Kafka's handleDescribeLogDirsRequest: without DESCRIBE on the cluster, CLUSTER_AUTHORIZATION_FAILED and no
+    log dirs (v3+ has the top-level error)."""
+    alice = ah.as_user("alice")
+    resp = alice.request(35, 4, {"topics": None})
+    assert resp.error_code == ErrorCode.cluster_authorization_failed and resp.results == ()
+    ah.allow("User:alice", AclOperation.DESCRIBE, C, "kafka-cluster")
+    resp = alice.request(35, 4, {"topics": None})
+    assert resp.error_code == ErrorCode.none and len(resp.results) == 1

@@ -15,11 +15,11 @@ API_VERSIONS, PRODUCE = 18, 0
 
 # Kafka 4.0's lowest advertised version per API we serve. KIP-896 removed ListOffsets v0, Fetch v0-3,
 # OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics v0, OffsetForLeaderEpoch v0-1 and
-# DescribeConfigs v0, and Produce v0-2, which Kafka still advertises (KAFKA-18659). Metadata, FindCoordinator and
+# DescribeConfigs v0, DescribeLogDirs v0, and Produce v0-2, which Kafka still advertises (KAFKA-18659). Metadata, FindCoordinator and
 # JoinGroup kept every version (the KIP's drafts had removed some).
 KAFKA_4_0_FLOORS = {0: 0, 1: 4, 2: 1, 3: 0, 8: 2, 9: 1, 10: 0, 11: 0, 12: 0, 13: 0, 14: 0, 15: 0, 16: 0, 18: 0,
                     19: 2, 20: 1, 21: 0, 22: 0, 23: 2, 29: 1, 30: 1, 31: 1, 32: 1, 33: 0, 37: 0, 42: 0, 43: 0,
-                    44: 0, 45: 0, 46: 0, 47: 0, 50: 0, 51: 0, 60: 0, 68: 0, 69: 0,
+                    35: 1, 44: 0, 45: 0, 46: 0, 47: 0, 50: 0, 51: 0, 60: 0, 68: 0, 69: 0,
                     24: 0, 25: 0, 26: 0, 27: 1, 28: 0, 61: 0, 65: 0, 66: 0}  # transactions (KIP-98)
 ADVERTISED_NOT_SERVED = {(PRODUCE, 0), (PRODUCE, 1), (PRODUCE, 2)}
 

@@ -22,6 +22,7 @@ CONFIGS = "kafka.admin.ConfigCommand"                        # core in 3.9
 PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 E2E_LATENCY = "org.apache.kafka.tools.EndToEndLatency"
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
 
 
 @pytest.fixture(scope="session")
@@ -160,3 +161,20 @@ def test_kafka_end_to_end_latency(backend, kafka_tool, topic_name):
     m = re.search(r"Avg latency: ([\d.]+) ms", out)
     assert m and float(m.group(1)) < 1000, out
     assert re.search(r"Percentiles: 50th = \d+, 99th = \d+, 99\.9th = \d+", out), out
+
+
+def test_kafka_log_dirs(backend, kafka_tool, topic_name):
+    """kafka-log-dirs.sh --describe: every broker's log dirs, the topic's partitions in them with their sizes."""
+    import json
+
+    create_topic(backend.port, topic_name, partitions=2)
+    produce("confluent", backend.bootstrap, topic_name, [(None, b"v" * 500, [])] * 20, partition=0)
+    out = kafka_tool(LOG_DIRS, "--bootstrap-server", backend.bootstrap, "--describe", "--topic-list", topic_name).stdout
+    assert "Querying brokers for log directories information" in out, out
+    report = json.loads(out.strip().splitlines()[-1])
+    dirs = [d for b in report["brokers"] for d in b["logDirs"]]
+    assert dirs and all(d["error"] is None and d["logDir"].startswith("/") for d in dirs), report
+    parts = {p["partition"]: p for d in dirs for p in d["partitions"]}
+    assert set(parts) == {f"{topic_name}-0", f"{topic_name}-1"}, report
+    assert parts[f"{topic_name}-0"]["size"] > 20 * 500 and parts[f"{topic_name}-1"]["size"] == 0
+    assert all(p["offsetLag"] == 0 and p["isFuture"] is False for p in parts.values())
