@@ -271,7 +271,21 @@ class LocalMetadata:
 
     def alter_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None],
                             allow_replication_factor_change: bool = True) -> PartitionResults:
-        return {k: (ErrorCode.invalid_replica_assignment, "Reassignment needs cluster mode") for k in targets}
+        """As a single-broker cluster answers: moving a partition onto this broker, where its one replica already
+        is, is done at once (kafka-reassign-partitions.sh --execute then --verify); other brokers are not alive."""
+        me = self._me.node_id
+        results: PartitionResults = {}
+        for (t, p), target in targets.items():
+            if self.partition_state(t, p) is None:
+                results[(t, p)] = (ErrorCode.unknown_topic_or_partition, None)
+            elif target is None:
+                results[(t, p)] = (ErrorCode.no_reassignment_in_progress, None)
+            elif list(target) == [me]:
+                results[(t, p)] = (ErrorCode.none, None)
+            else:
+                results[(t, p)] = (ErrorCode.invalid_replica_assignment, "Replica assignment has brokers that are not "
+                                   f"alive. Replica list: {', '.join(map(str, target))}, live broker list: {me}")
+        return results
 
     async def elect_leaders(self, election_type: int, partitions: Sequence[tuple[str, int]] | None,
                             timeout_s: float) -> PartitionResults:

@@ -36,9 +36,13 @@ async def test_standalone_cluster_calls(tmp_path):
     assert await md.elect_leaders(0, [("t", 1), ("nope", 0)], 1) == {
         ("t", 1): (ErrorCode.election_not_needed, None), ("nope", 0): (ErrorCode.unknown_topic_or_partition, None)}
     assert await md.elect_leaders(1, None, 1) == {}
-    assert md.alter_reassignments({("t", 0): (0,), ("t", 1): None}, False) == {
-        ("t", 0): (ErrorCode.invalid_replica_assignment, "Reassignment needs cluster mode"),
-        ("t", 1): (ErrorCode.invalid_replica_assignment, "Reassignment needs cluster mode")}
+    # as a single-broker cluster: onto this broker is done at once, anywhere else is not alive
+    assert md.alter_reassignments({("t", 0): (0,), ("t", 1): None, ("nope", 0): (0,)}, False) == {
+        ("t", 0): (ErrorCode.none, None), ("t", 1): (ErrorCode.no_reassignment_in_progress, None),
+        ("nope", 0): (ErrorCode.unknown_topic_or_partition, None)}
+    assert md.alter_reassignments({("t", 0): (0, 1)})[("t", 0)] == (
+        ErrorCode.invalid_replica_assignment,
+        "Replica assignment has brokers that are not alive. Replica list: 0, 1, live broker list: 0")
     assert md.reassignments() == {}
     assert await md.controlled_shutdown(1) is None
     md.set_leader_election_hook(lambda ms, unclean: None)
@@ -69,6 +73,10 @@ async def test_cluster_admin_handlers_over_standalone_metadata(tmp_path):
     alter = AlterPartitionReassignmentsRequest(topics=(ReassignableTopic(
         name="h", partitions=(ReassignablePartition(partition_index=0, replicas=(0,)),)),))
     body = await handlers[45].handle(ctx(45, 0), alter)
+    assert body["responses"][0]["partitions"][0]["error_code"] == ErrorCode.none   # already there
+    elsewhere = AlterPartitionReassignmentsRequest(topics=(ReassignableTopic(
+        name="h", partitions=(ReassignablePartition(partition_index=0, replicas=(1,)),)),))
+    body = await handlers[45].handle(ctx(45, 0), elsewhere)
     assert body["responses"][0]["partitions"][0]["error_code"] == ErrorCode.invalid_replica_assignment
     body = await handlers[46].handle(ctx(46, 0), ListPartitionReassignmentsRequest(topics=None))
     assert body["topics"] == []

@@ -23,6 +23,11 @@ PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 E2E_LATENCY = "org.apache.kafka.tools.EndToEndLatency"
 LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
+DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
+LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+BROKER_API_VERSIONS = "kafka.admin.BrokerApiVersionsCommand"      # core in 3.9
 
 
 @pytest.fixture(scope="session")
@@ -178,3 +183,53 @@ def test_kafka_log_dirs(backend, kafka_tool, topic_name):
     assert set(parts) == {f"{topic_name}-0", f"{topic_name}-1"}, report
     assert parts[f"{topic_name}-0"]["size"] > 20 * 500 and parts[f"{topic_name}-1"]["size"] == 0
     assert all(p["offsetLag"] == 0 and p["isFuture"] is False for p in parts.values())
+
+
+def test_kafka_get_offsets_and_delete_records(backend, kafka_tool, topic_name, tmp_path):
+    """kafka-get-offsets.sh (latest and earliest) and kafka-delete-records.sh, the way an operator trims a topic."""
+    import json
+
+    create_topic(backend.port, topic_name, partitions=2)
+    produce("confluent", backend.bootstrap, topic_name, [(None, f"v{i}".encode(), []) for i in range(10)], partition=0)
+    bs = ["--bootstrap-server", backend.bootstrap]
+
+    def offsets(time: str) -> list[str]:
+        return sorted(kafka_tool(GET_OFFSETS, *bs, "--topic", topic_name, "--time", time).stdout.split())
+
+    assert offsets("-1") == [f"{topic_name}:0:10", f"{topic_name}:1:0"]
+    assert offsets("-2") == [f"{topic_name}:0:0", f"{topic_name}:1:0"]
+    spec = tmp_path / "delete.json"
+    spec.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic_name, "partition": 0, "offset": 4}]}))
+    out = kafka_tool(DELETE_RECORDS, *bs, "--offset-json-file", str(spec)).stdout
+    assert re.search(rf"partition: {topic_name}-0\s+low_watermark: 4", out), out
+    assert offsets("-2") == [f"{topic_name}:0:4", f"{topic_name}:1:0"]
+
+
+def test_kafka_leader_election_and_reassign_partitions(backend, kafka_tool, topic_name, tmp_path):
+    """kafka-leader-election.sh and kafka-reassign-partitions.sh --execute / --verify (which also clears the
+    replication throttles it may have set, on the brokers and the topic)."""
+    import json
+
+    create_topic(backend.port, topic_name)
+    bs = ["--bootstrap-server", backend.bootstrap]
+    out = kafka_tool(LEADER_ELECTION, *bs, "--election-type", "preferred", "--topic", topic_name,
+                     "--partition", "0").stdout
+    assert f"Valid replica already elected for partitions {topic_name}-0" in out, out
+    broker = int(re.search(r"id: (\d+)", kafka_tool(BROKER_API_VERSIONS, *bs).stdout).group(1))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic_name, "partition": 0, "replicas": [broker], "log_dirs": ["any"]}]}))
+    out = kafka_tool(REASSIGN, *bs, "--reassignment-json-file", str(plan), "--execute").stdout
+    assert f"Successfully started partition reassignment for {topic_name}-0" in out, out
+    verify = wait_until(lambda: (o := kafka_tool(REASSIGN, *bs, "--reassignment-json-file", str(plan),
+                                                 "--verify").stdout) and "is completed" in o and o, 30,
+                        what="the reassignment verified")
+    assert f"Reassignment of partition {topic_name}-0 is completed." in verify, verify
+    assert "Clearing broker-level throttles" in verify and "Clearing topic-level throttles" in verify, verify
+
+
+def test_kafka_broker_api_versions(backend, kafka_tool):
+    """kafka-broker-api-versions.sh: every API the broker advertises, with the version the 3.9 client uses."""
+    out = kafka_tool(BROKER_API_VERSIONS, "--bootstrap-server", backend.bootstrap).stdout
+    assert re.search(r"Produce\(0\): \d+ to \d+ \[usable: \d+\]", out), out
+    assert re.search(r"DescribeLogDirs\(35\): [01] to 4 \[usable: 4\]", out), out   # Kafka 3.9 keeps v0

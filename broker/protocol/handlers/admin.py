@@ -271,6 +271,13 @@ def _apply_topic_configs(ctx: RequestContext, topic: str, new: dict[str, str], v
         ctx.broker.set_topic_configs(topic, clean)
 
 
+def _alter_broker_configs(configs, incremental: bool) -> None:
+    """No dynamic broker config is ever set here, so removing one is done at once: kafka-reassign-partitions.sh
+    --verify removes its replication throttles from every broker that way. Setting one is refused."""
+    if any(not incremental or c.config_operation != OP_DELETE for c in configs):
+        raise KafkaError(ErrorCode.invalid_request, "Dynamic broker configs are not supported; edit server.properties")
+
+
 async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
     responses = []
     for r in req.resources:
@@ -280,8 +287,9 @@ async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
             authz.config_resource_error(ctx, 44 if incremental else 33, r.resource_type, r.resource_name)
             if r.resource_type == BROKER:
                 _check_broker_resource(ctx, r.resource_name)
-                raise KafkaError(ErrorCode.invalid_request,
-                                 "Dynamic broker configs are not supported; edit server.properties")
+                _alter_broker_configs(r.configs, incremental)
+                responses.append(entry)
+                continue
             if r.resource_type != TOPIC:
                 raise KafkaError(ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
             info = ctx.broker.metadata.topic(r.resource_name)
