@@ -133,6 +133,8 @@ class MetadataStore(Protocol):
         """Until the controller has deleted `topic`, or the timeout."""
     def shutting_down_brokers(self) -> set[int]:
         """Brokers in controlled shutdown: leaders must not add them back to an ISR."""
+    def offline_replicas(self) -> dict[tuple[str, int], set[int]]:
+        """Partition -> the live brokers whose replica of it is offline (a failed log dir)."""
     def start(self, listener: ClusterListener) -> None:
         """Register this broker and start delivering partition states to `listener`."""
     async def controlled_shutdown(self, timeout_s: float) -> int | None:
@@ -229,6 +231,9 @@ class LocalMetadata:
 
     def shutting_down_brokers(self) -> set[int]:
         return set()
+
+    def offline_replicas(self) -> dict[tuple[str, int], set[int]]:
+        return {}   # its log dirs stay online (log/dir_failure.py)
 
     def start(self, listener: ClusterListener) -> None:
         self._listener = listener

@@ -204,6 +204,9 @@ class ZkMetadata:
     def shutting_down_brokers(self) -> set[int]:
         return self.cache.shutting_down_brokers()
 
+    def offline_replicas(self) -> dict[tuple[str, int], set[int]]:
+        return self.cache.offline_replicas()
+
     def reassignments(self) -> Reassignments:
         return self.cache.reassignments()
 

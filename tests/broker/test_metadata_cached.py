@@ -18,7 +18,7 @@ def _frames(h: Harness, version: int) -> tuple[bytes, bytes]:
     body = h.loop.run_until_complete(handler.handle_metadata(ctx, req))
     live = {b.node_id for b in h.broker.metadata.brokers()}
     topics = h.broker.metadata.topics()
-    as_dicts = {**body, "topics": [handler._topic_entry(ctx, info, live) for info in topics.values()]}
+    as_dicts = {**body, "topics": [handler._topic_entry(ctx, info, live, {}) for info in topics.values()]}
     return bytes(encode_response(3, version, 9, body)), encode_with_kio(3, version, 9, as_dicts)  # type: ignore[arg-type]
 
 
@@ -46,9 +46,9 @@ def test_unchanged_topics_are_not_built_again(tmp_path, monkeypatch):
         built: list[str] = []
         real = handler._topic_entry
 
-        def counting(ctx, info, live):
+        def counting(ctx, info, live, offline):
             built.append(info.name)
-            return real(ctx, info, live)
+            return real(ctx, info, live, offline)
         monkeypatch.setattr(handler, "_topic_entry", counting)
         req = build(request_class(3, 12), {"topics": None, "allow_auto_topic_creation": False})
         ctx = RequestContext(h.broker, 3, 12, 9, "c", "127.0.0.1")

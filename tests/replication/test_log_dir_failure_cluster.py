@@ -118,6 +118,9 @@ def test_with_one_of_two_log_dirs_failed_the_broker_stays_and_only_that_dirs_lea
         m = wait_for(moved, 30, what="the failed dir's leaderships moved and its replicas out of the ISRs")
         assert victim.state == "running"
         assert all(victim.broker_id in m.part(topic, p).isr for p in other)
+        # Metadata lists the replica offline, as Kafka's does (kafka-topics.sh --describe: "Offline: <id>")
+        assert all(victim.broker_id in m.part(topic, p).offline for p in same)
+        assert not any(victim.broker_id in m.part(topic, p).offline for p in other)
         wait_for(lambda: prod.acked_since(acked_at + 400), 30, what="acks after the leaderships moved")
         assert "Shutdown broker" not in victim.log_tail(300)
         victim.restart()

@@ -10,6 +10,7 @@ MetadataCache's UpdateMetadata snapshot likewise, without rebuilding it per requ
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING
 
 from broker.errors import ErrorCode, InvalidRequest, KafkaError
@@ -23,6 +24,8 @@ from broker.security.operations import ALL_TOPICS, AUTO_CREATE, LISTED_TOPICS
 if TYPE_CHECKING:
     from broker.broker import Broker
 
+Offline = Mapping[tuple[str, int], Set[int]]   # partition -> brokers whose live replica of it is offline
+
 
 class EncodedTopics:
     """Encoded topic entries by (topic, version), each with the key it was encoded under."""
@@ -30,15 +33,15 @@ class EncodedTopics:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, int], tuple[tuple, bytes]] = {}
 
-    def entry(self, ctx: RequestContext, info: TopicInfo, live: set[int], live_key: tuple[int, ...],
-              topic_count: int) -> bytes:
+    def entry(self, ctx: RequestContext, info: TopicInfo, live: set[int], live_key: tuple,
+              topic_count: int, offline: Offline) -> bytes:
         # The generation is read before the entry is built: a change meanwhile makes the next request rebuild.
         key = (info.topic_id, info.partitions, ctx.broker.metadata.topic_generation(info.name), live_key)
         at = (info.name, ctx.api_version)
         kept = self._entries.get(at)
         if kept is not None and kept[0] == key:
             return kept[1]
-        data = topic_entry(ctx.api_version, _topic_entry(ctx, info, live))
+        data = topic_entry(ctx.api_version, _topic_entry(ctx, info, live, offline))
         if len(self._entries) > 4 * topic_count + 64:  # deleted topics, versions no longer asked for
             self._entries.clear()
         self._entries[at] = (key, data)
@@ -60,7 +63,7 @@ def _brokers(ctx: RequestContext) -> list[dict]:
             for b in ctx.broker.metadata.brokers()]
 
 
-def _partition_entry(ctx: RequestContext, topic: str, partition: int, live: set[int]) -> dict:
+def _partition_entry(ctx: RequestContext, topic: str, partition: int, live: set[int], offline: Offline) -> dict:
     state = ctx.broker.metadata.partition_state(topic, partition)
     if state is None:  # the controller has not created the partition's state yet
         return {"error_code": ErrorCode.leader_not_available, "partition_index": partition, "leader_id": -1,
@@ -68,14 +71,15 @@ def _partition_entry(ctx: RequestContext, topic: str, partition: int, live: set[
     return {"error_code": ErrorCode.none if state.online else ErrorCode.leader_not_available,
             "partition_index": partition, "leader_id": state.leader, "leader_epoch": state.leader_epoch,
             "replica_nodes": list(state.replicas), "isr_nodes": list(state.isr),
-            "offline_replicas": [r for r in state.replicas if r not in live]}
+            "offline_replicas": [r for r in state.replicas
+                                 if r not in live or r in offline.get((topic, partition), ())]}
 
 
-def _topic_entry(ctx: RequestContext, info: TopicInfo, live: set[int]) -> dict:
+def _topic_entry(ctx: RequestContext, info: TopicInfo, live: set[int], offline: Offline) -> dict:
     return {
         "error_code": ErrorCode.none, "name": info.name, "topic_id": info.topic_id, "is_internal": info.internal,
         "topic_authorized_operations": -2147483648,
-        "partitions": [_partition_entry(ctx, info.name, p, live) for p in range(info.partitions)],
+        "partitions": [_partition_entry(ctx, info.name, p, live, offline) for p in range(info.partitions)],
     }
 
 
@@ -88,6 +92,8 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
     broker = ctx.broker
     brokers = _brokers(ctx)
     live = {b["node_id"] for b in brokers}
+    # Replicas offline on live brokers (a failed log dir): listed offline too, as Kafka's UpdateMetadata has them.
+    offline = broker.metadata.offline_replicas()
     requested = req.topics
     # Per-principal authorized operations go into the entries: those are built afresh, not kept.
     ops = authz.enabled(ctx) and getattr(req, "include_topic_authorized_operations", False)
@@ -95,10 +101,11 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
         topics = broker.metadata.topics()
         visible = authz.visible(ctx, 3, authz.TOPIC, topics, {ALL_TOPICS})
         if ops:
-            entries: list[dict | bytes] = [_topic_entry(ctx, topics[n], live) for n in visible]
+            entries: list[dict | bytes] = [_topic_entry(ctx, topics[n], live, offline) for n in visible]
         else:
-            enc, live_key = _encoded_topics(broker), tuple(sorted(live))
-            entries = [enc.entry(ctx, topics[n], live, live_key, len(topics)) for n in visible]
+            enc = _encoded_topics(broker)
+            live_key = (tuple(sorted(live)), tuple(sorted((k, tuple(sorted(v))) for k, v in offline.items())))
+            entries = [enc.entry(ctx, topics[n], live, live_key, len(topics), offline) for n in visible]
     else:
         auto = getattr(req, "allow_auto_topic_creation", True)
         entries = []
@@ -108,7 +115,7 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
             if name is None and ctx.api_version < 12:  # v10-11 carry ids in the schema but not in Kafka
                 raise InvalidRequest(f"topic name can not be null for version {ctx.api_version}")
             if name is None:
-                entries.append(_by_topic_id(ctx, t.topic_id, live))
+                entries.append(_by_topic_id(ctx, t.topic_id, live, offline))
                 continue
             if name in denied:  # not describable: the same answer whether it exists or not
                 entries.append(_error_entry(name, denied[name]))
@@ -126,7 +133,7 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
             if info is None:
                 entries.append(_error_entry(name, ErrorCode.unknown_topic_or_partition))
             else:
-                entries.append(_topic_entry(ctx, info, live))
+                entries.append(_topic_entry(ctx, info, live, offline))
     return {
         "throttle_time": 0, "brokers": brokers, "cluster_id": broker.metadata.cluster_id,
         "controller_id": broker.metadata.controller_id, "topics": _with_operations(ctx, req, entries),
@@ -134,7 +141,7 @@ async def handle_metadata(ctx: RequestContext, req) -> dict:
     }
 
 
-def _by_topic_id(ctx: RequestContext, topic_id, live: set[int]) -> dict:
+def _by_topic_id(ctx: RequestContext, topic_id, live: set[int], offline: Offline) -> dict:
     """v12+ asks by topic id when the name is null (KIP-516), as librdkafka's KIP-848 consumer does for the
     topic ids of its assignment; Kafka checks DESCRIBE on the topic the id names and hides the name if denied."""
     info = next((i for i in ctx.broker.metadata.topics().values() if i.topic_id == topic_id), None)
@@ -142,7 +149,7 @@ def _by_topic_id(ctx: RequestContext, topic_id, live: set[int]) -> dict:
         return {**_error_entry(None, ErrorCode.unknown_topic_id), "topic_id": topic_id}
     if code := authz.resource_errors(ctx, 3, authz.TOPIC, [info.name], {LISTED_TOPICS}).get(info.name):
         return {**_error_entry(None, code), "topic_id": topic_id}
-    return _topic_entry(ctx, info, live)
+    return _topic_entry(ctx, info, live, offline)
 
 
 def _create_denied(ctx: RequestContext, name: str) -> ErrorCode:
