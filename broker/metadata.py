@@ -108,6 +108,12 @@ class MetadataStore(Protocol):
     def add_partitions(self, name: str, total: int,
                        assignment: Mapping[int, Sequence[int]] | None = None) -> TopicInfo: ...
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo: ...
+    def group_configs(self, group: str) -> dict[str, str]:
+        """A group's config overrides (KIP-848's dynamic group configs; coordinator/group_config.py)."""
+    def set_group_configs(self, group: str, configs: Mapping[str, str]) -> None:
+        """Replace a group's overrides (empty: none)."""
+    def configured_groups(self) -> list[str]:
+        """The groups with overrides."""
     def update_isr(self, topic: str, partition: int, current: PartitionState,
                    isr: tuple[int, ...]) -> PartitionState | None:
         """Leader-only conditional ISR write; None if `current` is stale (version or leader epoch moved)."""
@@ -168,6 +174,7 @@ class LocalMetadata:
         self._acls: LocalAclStorage | None = None
         self._scram: LocalScramCredentials | None = None
         state = json.loads(self._path.read_text()) if self._path.exists() else {}
+        self._group_configs: dict[str, dict[str, str]] = {g: dict(c) for g, c in state.get("groups", {}).items()}
         self.cluster_id = state.get("cluster_id") or cluster_id or new_cluster_id()
         for t in state.get("topics", []):
             info = TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["partitions"], t.get("replication_factor", 1),
@@ -191,11 +198,28 @@ class LocalMetadata:
             {"name": t.name, "topic_id": str(t.topic_id), "partitions": t.partitions,
              "replication_factor": t.replication_factor, "configs": t.configs}
             for t in self._topics.values()]}
+        if self._group_configs:
+            state["groups"] = self._group_configs
         self._path.parent.mkdir(parents=True, exist_ok=True)
         write_json(self._path, state)
 
     def brokers(self) -> list[BrokerInfo]:
         return [self._me]
+
+    def group_configs(self, group: str) -> dict[str, str]:
+        return dict(self._group_configs.get(group, {}))
+
+    def configured_groups(self) -> list[str]:
+        return sorted(self._group_configs)
+
+    def set_group_configs(self, group: str, configs: Mapping[str, str]) -> None:
+        before = self._group_configs.get(group)
+        if configs:
+            self._group_configs[group] = dict(configs)
+        else:
+            self._group_configs.pop(group, None)
+        self._save_or_undo(lambda: self._group_configs.update({group: before}) if before is not None
+                           else self._group_configs.pop(group, None))
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         info = self._topics.get(topic)

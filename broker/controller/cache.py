@@ -44,6 +44,7 @@ class MetadataCache:
         self._czxids: dict[int, int] = {}  # registration znode czxid: tells a bounced broker
         self._assign: dict[str, TopicAssignment] = {}
         self._configs: dict[str, dict[str, str]] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}   # /config/groups: per-group overrides
         self._topics: dict[str, TopicInfo] = {}
         self._raw: dict[tuple[str, int], PartitionState] = {}
         self._delivered: dict[tuple[str, int], PartitionState] = {}
@@ -183,6 +184,21 @@ class MetadataCache:
 
     def set_pending_deletes(self, topics: Iterable[str]) -> None:
         self._pending_deletes = frozenset(topics)
+
+    def put_group_configs(self, group: str, configs: Mapping[str, str]) -> None:
+        with self._lock:
+            if configs:
+                self._group_configs[group] = dict(configs)
+            else:
+                self._group_configs.pop(group, None)
+
+    def group_configs(self, group: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._group_configs.get(group, {}))
+
+    def configured_groups(self) -> list[str]:
+        with self._lock:
+            return sorted(self._group_configs)
 
     def set_shutdown_requests(self, broker_ids: Iterable[int]) -> None:
         self._shutdown_requests = frozenset(broker_ids)

@@ -313,6 +313,27 @@ class ZkMetadata:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
         return info
 
+    def group_configs(self, group: str) -> dict[str, str]:
+        return self.cache.group_configs(group)
+
+    def configured_groups(self) -> list[str]:
+        return self.cache.configured_groups()
+
+    def set_group_configs(self, group: str, configs: Mapping[str, str]) -> None:
+        """Replace a group's overrides (none: the znode goes); every broker's watch puts them in its cache."""
+        path, configs = zp.group_config_path(group), dict(configs)
+        if configs:
+            try:
+                self.zk.create(path, zp.encode_topic_config(configs), makepath=True)
+            except NodeExistsError:
+                self.zk.set(path, zp.encode_topic_config(configs))
+        else:
+            try:
+                self.zk.delete(path)
+            except NoNodeError:
+                pass
+        self.cache.put_group_configs(group, configs)
+
     def claim_producer_id_block(self, size: int) -> int:
         """Kafka's ZkProducerIdManager: claim the next `size` producer ids cluster-wide with a conditional write
         of /latest_producer_id_block (retried on a race); returns the block's first id."""

@@ -56,6 +56,7 @@ class ZkWatcher:
         self._lock = threading.Lock()
         self._watched_topics: set[str] = set()
         self._watched_offline: set[int] = set()
+        self._watched_groups: set[str] = set()
         self._states = StateWatches(zk, self._on_state)
         cache.on_new_partitions(self._states.watch)
 
@@ -68,6 +69,7 @@ class ZkWatcher:
         zk.ChildrenWatch(zp.DELETE_TOPICS, self._on_delete_requests)
         zk.ChildrenWatch(zp.CONTROLLED_SHUTDOWN, self._on_shutdown_requests)
         zk.ChildrenWatch(zp.OFFLINE_REPLICAS, self._on_offline_brokers)
+        zk.ChildrenWatch(zp.CONFIG_GROUPS, self._on_group_config_names)
         zk.DataWatch(zp.REASSIGN_PARTITIONS, lambda d, s, e=None: self.events.put("reassign"))
         zk.DataWatch(zp.PREFERRED_REPLICA_ELECTION, lambda d, s, e=None: self.events.put("preferred"))
 
@@ -146,6 +148,26 @@ class ZkWatcher:
     def _on_delete_requests(self, children: list[str]) -> None:
         self.cache.set_pending_deletes(children)
         self.events.put("delete")
+
+    def _on_group_config_names(self, children: list[str]) -> None:
+        for g in children:
+            with self._lock:
+                if g in self._watched_groups:
+                    continue
+                self._watched_groups.add(g)
+            self.zk.DataWatch(zp.group_config_path(g), lambda d, s, e=None, g=g: self._on_group_config(g, d))
+
+    def _on_group_config(self, g: str, data: bytes | None) -> bool | None:
+        """A group's config overrides (KIP-848's dynamic group configs), for the coordinator of the group."""
+        try:
+            self.cache.put_group_configs(g, zp.decode_topic_config(data) if data else {})
+        except (ValueError, AttributeError):
+            log.exception("bad group config znode %s", g)
+        if data is None:
+            with self._lock:
+                self._watched_groups.discard(g)
+            return False   # stop: a later config makes a new znode and a new watch
+        return None
 
     def _on_offline_brokers(self, children: list[str]) -> None:
         for b in (int(c) for c in children if c.isdigit()):

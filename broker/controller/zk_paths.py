@@ -9,6 +9,8 @@
     /brokers/topics/<t>/partitions/<p>/state      {"controller_epoch":1,"leader":1,"version":1,
                                                    "leader_epoch":0,"isr":[1,2]}
     /config/topics/<t>                            {"version":1,"config":{...}}
+    /config/groups/<g>                            kafkascope's own (Kafka keeps group configs only in KRaft's
+                                                  metadata log): {"version":1,"config":{...}}
     /admin/delete_topics/<t>                      (empty)
     /admin/reassign_partitions                    {"version":1,"partitions":[{"topic":..,"partition":..,
                                                    "replicas":[..]}]}
@@ -38,6 +40,7 @@ CONTROLLER_EPOCH = "/controller_epoch"
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_GROUPS = "/config/groups"
 CONFIG_CHANGES = "/config/changes"
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
@@ -50,7 +53,7 @@ PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 # Persistent paths every cluster has (Kafka's ZkData.PersistentZkPaths plus ours).
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_CHANGES, DELETE_TOPICS, CONTROLLED_SHUTDOWN,
                     OFFLINE_REPLICAS, ISR_CHANGE_NOTIFICATION, "/cluster", "/config/brokers", "/config/clients", "/config/users",
-                    PRODUCER_ID_BLOCK)
+                    CONFIG_GROUPS, PRODUCER_ID_BLOCK)
 
 
 def broker_path(broker_id: int) -> str:
@@ -75,6 +78,10 @@ def state_path(topic: str, partition: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+def group_config_path(group: str) -> str:
+    return f"{CONFIG_GROUPS}/{group}"
 
 
 def delete_topic_path(topic: str) -> str:

@@ -163,6 +163,7 @@ _TABLE: tuple[ApiAuthorization, ...] = (
     ApiAuthorization(68, "ConsumerGroupHeartbeat", _GROUP_READ),
     ApiAuthorization(69, "ConsumerGroupDescribe", (_c(G, Op.DESCRIBE, GAF, PER),),
                      "authorized_operations per group when asked"),
+    ApiAuthorization(74, "ListConfigResources", (_c(C, Op.DESCRIBE_CONFIGS, CAF),)),
 )
 
 BY_NAME: dict[str, ApiAuthorization] = {a.name: a for a in _TABLE}

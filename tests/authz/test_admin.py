@@ -105,3 +105,19 @@ def test_describe_log_dirs_needs_describe_on_the_cluster(ah: AuthzHarness) -> No
     ah.allow("User:alice", AclOperation.DESCRIBE, C, "kafka-cluster")
     resp = alice.request(35, 4, {"topics": None})
     assert resp.error_code == ErrorCode.none and len(resp.results) == 1
+
+
+def test_group_configs_need_describe_or_alter_configs_on_the_group(ah: AuthzHarness) -> None:
+    """KIP-848 group configs: DESCRIBE_CONFIGS / ALTER_CONFIGS on the GROUP, else GROUP_AUTHORIZATION_FAILED."""
+    alice = ah.as_user("alice")
+    describe = {"include_synonyms": False, "include_documentation": False,
+                "resources": [{"resource_type": 32, "resource_name": "g", "configuration_keys": None}]}
+    alter = {"validate_only": False, "resources": [{"resource_type": 32, "resource_name": "g", "configs": [
+        {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "50000"}]}]}
+    assert alice.request(32, 4, describe).results[0].error_code == ErrorCode.group_authorization_failed
+    assert alice.request(44, 1, alter).responses[0].error_code == ErrorCode.group_authorization_failed
+    assert alice.request(74, 1, {"resource_types": [32]}).error_code == ErrorCode.cluster_authorization_failed
+    ah.allow("User:alice", AclOperation.ALTER_CONFIGS, ResourceType.GROUP, "g")
+    ah.allow("User:alice", AclOperation.DESCRIBE_CONFIGS, ResourceType.GROUP, "g")
+    assert alice.request(44, 1, alter).responses[0].error_code == ErrorCode.none
+    assert alice.request(32, 4, describe).results[0].error_code == ErrorCode.none

@@ -233,3 +233,37 @@ def test_kafka_broker_api_versions(backend, kafka_tool):
     out = kafka_tool(BROKER_API_VERSIONS, "--bootstrap-server", backend.bootstrap).stdout
     assert re.search(r"Produce\(0\): \d+ to \d+ \[usable: \d+\]", out), out
     assert re.search(r"DescribeLogDirs\(35\): [01] to 4 \[usable: 4\]", out), out   # Kafka 3.9 keeps v0
+
+
+def test_kafka_configs_on_groups_with_kafka_4_1s_tool(backend, backend_name):
+    """kafka-configs.sh --entity-type groups (KIP-848's dynamic group configs, Kafka 4.1's ConfigCommand): the same
+    lines on ours as on Kafka 4.1 (the kraft backend, slow suite). Kafka 3.9 keeps no group configs in ZooKeeper
+    mode, so that backend is left out."""
+    if backend_name == "apache-kafka":
+        pytest.skip("Kafka 3.9 in ZooKeeper mode has no group configs (KRaft only)")
+    from kafkascope.local.apache_kafka import tool_command
+
+    def configs(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(tool_command(CONFIGS, "--bootstrap-server", backend.bootstrap, "--entity-type", "groups",
+                                           *args, version="4.1.1"), capture_output=True, text=True, timeout=120)
+
+    group = f"cfg-{uuid.uuid4().hex[:8]}"
+    g = ["--entity-name", group]
+    assert f"The group '{group}' doesn't exist and doesn't have dynamic config." in configs(*g, "--describe").stdout
+    everything = configs(*g, "--describe", "--all").stdout
+    assert ("consumer.session.timeout.ms=45000 sensitive=false "
+            "synonyms={DEFAULT_CONFIG:consumer.session.timeout.ms=45000}") in everything, everything
+    assert len(re.findall(r"^\s+\S+=\S+ sensitive=false", everything, re.M)) == 10, everything
+    assert f"Completed updating config for group {group}." in configs(
+        *g, "--alter", "--add-config", "consumer.session.timeout.ms=50000").stdout
+    assert ("consumer.session.timeout.ms=50000 sensitive=false "
+            "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}") in configs(*g, "--describe").stdout
+    low = configs(*g, "--alter", "--add-config", "consumer.session.timeout.ms=1000")
+    assert low.returncode != 0 and ("consumer.session.timeout.ms must be greater than or equal to "
+                                    "group.consumer.min.session.timeout.ms") in low.stdout + low.stderr
+    unknown = configs(*g, "--alter", "--add-config", "no.such=1")
+    assert unknown.returncode != 0 and "Unknown group config name: no.such" in unknown.stdout + unknown.stderr
+    configs(*g, "--alter", "--delete-config", "consumer.session.timeout.ms")
+    # No dynamic config is left. Kafka 4.1 still lists the group then ("Dynamic configs for group G are:" and no
+    # line), ours does not ("doesn't exist and doesn't have dynamic config"): the same, told two ways.
+    assert "consumer.session.timeout.ms" not in configs(*g, "--describe").stdout

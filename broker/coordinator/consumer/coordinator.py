@@ -96,9 +96,22 @@ class ConsumerGroupCoordinator:
         # Target assignments computed (Kafka's consumer-group-rebalance sensor); the metrics set the hook.
         self.rebalances = 0
         self.on_rebalance: Callable[[], None] | None = None
+        # A group's config overrides (KIP-848 dynamic group configs; the broker hands in its metadata's).
+        self.group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else group.consumer.session.timeout.ms (Kafka's
+        GroupMetadataManager.consumerGroupSessionTimeoutMs)."""
+        value = self.group_configs(group_id).get("consumer.session.timeout.ms")
+        return int(value) if value else self.settings.session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else group.consumer.heartbeat.interval.ms."""
+        value = self.group_configs(group_id).get("consumer.heartbeat.interval.ms")
+        return int(value) if value else self.settings.heartbeat_interval_ms
 
     def create(self, group_id: str) -> ConsumerGroup:
         group = self.groups[group_id] = ConsumerGroup(group_id, assignor=self.settings.assignors[0])
@@ -253,14 +266,14 @@ class ConsumerGroupCoordinator:
                 result = replace(result, rebalance_deadline_ms=now_ms + result.rebalance_timeout_ms)
         else:
             result = replace(result, rebalance_deadline_ms=None)
-        result = replace(result, session_deadline_ms=now_ms + self.settings.session_timeout_ms)
+        result = replace(result, session_deadline_ms=now_ms + self.session_timeout_ms(group.group_id))
         group.set_member(result)
         full = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
             req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and req.owned is not None)
         moved = (result.member_epoch, result.state, result.assigned) != (member.member_epoch, member.state,
                                                                           member.assigned)
         return HeartbeatResult(ErrorCode.none, None, result.member_id, result.member_epoch,
-                               self.settings.heartbeat_interval_ms,
+                               self.heartbeat_interval_ms(group.group_id),
                                result.assigned if (full or moved or is_new) else None)
 
     def _leave(self, group: ConsumerGroup, req: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
@@ -273,7 +286,7 @@ class ConsumerGroupCoordinator:
             # The slot and its partitions stay until the session times out, for the instance to come back to.
             group.set_member(replace(static, previous_member_epoch=static.member_epoch,
                                      member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                                     session_deadline_ms=now_ms + self.settings.session_timeout_ms,
+                                     session_deadline_ms=now_ms + self.session_timeout_ms(group.group_id),
                                      rebalance_deadline_ms=None))
             return HeartbeatResult(ErrorCode.none, None, req.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0)
         if req.member_id not in group.members:

@@ -301,7 +301,7 @@ class ConsumerGroupService:
         group.subscribed_topics = current if metadata_hash(current) == stored_hash else {}
         now = self._now()
         for m in group.members.values():
-            m.session_deadline_ms = now + self.coordinator.settings.session_timeout_ms
+            m.session_deadline_ms = now + self.coordinator.session_timeout_ms(group_id)
         group.offsets = offsets
         self.coordinator.groups[group_id] = group
         self._written[group_id] = group_records(group, {n: i for n, (i, _) in table.items()})

@@ -1,5 +1,5 @@
 """Topic and config administration: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
-DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44)."""
+DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44); group resources in group_configs.py."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -10,9 +10,10 @@ from broker.metadata import INTERNAL_TOPICS, validate_topic_name
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
+from broker.protocol.handlers import group_configs
 from broker.security.acl import AclOperation
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigs config_source values
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
 _SOURCES = {"topic": DYNAMIC_TOPIC_CONFIG, "dynamic_broker": DYNAMIC_BROKER_CONFIG,
@@ -252,6 +253,8 @@ async def handle_describe_configs(ctx: RequestContext, req) -> dict:
             elif r.resource_type == BROKER:
                 _check_broker_resource(ctx, r.resource_name)
                 entry["configs"] = _describe_broker_configs(ctx, keys)
+            elif r.resource_type == GROUP:
+                entry["configs"] = group_configs.describe(ctx, r.resource_name, keys, synonyms)
             else:
                 raise KafkaError(ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
         except KafkaError as e:
@@ -288,6 +291,10 @@ async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
             if r.resource_type == BROKER:
                 _check_broker_resource(ctx, r.resource_name)
                 _alter_broker_configs(r.configs, incremental)
+                responses.append(entry)
+                continue
+            if r.resource_type == GROUP:
+                group_configs.alter(ctx, r.resource_name, r.configs, incremental, req.validate_only)
                 responses.append(entry)
                 continue
             if r.resource_type != TOPIC:
