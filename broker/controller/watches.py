@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -55,7 +56,7 @@ class ZkWatcher:
         self.events = events
         self._lock = threading.Lock()
         self._watched_topics: set[str] = set()
-        self._watched_offline: set[int] = set()
+        self._watched_offline: set[str] = set()
         self._watched_groups: set[str] = set()
         self._states = StateWatches(zk, self._on_state)
         cache.on_new_partitions(self._states.watch)
@@ -149,48 +150,48 @@ class ZkWatcher:
         self.cache.set_pending_deletes(children)
         self.events.put("delete")
 
-    def _on_group_config_names(self, children: list[str]) -> None:
-        for g in children:
+    def _watch_each_child(self, children: list[str], watched: set[str], path_of: Callable[[str], str],
+                          on_data: Callable[[str, bytes | None], None]) -> None:
+        """A DataWatch on each new child; it ends when the child's znode goes (a later one gets a new watch)."""
+        for child in children:
             with self._lock:
-                if g in self._watched_groups:
+                if child in watched:
                     continue
-                self._watched_groups.add(g)
-            self.zk.DataWatch(zp.group_config_path(g), lambda d, s, e=None, g=g: self._on_group_config(g, d))
+                watched.add(child)
+            self.zk.DataWatch(path_of(child), lambda d, s, e=None, c=child: self._child_data(watched, c, d, on_data))
 
-    def _on_group_config(self, g: str, data: bytes | None) -> bool | None:
+    def _child_data(self, watched: set[str], child: str, data: bytes | None,
+                    on_data: Callable[[str, bytes | None], None]) -> bool | None:
+        on_data(child, data)
+        if data is None:
+            with self._lock:
+                watched.discard(child)
+            return False
+        return None
+
+    def _on_group_config_names(self, children: list[str]) -> None:
+        self._watch_each_child(children, self._watched_groups, zp.group_config_path, self._on_group_config)
+
+    def _on_group_config(self, g: str, data: bytes | None) -> None:
         """A group's config overrides (KIP-848's dynamic group configs), for the coordinator of the group."""
         try:
             self.cache.put_group_configs(g, zp.decode_topic_config(data) if data else {})
         except (ValueError, AttributeError):
             log.exception("bad group config znode %s", g)
-        if data is None:
-            with self._lock:
-                self._watched_groups.discard(g)
-            return False   # stop: a later config makes a new znode and a new watch
-        return None
 
     def _on_offline_brokers(self, children: list[str]) -> None:
-        for b in (int(c) for c in children if c.isdigit()):
-            with self._lock:
-                if b in self._watched_offline:
-                    continue
-                self._watched_offline.add(b)
-            self.zk.DataWatch(zp.offline_replicas_path(b), lambda d, s, e=None, b=b: self._on_offline_replicas(b, d))
+        self._watch_each_child([c for c in children if c.isdigit()], self._watched_offline,
+                               lambda b: zp.offline_replicas_path(int(b)), self._on_offline_replicas)
 
-    def _on_offline_replicas(self, b: int, data: bytes | None) -> bool | None:
+    def _on_offline_replicas(self, b: str, data: bytes | None) -> None:
         """A broker's offline replicas (its ephemeral znode; gone with its session, when it restarts)."""
         try:
             keys = zp.decode_offline_replicas(data) if data else frozenset()
         except (ValueError, KeyError, TypeError):
-            log.exception("bad offline-replicas znode of broker %d", b)
-            return None
-        self.cache.set_offline_replicas(b, keys)
+            log.exception("bad offline-replicas znode of broker %s", b)
+            return
+        self.cache.set_offline_replicas(int(b), keys)
         self.events.put("offline_replicas")
-        if data is None:
-            with self._lock:
-                self._watched_offline.discard(b)
-            return False   # stop: the broker's next report makes a new znode and a new watch
-        return None
 
     def _on_shutdown_requests(self, children: list[str]) -> None:
         self.cache.set_shutdown_requests(int(c) for c in children if c.isdigit())
