@@ -72,7 +72,10 @@ async def handle_list_config_resources(ctx: RequestContext, req) -> dict:
     coordinates and those with configs."""
     if denied := authz.request_error(ctx, 74):
         return {"throttle_time": 0, "error_code": denied, "config_resources": []}
-    types = tuple(getattr(req, "resource_types", ()) or ()) or _DEFAULT_TYPES if ctx.api_version >= 1 else ()
+    if ctx.api_version == 0:   # ListClientMetricsResources: client metrics resources only, and there are none
+        types: tuple[int, ...] = ()
+    else:                      # none asked for: every type with configs
+        types = tuple(req.resource_types) or _DEFAULT_TYPES
     if any(t not in _DEFAULT_TYPES for t in types):
         return {"throttle_time": 0, "error_code": ErrorCode.unsupported_version, "config_resources": []}
     broker = ctx.broker
