@@ -162,8 +162,8 @@ class Broker:
                                               ReplicaManager.on_follower_progress)
         configure_inter_broker(config, self.fetchers)  # inter.broker.listener.name: its endpoints, TLS and SASL
         self.replicas = ReplicaManager(config, self.clock, self.logs, self.metadata, self.purgatory, self.fetchers)
-        self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self), self._topic_table)
-        self.group_coordinator.consumer.coordinator.group_configs = self.metadata.group_configs
+        self.group_coordinator = GroupCoordinator(config, self.clock, OffsetsTopicLog(self), self._topic_table,
+                                                  self.metadata.group_configs)
         self.txn_offsets = PendingTxnOffsets()
         self.txn_markers = BrokerMarkerWriter(self, self._endpoint)
         self.txn_coordinator = TransactionCoordinator(config, self.clock, TxnStateTopicLog(self), self.txn_markers,

@@ -16,7 +16,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -53,9 +53,13 @@ Decide = Callable[[PartitionState], "election.Decision | None"]
 
 
 def _plan_write(moves: list[tuple[str, int, Decide]], rest: list[tuple[str, int, Decide]], topic: str,
-                partition: int, state: PartitionState, live: set[int], shutting: set[int], unclean: bool) -> None:
+                partition: int, state: PartitionState, live: set[int], shutting: set[int], unclean: bool,
+                offline: Mapping[tuple[str, int], set[int]]) -> None:
     """Queue a partition's reconcile write: into `moves` when its leader must change (written first,
-    `Controller._write_leaders_first`), else into `rest`. The write re-decides on the state it reads."""
+    `Controller._write_leaders_first`), else into `rest`. The write re-decides on the state it reads. A replica
+    offline on a live broker (`offline`: a failed log dir) counts as dead for this partition only."""
+    if gone := offline.get((topic, partition)):
+        live = live - gone
     def decide(c: PartitionState) -> election.Decision | None:
         return election.reconcile(c.replicas, c.leader, c.isr, live, unclean, shutting)
     moving = election.leader_moves(state.replicas, state.leader, live, shutting)
@@ -373,8 +377,7 @@ class Controller:
                 if s is None:
                     missing.append((t, p, replicas))
                     continue
-                gone = offline.get((t, p))
-                _plan_write(moves, writes, t, p, s, live - gone if gone else live, shutting, unclean)
+                _plan_write(moves, writes, t, p, s, live, shutting, unclean, offline)
                 if a.reassigning(p):
                     reassigning.append((t, p))
         again = create_states(self, missing, live, PIPELINE) > 0  # those that existed: reconcile them next
@@ -399,8 +402,7 @@ class Controller:
             s = cache.partition_state(t, p)
             if t in deleting or a is None or s is None:
                 continue
-            gone = offline.get((t, p))
-            _plan_write(moves, writes, t, p, s, live - gone if gone else live, shutting, self._unclean(t))
+            _plan_write(moves, writes, t, p, s, live, shutting, self._unclean(t), offline)
             if a.reassigning(p):
                 reassigning.append((t, p))
         self._write_leaders_first(moves, writes)

@@ -73,10 +73,6 @@ def default(name: str, cfg: BrokerConfig) -> str:
     return str(_resolve(KEYS[name].default, cfg))
 
 
-def effective(name: str, overrides: Mapping[str, str], cfg: BrokerConfig) -> str:
-    return overrides.get(name, default(name, cfg))
-
-
 def _invalid(message: str) -> KafkaError:
     return KafkaError(ErrorCode.invalid_config, message)
 

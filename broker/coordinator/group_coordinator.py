@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from broker.config import BrokerConfig
 from broker.coordinator.consumer.coordinator import HeartbeatRequest, HeartbeatResult
@@ -43,13 +43,15 @@ class GroupCoordinator:
     """
 
     def __init__(self, config: BrokerConfig, clock: Clock, offsets_log: OffsetsLog,
-                 topics: TopicTable | None = None) -> None:
+                 topics: TopicTable | None = None,
+                 group_configs: Callable[[str], Mapping[str, str]] | None = None) -> None:
         """`topics` gives every topic's (id, partition count): consumer-protocol group records name topics by id;
-        without it those groups are not persisted."""
+        without it those groups are not persisted. `group_configs`: a group's config overrides (KIP-848)."""
         self._config = config
         self._clock = clock
         self.group_manager = GroupMetadataManager(config, clock, offsets_log)
-        self.consumer = ConsumerGroupService(config, clock, self.group_manager, offsets_log, topics)   # KIP-848
+        self.consumer = ConsumerGroupService(config, clock, self.group_manager, offsets_log, topics,  # KIP-848
+                                             group_configs)
         self.admin = GroupAdmin(self.group_manager, self.consumer, clock)
         self.offsets = GroupOffsets(self.group_manager, self.consumer, clock)
         self._pending = PendingAnswers()

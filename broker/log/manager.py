@@ -170,13 +170,15 @@ class LogManager:
             every = list(self._logs.values())
             self._logs.clear()
             self._dir_counts = dict.fromkeys(self.log_dirs, 0)
-        logs = [plog for plog in every if not self.offline(plog)]
+        logs = []
         for plog in every:
-            if self.offline(plog):   # its disk failed: close what can be closed, as Kafka skips offline dirs
-                try:
-                    plog.close()
-                except OSError as e:
-                    log.warning("%s-%d in offline log dir: close failed: %s", plog.topic, plog.partition, e)
+            if not self.offline(plog):
+                logs.append(plog)
+                continue
+            try:   # its disk failed: close what can be closed, as Kafka skips offline dirs
+                plog.close()
+            except OSError as e:
+                log.warning("%s-%d in offline log dir: close failed: %s", plog.topic, plog.partition, e)
         if len(logs) <= 1:
             for plog in logs:
                 plog.close()

@@ -22,10 +22,8 @@ from tests.replication.helpers import (
     read_partitions,
     topic_name,
 )
+from tests.replication.test_leader_failover import PARTITIONS, PROPS, SESSION_MS  # the same cluster settings
 
-SESSION_MS = 6000
-PROPS = {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": SESSION_MS, "replica.lag.time.max.ms": 4000}
-PARTITIONS = 4
 MARGIN = 256 * 1024   # room left on the "disk": less than the burst below writes to the victim's partition 0
 BIG = b"x" * 64 * 1024
 

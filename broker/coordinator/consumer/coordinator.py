@@ -90,14 +90,15 @@ def new_member_id() -> str:
 class ConsumerGroupCoordinator:
     """The consumer-protocol groups of the offsets partitions this broker leads (ownership is the caller's)."""
 
-    def __init__(self, settings: ConsumerGroupSettings) -> None:
+    def __init__(self, settings: ConsumerGroupSettings,
+                 group_configs: Callable[[str], Mapping[str, str]] | None = None) -> None:
+        """`group_configs`: a group's config overrides (KIP-848 dynamic group configs; the broker's metadata)."""
         self.settings = settings
+        self.group_configs: Callable[[str], Mapping[str, str]] = group_configs or (lambda group_id: {})
         self.groups: dict[str, ConsumerGroup] = {}
         # Target assignments computed (Kafka's consumer-group-rebalance sensor); the metrics set the hook.
         self.rebalances = 0
         self.on_rebalance: Callable[[], None] | None = None
-        # A group's config overrides (KIP-848 dynamic group configs; the broker hands in its metadata's).
-        self.group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)

@@ -68,8 +68,10 @@ class ConsumerGroupService:
     """What the handlers and the GroupCoordinator call for consumer-protocol groups."""
 
     def __init__(self, config: BrokerConfig, clock: Clock, group_manager: GroupMetadataManager,
-                 offsets_log: OffsetsLog | None = None, topics: TopicTable | None = None) -> None:
-        """Without an offsets log and a topic table (tests of the classic coordinator alone) nothing is persisted."""
+                 offsets_log: OffsetsLog | None = None, topics: TopicTable | None = None,
+                 group_configs: Callable[[str], Mapping[str, str]] | None = None) -> None:
+        """Without an offsets log and a topic table (tests of the classic coordinator alone) nothing is persisted.
+        `group_configs` gives a group's config overrides (KIP-848)."""
         self._clock = clock
         self._manager = group_manager
         self._log = offsets_log
@@ -78,7 +80,7 @@ class ConsumerGroupService:
         self.coordinator = ConsumerGroupCoordinator(settings_from(
             config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
             config.group_consumer_assignors, config.group_coordinator_rebalance_protocols,
-            config.group_consumer_max_size))
+            config.group_consumer_max_size), group_configs)
 
     @property
     def enabled(self) -> bool:
