@@ -20,6 +20,7 @@ from typing import Protocol
 from broker.acl_storage import ACL_FILE, AclStorage, LocalAclStorage
 from broker.controller.state import ClusterListener, PartitionState
 from broker.errors import ErrorCode, KafkaError
+from broker.quota.store import ClientQuotaStore, LocalClientQuotas
 from broker.scram_storage import LocalScramCredentials, ScramCredentialStore
 from common.atomic_file import write_json
 
@@ -152,6 +153,8 @@ class MetadataStore(Protocol):
         """The ACLs the authorizer reads (loaded by `start` in a cluster) and where changes go."""
     def scram_credentials(self) -> ScramCredentialStore:
         """Where SCRAM logins read credentials and AlterUserScramCredentials writes them."""
+    def client_quotas(self) -> ClientQuotaStore:
+        """The client quota configs (Describe/AlterClientQuotas; the quota managers subscribe to them)."""
     def close(self) -> None: ...
 
 
@@ -175,6 +178,8 @@ class LocalMetadata:
         self._scram: LocalScramCredentials | None = None
         state = json.loads(self._path.read_text()) if self._path.exists() else {}
         self._group_configs: dict[str, dict[str, str]] = {g: dict(c) for g, c in state.get("groups", {}).items()}
+        self._quotas = LocalClientQuotas(state.get("client_quotas", {}), self._save_quotas,
+                                         lambda: self.scram_credentials().all())
         self.cluster_id = state.get("cluster_id") or cluster_id or new_cluster_id()
         for t in state.get("topics", []):
             info = TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["partitions"], t.get("replication_factor", 1),
@@ -193,13 +198,16 @@ class LocalMetadata:
             raise KafkaError(ErrorCode.kafka_storage_error,
                              f"The metadata file {self._path} could not be written: {e}") from None
 
-    def _save(self) -> None:
+    def _save(self, quotas: dict[str, dict[str, str]] | None = None) -> None:
         state = {"cluster_id": self.cluster_id, "topics": [
             {"name": t.name, "topic_id": str(t.topic_id), "partitions": t.partitions,
              "replication_factor": t.replication_factor, "configs": t.configs}
             for t in self._topics.values()]}
         if self._group_configs:
             state["groups"] = self._group_configs
+        quotas = self._quotas.configs() if quotas is None else quotas
+        if quotas:   # entity path (users/alice/clients/c1) -> config, as Kafka's znodes
+            state["client_quotas"] = quotas
         self._path.parent.mkdir(parents=True, exist_ok=True)
         write_json(self._path, state)
 
@@ -282,8 +290,19 @@ class LocalMetadata:
 
     def scram_credentials(self) -> ScramCredentialStore:
         if self._scram is None:  # one store: it caches the file, and AlterUserScramCredentials writes through it
-            self._scram = LocalScramCredentials(self._path.parent)
+            self._scram = LocalScramCredentials(self._path.parent, on_user_change=self._quotas.user_changed)
         return self._scram
+
+    def client_quotas(self) -> ClientQuotaStore:
+        return self._quotas
+
+    def _save_quotas(self, quotas: dict[str, dict[str, str]]) -> None:
+        """Write the file with these quota configs (LocalClientQuotas keeps them only once written)."""
+        try:
+            self._save(quotas)
+        except OSError as e:
+            raise KafkaError(ErrorCode.kafka_storage_error,
+                             f"The metadata file {self._path} could not be written: {e}") from None
 
     def claim_producer_id_block(self, size: int) -> int:
         """The file holds the end of the last block claimed, so ids never repeat across restarts."""

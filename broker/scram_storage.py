@@ -4,10 +4,17 @@ Kafka's `/config/users/<user>` znodes ({user: {"SCRAM-SHA-512": "salt=...,stored
 from __future__ import annotations
 
 import json
-import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from broker.config_entity import (
+    ConfigChangeListener,
+    desanitize,
+    entity_config,
+    sanitize,
+    write_entity_config,
+)
 from broker.errors import ErrorCode, KafkaError
 from broker.security import scram
 from broker.security.scram import ScramCredential, ScramMechanism
@@ -29,8 +36,9 @@ class LocalScramCredentials:
 
     FILE = "__scram_credentials.json"
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, on_user_change: Callable[[str], None] | None = None) -> None:
         self._path = data_dir / self.FILE
+        self._on_user_change = on_user_change   # the client quotas: a SCRAM user is a quota entity too
         self._users: dict[str, dict[str, str]] = (
             json.loads(self._path.read_text()) if self._path.exists() else {})
 
@@ -57,6 +65,8 @@ class LocalScramCredentials:
             raise KafkaError(ErrorCode.kafka_storage_error, f"The SCRAM file {self._path} could not be written: {e}"
                              ) from None
         self._users = users
+        if self._on_user_change is not None:
+            self._on_user_change(user)
 
 
 class ZkScramCredentials:
@@ -64,39 +74,26 @@ class ZkScramCredentials:
     {"version":1,"config":{"SCRAM-SHA-512":"salt=..."}}, and every change is announced by a sequential
     `/config/changes/config_change_` node {"version":2,"entity_path":"users/<user>"}.
 
-    As Kafka's CredentialCache: `start` loads every user and watches the change nodes; a login reads the cache,
-    never ZooKeeper, so it neither waits on a ZooKeeper round trip on the event loop nor fails (or hangs) while
-    ZooKeeper is away. Watch callbacks run on kazoo's thread; a dict swap per user is atomic for readers.
-    `zk` is a connected KazooClient (the metadata store's)."""
+    As Kafka's CredentialCache: `load` reads every user and `changes` (the metadata's one listener on
+    /config/changes) delivers each later change; a login reads the cache, never ZooKeeper, so it neither waits on a
+    ZooKeeper round trip on the event loop nor fails (or hangs) while ZooKeeper is away. Change callbacks run on
+    kazoo's thread; a dict swap per user is atomic for readers. `zk` is a connected KazooClient (the metadata
+    store's)."""
 
     USERS = "/config/users"
-    CHANGES = "/config/changes"
 
-    def __init__(self, zk: object) -> None:
+    def __init__(self, zk: object, changes: ConfigChangeListener) -> None:
         self._zk: Any = zk
         self._cache: dict[str, dict[str, ScramCredential]] = {}
-        self._seen: set[str] = set()
-        self._lock = threading.Lock()
+        changes.subscribe("users", self._on_user_change)
 
-    def start(self) -> None:
-        """Load all credentials and watch for changes (blocking; the client is connected)."""
-        self._zk.ensure_path(self.CHANGES)
-        self._seen = set(self._zk.get_children(self.CHANGES))
+    def load(self) -> None:
+        """Read every user's credentials (blocking; the client is connected)."""
         self._cache = self._read_all()
-        self._zk.ChildrenWatch(self.CHANGES, self._on_changes)
 
-    def _on_changes(self, children: list[str]) -> None:
-        with self._lock:
-            new = sorted(set(children) - self._seen)
-            self._seen = set(children)
-        for child in new:
-            try:
-                data, _ = self._zk.get(f"{self.CHANGES}/{child}")
-                entity = json.loads(data).get("entity_path", "")
-            except Exception:   # purged meanwhile, or not ours to read (topic changes share the path)
-                continue
-            if isinstance(entity, str) and entity.startswith("users/"):
-                self._refresh(scram.desanitize(entity[len("users/"):]))
+    def _on_user_change(self, sanitized: str) -> None:
+        if "/" not in sanitized:   # users/<user>/clients/<client-id> is a quota entity, not a user
+            self._refresh(desanitize(sanitized))
 
     def _refresh(self, user: str) -> None:
         data = self._read(user)
@@ -124,7 +121,7 @@ class ZkScramCredentials:
             return {}
         out = {}
         for name in names:
-            user = scram.desanitize(name)
+            user = desanitize(name)
             data = self._read(user)
             if data:
                 out[user] = scram.credentials_from_user_config(data)
@@ -137,12 +134,6 @@ class ZkScramCredentials:
         return {user: dict(creds) for user, creds in self._cache.items()}
 
     def set(self, user: str, mechanism: ScramMechanism, credential: ScramCredential | None) -> None:
-        path = scram.user_config_path(user)
         data = scram.with_credential(self._read(user), mechanism, credential)
-        if self._zk.exists(path):
-            self._zk.set(path, data)
-        else:
-            self._zk.create(path, data, makepath=True)
+        write_entity_config(self._zk, f"users/{sanitize(user)}", entity_config(data))
         self._refresh(user)   # this broker at once; the others on the notification
-        note = json.dumps({"version": 2, "entity_path": f"users/{scram.sanitize(user)}"}).encode()
-        self._zk.create(f"{self.CHANGES}/config_change_", note, sequence=True, makepath=True)

@@ -29,6 +29,7 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from broker.config_entity import ConfigChangeListener
 from broker.controller import zk_paths as zp
 from broker.controller.acl_watch import ZkAclStorage
 from broker.controller.assignment import assign_new_partitions, assign_replicas, validate_manual_assignment
@@ -41,6 +42,7 @@ from broker.controller.watches import ZkWatcher, refresh_topic
 from broker.controller.zk_session import ensure_chroot, init_cluster_id, register_broker
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import BrokerInfo, PartitionResults, Reassignments, TopicInfo, validate_topic_name
+from broker.quota.store import ZkClientQuotas
 from broker.scram_storage import ZkScramCredentials
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,9 @@ class ZkMetadata:
         self._zk = zk
         self._watcher = ZkWatcher(zk, cache, events)
         self._acls = ZkAclStorage(zk)
-        self._scram = ZkScramCredentials(zk)
+        self._config_changes = ConfigChangeListener(zk)   # one watch of /config/changes for SCRAM and quotas
+        self._scram = ZkScramCredentials(zk, self._config_changes)
+        self._quotas = ZkClientQuotas(zk, self._config_changes)
         self._session_timeout_s = session_timeout_ms / 1000
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
         self._write_timeout_s = write_timeout_s
@@ -145,7 +149,10 @@ class ZkMetadata:
         register_broker(self.zk, self.me, deadline_s=self._session_timeout_s + 5)
         self._watcher.start()
         self._acls.start()
-        self._scram.start()
+        self._config_changes.snapshot()   # before loading: a change made meanwhile is delivered after
+        self._scram.load()
+        self._quotas.load(loop)
+        self._config_changes.watch()
         self.controller.start()
 
     def acl_storage(self) -> ZkAclStorage:
@@ -155,6 +162,10 @@ class ZkMetadata:
     def scram_credentials(self) -> ZkScramCredentials:
         """SCRAM credentials under /config/users, loaded by `start` and kept current by change notifications."""
         return self._scram
+
+    def client_quotas(self) -> ZkClientQuotas:
+        """Quota configs under /config/users and /config/clients, loaded by `start`, kept current by notifications."""
+        return self._quotas
 
     def close(self) -> None:
         """Stop the controller and close the session (our ephemeral znodes disappear at once)."""

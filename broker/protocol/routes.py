@@ -6,6 +6,7 @@ from broker.protocol.api import ApiSpec
 from broker.protocol.handlers import (
     acls,
     admin,
+    client_quotas,
     cluster_admin,
     consumer_groups,
     fetch,
@@ -21,7 +22,7 @@ from broker.protocol.handlers import (
 from broker.protocol.handlers.api_versions import api_versions_spec
 
 HANDLER_MODULES = (produce, fetch, metadata, groups, consumer_groups, admin, cluster_admin, acls, scram_credentials,
-                   transactions, log_dirs, group_configs)
+                   transactions, log_dirs, group_configs, client_quotas)
 # Served (and advertised) only when a listener speaks SASL. The SCRAM credential APIs are not among them: Kafka
 # serves those on every listener, so users can be created before any listener asks for SCRAM.
 SASL_MODULES = (sasl_auth,)

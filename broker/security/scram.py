@@ -15,7 +15,8 @@ import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from urllib.parse import quote, unquote
+
+from broker.config_entity import entity_config_json, sanitize
 
 DEFAULT_ITERATIONS = 4096   # ScramFormatter / kafka-configs default
 MAX_ITERATIONS = 16384      # the broker's bound for AlterUserScramCredentials
@@ -152,23 +153,13 @@ def credential_from_string(text: str) -> ScramCredential:
 
 # ---------------------------------------------------------------- ZooKeeper user config (/config/users/<user>)
 
-def sanitize(name: str) -> str:
-    """org.apache.kafka.common.utils.Sanitizer.sanitize: Java's URLEncoder, then `*`→%2A and `+`→%20.
-    Java leaves only letters, digits and `.-_*` as they are; Python's quote also keeps `~`."""
-    return quote(name, safe="").replace("~", "%7E")
-
-
-def desanitize(name: str) -> str:
-    return unquote(name)
-
-
 def user_config_path(user: str) -> str:
     return f"/config/users/{sanitize(user)}"
 
 
 def user_config_json(config: Mapping[str, str]) -> bytes:
     """The znode data Kafka's AdminZkClient writes for an entity config (version 1)."""
-    return json.dumps({"version": 1, "config": dict(config)}, separators=(",", ":")).encode("utf-8")
+    return entity_config_json(config)
 
 
 def credentials_from_user_config(data: bytes) -> dict[str, ScramCredential]:

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from broker.config_entity import desanitize, sanitize
 from broker.security import scram
 from broker.security.sasl import (
     IllegalSaslStateException,
@@ -229,8 +230,8 @@ def test_zookeeper_user_config():
     removed = json.loads(scram.with_credential(with_quota, SCRAM_SHA_512, None))
     assert removed["config"] == {"producer_byte_rate": "1024"}
     assert scram.user_config_path("alice") == "/config/users/alice"
-    assert scram.sanitize("user 1*@x~") == "user%201%2A%40x%7E"   # what Kafka's Sanitizer writes
-    assert scram.desanitize(scram.sanitize("CN=a b,O=c")) == "CN=a b,O=c"
+    assert sanitize("user 1*@x~") == "user%201%2A%40x%7E"   # what Kafka's Sanitizer writes
+    assert desanitize(sanitize("CN=a b,O=c")) == "CN=a b,O=c"
 
 
 def test_generated_credential_verifies_and_salt_is_kafka_style():

@@ -1,0 +1,141 @@
+"""Quota entities and keys as Kafka names them (ClientQuotaEntity, QuotaConfigs).
+
+An entity is a user, a client-id, or a (user, client-id) pair; each part is a name or the default ("<default>" in
+ZooKeeper, a null name on the wire). `kafka-configs.sh --entity-type users --entity-name alice --entity-type
+clients --entity-default` names the entity (user alice, default client-id).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Final
+
+from broker.config_entity import desanitize, sanitize
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"          # ClientQuotaEntity.USER / CLIENT_ID / IP
+DEFAULT_NAME: Final = "<default>"                          # ConfigEntityName.Default, as ZooKeeper paths spell it
+
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+# QuotaConfigs' user and client-id keys with their ConfigDef types: LONG values must be whole numbers.
+KEY_TYPES: Final = {PRODUCER_BYTE_RATE: "LONG", CONSUMER_BYTE_RATE: "LONG",
+                    REQUEST_PERCENTAGE: "DOUBLE", CONTROLLER_MUTATION_RATE: "DOUBLE"}
+
+
+class _Default:
+    """The default entity of a type (a null entity name on the wire)."""
+
+    _instance: _Default | None = None
+
+    def __new__(cls) -> _Default:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final = _Default()
+Part = str | _Default | None       # a name, the default, or absent from the entity
+
+
+@dataclass(frozen=True)
+class QuotaEntity:
+    """A user, client-id or (user, client-id) quota entity; each part a name, DEFAULT, or None (not part of it)."""
+
+    user: Part = None
+    client_id: Part = None
+
+    def __post_init__(self) -> None:
+        if self.user is None and self.client_id is None:
+            raise ValueError("a quota entity names a user, a client-id or both")
+
+    def wire(self) -> list[dict[str, str | None]]:
+        """The entity as DescribeClientQuotas/AlterClientQuotas carry it: [{entity_type, entity_name}]."""
+        out: list[dict[str, str | None]] = []
+        for kind, part in ((USER, self.user), (CLIENT_ID, self.client_id)):
+            if part is not None:
+                out.append({"entity_type": kind, "entity_name": None if part is DEFAULT else str(part)})
+        return out
+
+    def entity_path(self) -> str:
+        """Kafka's ZooKeeper entity path: users/<u>, clients/<c> or users/<u>/clients/<c>, names sanitized and the
+        default spelled "<default>" (ConfigEntityName.Default, never sanitized)."""
+        user, client = _path_name(self.user), _path_name(self.client_id)
+        if user is None:
+            return f"clients/{client}"
+        return f"users/{user}" if client is None else f"users/{user}/clients/{client}"
+
+    @classmethod
+    def from_entity_path(cls, entity_path: str) -> QuotaEntity | None:
+        """The entity of a ZooKeeper entity path (None for one that names no quota entity, e.g. topics/t)."""
+        parts = entity_path.split("/")
+        if len(parts) == 2 and parts[0] == "users" and parts[1]:
+            return cls(user=path_part(parts[1]))
+        if len(parts) == 2 and parts[0] == "clients" and parts[1]:
+            return cls(client_id=path_part(parts[1]))
+        if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients" and parts[1] and parts[3]:
+            return cls(user=path_part(parts[1]), client_id=path_part(parts[3]))
+        return None
+
+
+def _path_name(part: Part) -> str | None:
+    if part is None:
+        return None
+    return DEFAULT_NAME if part is DEFAULT else sanitize(str(part))
+
+
+def path_part(name: str) -> Part:
+    """An entity name as a ZooKeeper path spells it, read back (DEFAULT for "<default>")."""
+    return DEFAULT if name == DEFAULT_NAME else desanitize(name)
+
+
+LONG_MIN, LONG_MAX = -(2 ** 63), 2 ** 63 - 1
+EPSILON = 1e-6   # ZkAdminManager.alterClientQuotas' tolerance for a LONG given as a double
+
+
+def java_long(value: float) -> int:
+    """Scala's Double.toLong: NaN is 0, out-of-range values saturate, the rest truncate toward zero."""
+    if math.isnan(value):
+        return 0
+    if value >= LONG_MAX:
+        return LONG_MAX
+    if value <= LONG_MIN:
+        return LONG_MIN
+    return int(value)
+
+
+def long_value(value: float) -> int | None:
+    """The whole number a LONG key takes from a wire double, as Kafka rounds it; None when it is not one."""
+    whole = java_long(value + EPSILON)
+    return None if abs(whole - value) > EPSILON else whole   # NaN compares False: stored as 0, as Kafka does
+
+
+def java_double_string(value: float) -> str:
+    """Java's Double.toString: "50.0", "1.0E7", "1.0E-4", "NaN", "Infinity" (Kafka writes DOUBLE quotas so)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    if 1e-3 <= abs(value) < 1e7:
+        text = repr(value)
+        return text if "." in text else text + ".0"
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()   # repr: the shortest digits that read back
+    assert isinstance(exponent, int)
+    shown = "".join(map(str, digits)).rstrip("0") or "0"
+    return f"{'-' if sign else ''}{shown[0]}.{shown[1:] or '0'}E{exponent + len(digits) - 1}"
+
+
+def config_string(key: str, value: float) -> str:
+    """A quota value as Kafka writes it into the entity config: LONG keys as whole numbers, DOUBLE keys as Java's
+    Double.toString."""
+    if KEY_TYPES.get(key) == "LONG":
+        return str(java_long(value + EPSILON))
+    return java_double_string(value)
