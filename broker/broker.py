@@ -39,6 +39,8 @@ from broker.network.listeners import ServerSecurity, registered_listeners
 from broker.protocol.authz import AuthorizerMetrics, build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
+from broker.quota.manager import QuotaSettings
+from broker.quota.throttle import ClientQuotas
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.server import KafkaServer
@@ -168,6 +170,8 @@ class Broker:
         self.txn_markers = BrokerMarkerWriter(self, self._endpoint)
         self.txn_coordinator = TransactionCoordinator(config, self.clock, TxnStateTopicLog(self), self.txn_markers,
                                                       self.producer_ids.allocate)
+        self.quotas = ClientQuotas(QuotaSettings(config.quota_window_num, float(config.quota_window_size_seconds)),
+                                   self.clock)
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
@@ -177,10 +181,12 @@ class Broker:
         self.authorizer_metrics: AuthorizerMetrics | None = None
         if config.prometheus_listener or config.hdr_log_dir:
             from broker.metrics import BrokerMetrics
+            from broker.metrics.quotas import register_quota_metrics
 
             self.metrics = BrokerMetrics(self, handlers)
             self.replicas.on_isr_change = self.metrics.isr_changed
             register_fetch_session_metrics(self.metrics.registry, self.fetch_sessions)
+            register_quota_metrics(self.metrics.registry, self.quotas.managers)
             if self.authorizer is not None:
                 self.authorizer_metrics = AuthorizerMetrics(self.metrics.registry, self.authorizer)
         self.server = KafkaServer(self, handlers, security, self.metrics, self.metrics)
@@ -301,6 +307,7 @@ class Broker:
         self.log_dir_failures.listeners.append(lambda d: loop.call_soon_threadsafe(self._log_dir_failed, d))
         self.logs.load_all()
         self.metadata.start(self.replicas)
+        self.quotas.subscribe_to(self.metadata.client_quotas(), loop.call_soon_threadsafe)
         if not self.clustered:
             self.ensure_offsets_topic()
         self.logs.start()
@@ -312,6 +319,7 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
         self._tasks.append(asyncio.create_task(self._txn_timers(), name="transaction-timers"))
         self._tasks.append(asyncio.create_task(self.replicas.run(), name="isr-check"))
+        self._tasks.append(asyncio.create_task(self.quotas.expire_sensors(), name="quota-sensor-expiry"))
         log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
                  self.clock.monotonic() - loop_start, len(self.logs.partitions()))
         return port

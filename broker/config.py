@@ -235,6 +235,8 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0)),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0)),
     "group.consumer.session.timeout.ms": ("group_consumer_session_timeout_ms", _int(1)),
+    "quota.window.num": ("quota_window_num", _int(1)),
+    "quota.window.size.seconds": ("quota_window_size_seconds", _int(1)),
     "group.consumer.min.session.timeout.ms": ("group_consumer_min_session_timeout_ms", _int(1)),
     "group.consumer.max.session.timeout.ms": ("group_consumer_max_session_timeout_ms", _int(1)),
     "group.consumer.heartbeat.interval.ms": ("group_consumer_heartbeat_interval_ms", _int(1)),
@@ -351,6 +353,8 @@ class BrokerConfig:
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
+    quota_window_num: int = 11             # client quotas: samples of quota.window.size.seconds each
+    quota_window_size_seconds: int = 1
     # KIP-848 consumer groups (Kafka 4's defaults).
     group_consumer_session_timeout_ms: int = 45_000
     group_consumer_min_session_timeout_ms: int = 45_000

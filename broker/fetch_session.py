@@ -321,6 +321,10 @@ class FetchContext:
     def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         return FetchResult(ErrorCode.none, INVALID_SESSION_ID, topics)
 
+    def throttled(self) -> FetchResult:
+        """The answer to a fetch over its client quota (getThrottledResponse): nothing, no session made."""
+        return FetchResult(ErrorCode.none, INVALID_SESSION_ID, [])
+
 
 class SessionErrorContext(FetchContext):
     """A session error: nothing is read (the request's partitions are unknown), the error is the answer."""
@@ -330,6 +334,9 @@ class SessionErrorContext(FetchContext):
 
     def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         return FetchResult(self.error, INVALID_SESSION_ID, [])
+
+    def throttled(self) -> FetchResult:
+        return self.respond([], [], 0)
 
 
 class SessionlessFetchContext(FetchContext):
@@ -392,6 +399,12 @@ class IncrementalFetchContext(FetchContext):
                 last = c.topic
             out[-1][1].append(c)
         return out
+
+    def throttled(self) -> FetchResult:
+        """Nothing, the session unchanged: its partitions are answered by a later fetch."""
+        if self.session.epoch != next_epoch(self.request_epoch):
+            return FetchResult(ErrorCode.invalid_fetch_session_epoch, self.session.id, [])
+        return FetchResult(ErrorCode.none, self.session.id, [])
 
     def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         session = self.session

@@ -17,13 +17,15 @@ class RequestTiming:
     purgatory; `body` and `result` are the parsed request and the response body (None until known).
     """
 
-    __slots__ = ("api_key", "version", "t0", "t1", "t2", "t3", "t4", "remote_s", "body", "result", "phase")
+    __slots__ = ("api_key", "version", "t0", "t1", "t2", "t3", "t4", "remote_s", "body", "result", "phase",
+                 "throttle_ms")
 
     def __init__(self) -> None:
         self.api_key = -1
         self.version = 0
         self.t0 = self.t1 = self.t2 = self.t3 = self.t4 = 0.0
         self.remote_s = 0.0
+        self.throttle_ms = 0   # the client-quota throttle the answer carried (RequestMetrics ThrottleTimeMs)
         self.body: Any = None
         self.result: dict | None = None
         self.phase = 0  # 0 reading, 1 in the handler, 2 writing the response
@@ -32,6 +34,7 @@ class RequestTiming:
         """A new request whose frame was read at t0: forget the previous request's other values."""
         self.api_key, self.version = api_key, version
         self.t1 = self.t2 = self.t3 = self.t4 = self.remote_s = 0.0
+        self.throttle_ms = 0
         self.body = self.result = None
         self.phase = 1
 

@@ -27,6 +27,7 @@ from broker.observer import AuthenticationObserver, ConnectionObserver, RequestO
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
+from broker.quota.throttle import Throttle, skips_request_quota
 from common.log_budget import LogBudget
 
 if TYPE_CHECKING:
@@ -49,12 +50,13 @@ class _EarlyAnswer:
     purgatory's notify, as Kafka's DelayedFetch and DelayedProduce answer from the thread that appended or moved
     the high watermark. A response too large for the send batch is kept and written when the handler returns."""
 
-    __slots__ = ("conn", "watcher", "timing", "queued", "response")
+    __slots__ = ("conn", "watcher", "timing", "queued", "response", "throttle")
 
     def __init__(self, conn: Connection, watcher: ConnectionObserver | None, timing: RequestTiming | None) -> None:
         self.conn, self.watcher, self.timing = conn, watcher, timing
         self.queued = False
         self.response: bytes | list | None = None
+        self.throttle: Throttle | None = None   # a client-quota throttle: the connection is muted after the answer
 
     def on_sent(self) -> Callable[[], None] | None:
         timing = self.timing
@@ -274,6 +276,16 @@ class KafkaServer:
             conn.timing = RequestTiming()   # the record of this request keeps the old one
         if session is not None and session.close_after_response:
             raise ConnectionError("closed after a failed SASL exchange")
+        if early.throttle is not None:
+            await self._mute(early.throttle)
+
+    async def _mute(self, throttle: Throttle) -> None:
+        """Read nothing more from the connection until the throttle ends (Kafka mutes a throttled channel after
+        sending its response); the throttled client sees its throttle time in the response meanwhile."""
+        try:
+            await asyncio.sleep(max(0.0, throttle.until - self.broker.clock.monotonic()))
+        finally:
+            throttle.manager.throttle_done()
 
     def _encode(self, ctx: RequestContext, timing: RequestTiming | None, result: dict | None) -> bytes | list | None:
         """The handler's result as the response frame (None: no response), stamped as the handler's end."""
@@ -327,8 +339,20 @@ class KafkaServer:
             timing.body, timing.t1 = body, perf_counter()
         if early is not None:
             ctx.send_now = partial(self._send_now, timing, early)
+        ctx.request_size = len(frame)
+        quotas = self.broker.quotas
+        started = perf_counter_ns() if quotas.enabled else 0
         try:
             result = await spec.handle(ctx, body)
+            if quotas.enabled:
+                throttle = quotas.finish(ctx, perf_counter_ns() - started if started else 0,
+                                         None if ctx.responded else result, skips_request_quota(api_key, body))
+                if throttle is not None and timing is not None:
+                    timing.throttle_ms = throttle.ms
+                if early is not None:
+                    early.throttle = throttle
+                elif throttle is not None:
+                    throttle.manager.throttle_done()   # an in-process dispatch: no connection to mute
             if ctx.responded:
                 return early.response if early is not None else None   # None: queued already
             return self._encode(ctx, timing, result)

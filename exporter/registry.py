@@ -166,38 +166,62 @@ class GaugeFamily:
 
 
 class SampledRate:
-    """Kafka's ``Rate`` stat (common.metrics): events over the last `samples` × `window_s` (default 2 × 30 s)."""
+    """Kafka's ``Rate`` over a ``SampledStat`` of sums (common.metrics): `samples` windows of `window_s` each, a
+    window closed once it is `window_s` old at a record, windows older than all of them reset at a read. The rate
+    divides by the elapsed time since the oldest window began, taken as at least `samples` - 1 full windows, as
+    Kafka's ``Rate.windowSize`` (client quotas throttle by that same window). Times are the clock's monotonic
+    seconds; `record_at` and `measure` take one explicitly (the quota managers' one time per request)."""
 
-    __slots__ = ("_clock", "_window", "_samples", "_starts", "_counts", "total", "_created")
+    __slots__ = ("_clock", "_window", "_samples", "_starts", "_sums", "_current", "total")
 
     def __init__(self, clock: Clock, window_s: float = 30.0, samples: int = 2) -> None:
         self._clock = clock
         self._window = window_s
         self._samples = samples
-        self._created = clock.monotonic()
-        self._starts: list[float] = [self._created]
-        self._counts: list[float] = [0.0]
+        self._starts: list[float] = []
+        self._sums: list[float] = []
+        self._current = 0
         self.total = 0.0
 
     def record(self, n: float = 1.0) -> None:
-        now = self._clock.monotonic()
-        if now - self._starts[-1] >= self._window:
+        self.record_at(n, self._clock.monotonic())
+
+    def record_at(self, n: float, now: float) -> None:
+        if not self._starts:
             self._starts.append(now)
-            self._counts.append(0.0)
-            if len(self._starts) > self._samples:
-                del self._starts[0], self._counts[0]
-        self._counts[-1] += n
+            self._sums.append(0.0)
+        elif now - self._starts[self._current] >= self._window:   # the current window is complete: advance
+            self._current = (self._current + 1) % self._samples
+            if self._current >= len(self._starts):
+                self._starts.append(now)
+                self._sums.append(0.0)
+            else:
+                self._starts[self._current], self._sums[self._current] = now, 0.0
+        self._sums[self._current] += n
         self.total += n
+
+    def _purge(self, now: float) -> None:
+        expire = self._samples * self._window
+        for i, start in enumerate(self._starts):
+            if now - start >= expire:
+                self._starts[i], self._sums[i] = now, 0.0
+
+    def window_size(self, now: float) -> float:
+        """Rate.windowSize: seconds since the oldest window began, at least `samples` - 1 full windows."""
+        self._purge(now)
+        elapsed = now - min(self._starts, default=now)
+        full = int(elapsed // self._window)
+        if full < self._samples - 1:
+            elapsed += (self._samples - 1 - full) * self._window
+        return max(elapsed, 0.001)   # Kafka's floor of 1 ms
+
+    def measure(self, now: float) -> float:
+        self._purge(now)
+        return sum(self._sums) / self.window_size(now)
 
     @property
     def rate(self) -> float:
-        now = self._clock.monotonic()
-        horizon = now - self._samples * self._window
-        total = sum(c for s, c in zip(self._starts, self._counts, strict=True) if s >= horizon)
-        oldest = max(min((s for s in self._starts if s >= horizon), default=now), horizon)
-        # As Kafka: the elapsed time is at least (samples - 1) full windows.
-        elapsed = max(now - oldest, (self._samples - 1) * self._window)
-        return total / elapsed if elapsed > 0 else 0.0
+        return self.measure(self._clock.monotonic())
 
 
 class SampledMaxAvg:

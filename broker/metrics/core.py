@@ -275,13 +275,14 @@ class BrokerMetrics:
         if api_key == API_VERSIONS and version >= 3:
             self._client_software(s, timing.body)
         g = self._groups.get(api_key) or self._group(api_key)
-        g.record(version, queue, local, remote, respq, send, total)
+        throttle = float(timing.throttle_ms)
+        g.record(version, queue, local, remote, respq, send, total, throttle)
         deprecated = is_deprecated(api_key, version)
         if deprecated:
             g.deprecated(version, s.client)
         if api_key == FETCH:
             split = self.fetch_follower if getattr(timing.body, "replica_id", -1) >= 0 else self.fetch_consumer
-            split.record(version, queue, local, remote, respq, send, total)
+            split.record(version, queue, local, remote, respq, send, total, throttle)
             if deprecated:
                 split.deprecated(version, s.client)
         result = timing.result

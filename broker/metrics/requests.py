@@ -66,7 +66,7 @@ class RequestGroup:
         self.name = name
         # Histograms in Kafka (RequestMetrics newHistogram), not Timers: no rate attributes
         self.timers = tuple(reg.histogram("kafka.network", "RequestMetrics", t, request=name) for t in REQUEST_TIMERS)
-        # Kafka updates it for every request; no quota ever throttles here, so every value is 0.
+        # Kafka updates it for every request: the client-quota throttle of its answer, mostly 0.
         self.throttle = reg.histogram("kafka.network", "RequestMetrics", "ThrottleTimeMs", request=name)
         self.requests: dict[int, Meter] = {}
         self.errors: dict[int, Meter] = {}
@@ -82,7 +82,7 @@ class RequestGroup:
         m.mark()
 
     def record(self, version: int, queue: float, local: float, remote: float, respq: float, send: float,
-               total: float) -> None:
+               total: float, throttle: float = 0.0) -> None:
         tq, tl, tr, trq, ts, tt = self.timers
         tq.update(queue)
         tl.update(local)
@@ -90,7 +90,7 @@ class RequestGroup:
         trq.update(respq)
         ts.update(send)
         tt.update(total)
-        self.throttle.update(0.0)
+        self.throttle.update(throttle)
         m = self.requests.get(version)
         if m is None:
             m = self.requests[version] = self._reg.meter("kafka.network", "RequestMetrics", "RequestsPerSec",

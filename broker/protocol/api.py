@@ -50,6 +50,9 @@ class RequestContext:
     # keeps every request's objects alive until the cyclic collector runs (and stops the loop while it does).
     send_now: Callable[[RequestContext, dict], None] | None = None
     responded: bool = False  # answered through `respond`: the handler's return value is then ignored
+    request_size: int = 0  # the request's bytes (a Produce's bandwidth against its client quota)
+    throttle_ms: int = 0  # the largest client-quota throttle so far, and its quota manager (broker/quota/)
+    throttled_by: Any = None
 
     def respond(self, result: dict) -> None:
         """Answer now (only when `send_now` is set); raises what encoding or queueing the answer raised."""

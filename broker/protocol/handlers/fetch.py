@@ -123,14 +123,25 @@ def _left_out(fetch: FetchContext, topics: list[dict]) -> Counter[str]:
 def _answer(ctx: RequestContext, fetch: FetchContext, follower: bool, session_follower: bool, now_ms: int,
             topics: list[dict], datas: list) -> dict:
     """The response body for what was read, with the fetch session updated and the partitions counted."""
-    if ctx.broker.metrics is not None:
-        # Every partition read counts (ReplicaManager does), also those an incremental response leaves out.
-        ctx.broker.metrics.fetched(topics, follower)
+    throttle = 0
+    quotas = ctx.broker.quotas
+    if not follower and quotas.enabled:
+        throttle = quotas.fetch_bandwidth(ctx, sum(len(p["records"] or b"") for t in topics for p in t["partitions"]))
+    metrics = ctx.broker.metrics
+    if metrics is not None:
+        # Every partition read counts (ReplicaManager does), also those an incremental response leaves out; bytes
+        # out only as sent (none when throttled).
+        metrics.fetched(_without_records(topics) if throttle else topics, follower)
         if session_follower:
-            ctx.broker.metrics.fetched_unchanged(_left_out(fetch, topics))
-    result = fetch.respond(topics, datas, now_ms)
-    return {"throttle_time": 0, "error_code": result.error_code, "session_id": result.session_id,
+            metrics.fetched_unchanged(_left_out(fetch, topics))
+    # Over the consumer_byte_rate: an empty answer, the session left as it was (Kafka's getThrottledResponse).
+    result = fetch.throttled() if throttle else fetch.respond(topics, datas, now_ms)
+    return {"throttle_time": throttle, "error_code": result.error_code, "session_id": result.session_id,
             "responses": result.topics}
+
+
+def _without_records(topics: list[dict]) -> list[dict]:
+    return [{"topic": t["topic"], "partitions": [{**p, "records": b""} for p in t["partitions"]]} for t in topics]
 
 
 def _satisfied(topics: list[dict], gathered: int, min_bytes: int) -> bool:
@@ -185,6 +196,8 @@ class _DelayedFetch:
 
 async def handle_fetch(ctx: RequestContext, req) -> dict | None:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
+    if ctx.broker.quotas.enabled and getattr(req, "replica_id", -1) < 0:
+        max_bytes = ctx.broker.quotas.fetch_max_bytes(ctx, max_bytes)
     deadline = ctx.broker.clock.monotonic() + ms(req.max_wait) / 1000
     follower_id = getattr(req, "replica_id", -1)
     follower = follower_id >= 0

@@ -69,6 +69,8 @@ async def handle_produce(ctx: RequestContext, req) -> dict | None:
             except KafkaError as e:
                 _failed(metrics, entry, topic, p, e)
     answer = {"responses": topics, "throttle_time": 0}
+    if broker.quotas.enabled:   # the request's bytes against the client's producer_byte_rate (Kafka: after append)
+        answer["throttle_time"] = broker.quotas.produce_bandwidth(ctx)
     if replicating and await _await_replication(ctx, replicating, ms(req.timeout) / 1000, answer):
         return None   # answered inside the notify that decided it
     if acks == 0:

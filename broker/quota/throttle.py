@@ -1,0 +1,115 @@
+"""Client quotas on the request path: what a request records, the throttle it earns, and the mute that follows.
+
+As Kafka (KIP-219): the response goes out at once carrying `throttle_time_ms`, and the broker then stops reading
+from the connection until the throttle time has passed (Kafka mutes the channel; this server does not read the
+next request). A Produce records its request size (bandwidth), a consumer's Fetch the records it would answer
+(over quota: nothing, and the bytes taken back), every other client request its handler time as a share of one
+thread (request_percentage). Follower fetches and inter-broker APIs are exempt, as Kafka's cluster actions.
+The larger of the bandwidth and request throttles wins and is the one counted in its type's throttle-time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.quota.entity import QuotaEntity
+from broker.quota.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, QuotaManagers, QuotaSettings
+from common.clock import Clock
+
+if TYPE_CHECKING:
+    from broker.protocol.api import RequestContext
+
+PRODUCE_KEY, FETCH_KEY = 0, 1
+# Kafka's cluster actions (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, WriteTxnMarkers):
+# answered without a request-quota throttle. A follower's Fetch is exempt too.
+EXEMPT_APIS = frozenset({4, 5, 6, 7, 27})
+
+
+class Throttle:
+    """A request's throttle: which manager's quota won, for how long, and when the mute ends."""
+
+    __slots__ = ("manager", "ms", "until")
+
+    def __init__(self, manager: ClientQuotaManager, ms: int, until: float) -> None:
+        self.manager, self.ms, self.until = manager, ms, until
+
+
+def _client(ctx: RequestContext) -> tuple[str, str]:
+    return ctx.principal.name, ctx.client_id or ""
+
+
+class ClientQuotas:
+    """The broker's quota managers and what the request path asks of them. `enabled` stays False (and the request
+    path untouched) until a quota entity is configured."""
+
+    def __init__(self, settings: QuotaSettings, clock: Clock) -> None:
+        self.managers = QuotaManagers(settings, clock)
+        self._clock = clock
+        self.enabled = False
+
+    def apply(self, entity: QuotaEntity, values: dict[str, float]) -> None:
+        self.managers.apply(entity, values)
+        self.enabled = True
+
+    def subscribe_to(self, store: Any, call_soon: Callable[..., object]) -> None:
+        """Take every entity `store` (a ClientQuotaStore) has, then each change; changes may arrive on another
+        thread (ZooKeeper watches), so they are applied through `call_soon` on the event loop."""
+        for entity, values in store.all().items():
+            self.apply(entity, values)
+        store.subscribe(lambda entity, values: call_soon(self.apply, entity, values))
+
+    async def expire_sensors(self, every_s: float = 30.0) -> None:
+        """Drop sensors idle for an hour, checked every 30 s (Kafka's Metrics expiration thread)."""
+        while True:
+            await asyncio.sleep(every_s)
+            for manager in self.managers.all():
+                manager.expire()
+
+    def produce_bandwidth(self, ctx: RequestContext) -> int:
+        """Record a Produce request's size; its bandwidth throttle (ms, 0: none), kept on the context."""
+        return self._bandwidth(self.managers.produce, ctx, ctx.request_size)
+
+    def fetch_max_bytes(self, ctx: RequestContext, max_bytes: int) -> int:
+        """A consumer's fetch size, bounded by what its quota window can take (getMaxValueInQuotaWindow)."""
+        user, client_id = _client(ctx)
+        return int(min(max_bytes, self.managers.fetch.max_value_in_window(user, client_id)))
+
+    def fetch_bandwidth(self, ctx: RequestContext, nbytes: int) -> int:
+        """Record what a consumer's Fetch would answer; when that throttles, the bytes are taken back (the answer
+        will be empty) and the throttle time returned."""
+        throttle = self._bandwidth(self.managers.fetch, ctx, nbytes)
+        if throttle:
+            self.managers.fetch.unrecord(*_client(ctx), nbytes)
+        return throttle
+
+    def _bandwidth(self, manager: ClientQuotaManager, ctx: RequestContext, value: float) -> int:
+        ms = manager.record(*_client(ctx), value)
+        if ms > ctx.throttle_ms:
+            ctx.throttle_ms, ctx.throttled_by = ms, manager
+        return ms
+
+    def finish(self, ctx: RequestContext, handler_ns: int, result: dict | None, exempt: bool) -> Throttle | None:
+        """After the handler: record its time against the request quota (unless `exempt`), pick the larger
+        throttle, count it, and write it into the response not yet encoded. None: no throttle."""
+        request_ms = 0
+        if not exempt:
+            thread_ns = max(0, handler_ns - int(ctx.remote_s * 1e9))
+            request_ms = self.managers.request.record(*_client(ctx), thread_ns * NANOS_TO_PERCENTAGE)
+        if request_ms > ctx.throttle_ms:
+            ctx.throttle_ms, ctx.throttled_by = request_ms, self.managers.request
+        if ctx.throttle_ms <= 0 or ctx.throttled_by is None:
+            return None
+        manager: ClientQuotaManager = ctx.throttled_by
+        manager.throttled(*_client(ctx), ctx.throttle_ms)
+        if result is not None and "throttle_time" in result:
+            result["throttle_time"] = ctx.throttle_ms
+        return Throttle(manager, ctx.throttle_ms, self._clock.monotonic() + ctx.throttle_ms / 1000)
+
+
+def skips_request_quota(api_key: int, body: Any) -> bool:
+    """Whether a request is free of the request quota: a cluster action (a follower's Fetch is one), or a Produce
+    with acks=0, which Kafka does not record either."""
+    return (api_key in EXEMPT_APIS or (api_key == FETCH_KEY and getattr(body, "replica_id", -1) >= 0)
+            or (api_key == PRODUCE_KEY and getattr(body, "acks", -1) == 0))
