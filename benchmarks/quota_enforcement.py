@@ -1,19 +1,21 @@
 """Client quotas as a client feels them: ours against Apache Kafka 3.9, same run.
 
-    python -m benchmarks.quota_enforcement [--quota-kib 512] [--warmup 12] [--seconds 20]
+    python -m benchmarks.quota_enforcement [--quota-kib 512] [--seconds 50]
 
 Per implementation (one standalone broker of ours; one single-node Apache Kafka 3.9, KRaft):
 
 1. AlterClientQuotas sets producer_byte_rate for client-id `quota-bench-producer` and consumer_byte_rate for
    `quota-bench-consumer` (the same request on both, over the wire);
-2. a confluent-kafka producer with that client-id sends 1 KiB records as fast as it can (acks=1): the figure is
-   the acknowledged payload per second over `--seconds`, after `--warmup` seconds (the quota window fills, and
-   Kafka applies the config asynchronously), as a share of the quota;
-3. an unthrottled producer fills a second topic, then a consumer with the throttled client-id reads it: the
-   consumed payload per second over the same window, as a share of the quota.
+2. a confluent-kafka producer with that client-id sends 1 KiB records as fast as it can (acks=1) for `--seconds`;
+3. an unthrottled producer fills a second topic, then a consumer with the throttled client-id reads it as fast as
+   it may for `--seconds`.
 
-Both count the request or response bytes against the quota, so the payload share sits a little below 1.0. Also
-printed: the average throttle time librdkafka saw from each broker. The last line is one JSON object.
+A throttled client moves in bursts: the quota's rate is taken over at least 10 one-second windows, so a client
+gets about 10 s of its quota at once, then is throttled until that burst leaves the window (~11 s later). A
+fixed measuring window catches one burst more or less depending on where it falls, so the figure is the
+**steady rate**: the payload of whole cycles (from the first burst's start to the last burst's start) over
+their length, as a share of the quota. Kafka counts request or response bytes, so the payload share sits a
+little below 1.0. Also printed: the largest average throttle time librdkafka reported. Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -47,29 +49,41 @@ def _throttle_avg(stats_json: str) -> float:
     return max(avgs, default=0) / 1000.0     # librdkafka reports microseconds here
 
 
-def measure_produce(bootstrap: str, warmup: float, seconds: float) -> tuple[float, float]:
-    """(payload bytes/s acknowledged in the window, the producer's average throttle time in ms)."""
+def steady_rate(events: list[tuple[float, int]], gap_s: float = 0.5) -> float:
+    """Bytes per second over whole burst cycles: from the first burst's start to the last one's (a burst starts
+    after `gap_s` without an event); with fewer than two bursts, over the events' whole span."""
+    events = sorted(events)
+    if len(events) < 2:
+        return 0.0
+    starts = [t for i, (t, _) in enumerate(events) if i == 0 or t - events[i - 1][0] >= gap_s]
+    if len(starts) >= 2:
+        first, last = starts[0], starts[-1]
+        return sum(n for t, n in events if first <= t < last) / (last - first)
+    return sum(n for _, n in events) / max(events[-1][0] - events[0][0], 1e-3)
+
+
+def measure_produce(bootstrap: str, seconds: float) -> tuple[float, float]:
+    """(steady payload bytes/s acknowledged, the producer's largest average throttle time in ms)."""
     from confluent_kafka import Producer
 
-    acked: list[float] = []
+    acked: list[tuple[float, int]] = []
     throttle = [0.0]
     # 64 KiB batches and fetches: a 1 MB request would be a quarter of the window's quota at once.
     p = Producer({"bootstrap.servers": bootstrap, "client.id": PRODUCER, "acks": 1, "linger.ms": 5,
                   "batch.size": 65536,
                   "statistics.interval.ms": 1000, "queue.buffering.max.messages": 20_000,
                   "stats_cb": lambda s: throttle.__setitem__(0, max(throttle[0], _throttle_avg(s)))})
-    start = time.monotonic()
-    window = (start + warmup, start + warmup + seconds)
-    while time.monotonic() < window[1]:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
         with contextlib.suppress(BufferError):
-            p.produce("quota-in", VALUE, on_delivery=lambda err, _m: err is None and acked.append(time.monotonic()))
+            p.produce("quota-in", VALUE,
+                      on_delivery=lambda err, _m: err is None and acked.append((time.monotonic(), len(VALUE))))
         p.poll(0.0005)
     p.flush(60)
-    n = sum(1 for t in acked if window[0] <= t < window[1])
-    return n * len(VALUE) / seconds, throttle[0]
+    return steady_rate(acked), throttle[0]
 
 
-def measure_consume(bootstrap: str, warmup: float, seconds: float) -> tuple[float, float]:
+def measure_consume(bootstrap: str, seconds: float) -> tuple[float, float]:
     from confluent_kafka import Consumer
 
     throttle = [0.0]
@@ -78,15 +92,12 @@ def measure_consume(bootstrap: str, warmup: float, seconds: float) -> tuple[floa
                   "max.partition.fetch.bytes": 65536,
                   "stats_cb": lambda s: throttle.__setitem__(0, max(throttle[0], _throttle_avg(s)))})
     c.subscribe(["quota-out"])
-    start = time.monotonic()
-    window = (start + warmup, start + warmup + seconds)
-    got = 0
-    while (now := time.monotonic()) < window[1]:
-        for m in c.consume(500, 0.1):
-            if m.error() is None and window[0] <= now:
-                got += len(m.value() or b"")
+    end = time.monotonic() + seconds
+    got: list[tuple[float, int]] = []
+    while (now := time.monotonic()) < end:
+        got += [(now, len(m.value() or b"")) for m in c.consume(500, 0.1) if m.error() is None]
     c.close()
-    return got / seconds, throttle[0]
+    return steady_rate(got), throttle[0]
 
 
 @contextlib.contextmanager
@@ -99,16 +110,16 @@ def _target(impl: str) -> Iterator[tuple[str, int]]:
             yield k.bootstrap, k.port
 
 
-def run_one(impl: str, quota: float, warmup: float, seconds: float) -> dict:
+def run_one(impl: str, quota: float, seconds: float) -> dict:
     with _target(impl) as (bootstrap, port):
         create_topic(bootstrap, "quota-in", 1)
         create_topic(bootstrap, "quota-out", 1)
         set_quota(port, PRODUCER, "producer_byte_rate", quota)
         set_quota(port, CONSUMER, "consumer_byte_rate", quota)
-        fill = int(quota * (warmup + seconds) * 2 / len(VALUE))
+        fill = int(quota * (seconds + 15) * 1.5 / len(VALUE))
         produce(bootstrap, "quota-out", 1, records=fill, seconds=120, value_size=len(VALUE))
-        p_rate, p_throttle = measure_produce(bootstrap, warmup, seconds)
-        c_rate, c_throttle = measure_consume(bootstrap, warmup, seconds)
+        p_rate, p_throttle = measure_produce(bootstrap, seconds)
+        c_rate, c_throttle = measure_consume(bootstrap, seconds)
     out = {"impl": impl, "produce_share": p_rate / quota, "consume_share": c_rate / quota,
            "produce_throttle_ms": p_throttle, "consume_throttle_ms": c_throttle}
     print(f"{impl:12s} produce {p_rate / 1024:7.1f} KiB/s ({out['produce_share']:.3f} of the quota, "
@@ -120,12 +131,11 @@ def run_one(impl: str, quota: float, warmup: float, seconds: float) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quota-kib", type=float, default=512)
-    ap.add_argument("--warmup", type=float, default=12)
-    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--seconds", type=float, default=50)
     ap.add_argument("--impls", default="kafkascope,apache-kafka")
     args = ap.parse_args()
     quota = args.quota_kib * 1024
-    results = {r["impl"]: r for r in (run_one(i, quota, args.warmup, args.seconds) for i in args.impls.split(","))}
+    results = {r["impl"]: r for r in (run_one(i, quota, args.seconds) for i in args.impls.split(","))}
     ours, kafka = results.get("kafkascope"), results.get("apache-kafka")
     summary: dict = {"quota_bytes_per_s": quota, "results": list(results.values())}
     if ours and kafka:

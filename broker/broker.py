@@ -307,7 +307,7 @@ class Broker:
         self.log_dir_failures.listeners.append(lambda d: loop.call_soon_threadsafe(self._log_dir_failed, d))
         self.logs.load_all()
         self.metadata.start(self.replicas)
-        self.quotas.subscribe_to(self.metadata.client_quotas(), loop.call_soon_threadsafe)
+        self.quotas.subscribe_to(self.metadata.client_quotas())
         if not self.clustered:
             self.ensure_offsets_topic()
         self.logs.start()

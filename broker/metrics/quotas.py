@@ -1,15 +1,19 @@
 """Client quota metrics as Kafka's ClientQuotaManager registers them: per (user, client-id) sensor
 ``kafka.server:type=Produce|Fetch,user=..,client-id=..`` with ``byte-rate`` and ``throttle-time`` (Request:
-``request-time``, a percentage of one thread), and ``queue-size`` per type (channels muted now). A tag the quota level
-leaves empty is left out of the MBean name, as JmxReporter does; the user tag is the sanitized principal name."""
+``request-time``, a percentage of one thread; ControllerMutation: ``mutation-rate`` and ``tokens``), and
+``queue-size`` per type (channels muted now). A tag the quota level leaves empty is left out of the MBean name, as
+JmxReporter does; the user tag is the sanitized principal name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TypedDict
 
 from broker.config_entity import sanitize
-from broker.quota.manager import REQUEST, ClientQuotaManager, ClientSensors, QuotaManagers
+from broker.quota.controller_mutation import ControllerMutationQuotaManager
+from broker.quota.manager import CONTROLLER_MUTATION, REQUEST, ClientQuotaManager, ClientSensors
+from broker.quota.managers import QuotaManagers
 from exporter.registry import MetricName, Registry
 
 DOMAIN = "kafka.server"
@@ -19,20 +23,30 @@ _Tags = TypedDict("_Tags", {"user": str, "client-id": str})
 def register_quota_metrics(registry: Registry, managers: QuotaManagers) -> None:
     for manager in managers.all():
         registry.kafka_metric(DOMAIN, manager.quota_type, "queue-size", partial(_queue_size, manager))
-        manager.set_notifier(partial(_sensor_metrics, registry, manager.quota_type))
+        manager.set_notifier(partial(_sensor_metrics, registry, manager))
 
 
 def _queue_size(manager: ClientQuotaManager) -> float:
     return float(manager.queue_size)
 
 
-def _sensor_metrics(registry: Registry, quota_type: str, sensors: ClientSensors, added: bool) -> None:
+def _attributes(manager: ClientQuotaManager, sensors: ClientSensors) -> dict[str, Callable[[], float]]:
+    """The MBean attributes of one sensor pair: the rate (ControllerMutation: the rate and the bucket's tokens)
+    and the average throttle."""
+    out: dict[str, Callable[[], float]]
+    if manager.quota_type == CONTROLLER_MUTATION:
+        assert isinstance(manager, ControllerMutationQuotaManager)
+        out = {"mutation-rate": lambda: sensors.rate.rate, "tokens": partial(manager.tokens, sensors)}
+    else:
+        out = {"request-time" if manager.quota_type == REQUEST else "byte-rate": lambda: sensors.rate.rate}
+    return {**out, "throttle-time": lambda: sensors.throttle.avg}
+
+
+def _sensor_metrics(registry: Registry, manager: ClientQuotaManager, sensors: ClientSensors, added: bool) -> None:
     user, client_id = sensors.tags
     tags: _Tags = {"user": sanitize(user) if user else "", "client-id": client_id}
-    rate = "request-time" if quota_type == REQUEST else "byte-rate"
-    if added:
-        registry.kafka_metric(DOMAIN, quota_type, rate, lambda: sensors.rate.rate, **tags)
-        registry.kafka_metric(DOMAIN, quota_type, "throttle-time", lambda: sensors.throttle.avg, **tags)
-    else:
-        registry.remove(MetricName.of(DOMAIN, quota_type, rate, **tags))
-        registry.remove(MetricName.of(DOMAIN, quota_type, "throttle-time", **tags))
+    for attribute, read in _attributes(manager, sensors).items():
+        if added:
+            registry.kafka_metric(DOMAIN, manager.quota_type, attribute, read, **tags)
+        else:
+            registry.remove(MetricName.of(DOMAIN, manager.quota_type, attribute, **tags))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Final
 
 from broker.config_entity import desanitize, sanitize
+from exporter.jmx_config import java_double_str
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"          # ClientQuotaEntity.USER / CLIENT_ID / IP
 DEFAULT_NAME: Final = "<default>"                          # ConfigEntityName.Default, as ZooKeeper paths spell it
@@ -116,26 +116,9 @@ def long_value(value: float) -> int | None:
     return None if abs(whole - value) > EPSILON else whole   # NaN compares False: stored as 0, as Kafka does
 
 
-def java_double_string(value: float) -> str:
-    """Java's Double.toString: "50.0", "1.0E7", "1.0E-4", "NaN", "Infinity" (Kafka writes DOUBLE quotas so)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    if 1e-3 <= abs(value) < 1e7:
-        text = repr(value)
-        return text if "." in text else text + ".0"
-    sign, digits, exponent = Decimal(repr(value)).as_tuple()   # repr: the shortest digits that read back
-    assert isinstance(exponent, int)
-    shown = "".join(map(str, digits)).rstrip("0") or "0"
-    return f"{'-' if sign else ''}{shown[0]}.{shown[1:] or '0'}E{exponent + len(digits) - 1}"
-
-
 def config_string(key: str, value: float) -> str:
     """A quota value as Kafka writes it into the entity config: LONG keys as whole numbers, DOUBLE keys as Java's
-    Double.toString."""
+    Double.toString (the exporter's, which renders jmx_exporter values so)."""
     if KEY_TYPES.get(key) == "LONG":
         return str(java_long(value + EPSILON))
-    return java_double_string(value)
+    return java_double_str(value)

@@ -20,9 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from broker.quota.entity import (
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
     DEFAULT,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
@@ -32,7 +34,9 @@ from common.clock import Clock
 from exporter.registry import SampledMaxAvg, SampledRate
 
 PRODUCE, FETCH, REQUEST = "Produce", "Fetch", "Request"    # QuotaType: the MBean `type` of each manager
-KEY_OF = {PRODUCE: PRODUCER_BYTE_RATE, FETCH: CONSUMER_BYTE_RATE, REQUEST: REQUEST_PERCENTAGE}
+CONTROLLER_MUTATION = "ControllerMutation"
+KEY_OF = {PRODUCE: PRODUCER_BYTE_RATE, FETCH: CONSUMER_BYTE_RATE, REQUEST: REQUEST_PERCENTAGE,
+          CONTROLLER_MUTATION: CONTROLLER_MUTATION_RATE}
 INACTIVE_SENSOR_EXPIRATION_S = 3600.0        # ClientQuotaManager.InactiveSensorExpirationTimeSeconds
 NANOS_TO_PERCENTAGE = 100.0 / 1e9            # a request's thread nanoseconds as percent of one thread-second
 
@@ -56,10 +60,11 @@ class QuotaSettings:
 class ClientSensors:
     """The sensors of one metric-tag pair: the quota rate and the average throttle time."""
 
-    __slots__ = ("tags", "rate", "throttle", "last_record")
+    __slots__ = ("tags", "rate", "throttle", "last_record", "tokens")
 
     def __init__(self, tags: Tags, rate: SampledRate, throttle: SampledMaxAvg, now: float) -> None:
         self.tags, self.rate, self.throttle, self.last_record = tags, rate, throttle, now
+        self.tokens: Any = None   # the ControllerMutation type's token bucket
 
 
 class ClientQuotaManager:
@@ -136,13 +141,15 @@ class ClientQuotaManager:
         tags = self.metric_tags(user, client_id)
         sensors = self._sensors.get(tags)
         if sensors is None:
-            s = self._settings
-            sensors = self._sensors[tags] = ClientSensors(
-                tags, SampledRate(self._clock, s.window_s, s.samples),
-                SampledMaxAvg(self._clock, s.metrics_window_s, s.metrics_samples), self._clock.monotonic())
+            sensors = self._sensors[tags] = self._new_sensors(tags)
             if self._on_sensors is not None:
                 self._on_sensors(sensors, True)
         return sensors
+
+    def _new_sensors(self, tags: Tags) -> ClientSensors:
+        s = self._settings
+        return ClientSensors(tags, SampledRate(self._clock, s.window_s, s.samples),
+                             SampledMaxAvg(self._clock, s.metrics_window_s, s.metrics_samples), self._clock.monotonic())
 
     def record(self, user: str, client_id: str, value: float) -> int:
         """Record `value` for the client; the throttle time in ms if that takes it over its quota, else 0.
@@ -196,21 +203,3 @@ class ClientQuotaManager:
 
     def sensors(self) -> Iterator[ClientSensors]:
         return iter(list(self._sensors.values()))
-
-
-class QuotaManagers:
-    """The Produce, Fetch and Request managers of one broker, fed the quota configs of every entity."""
-
-    def __init__(self, settings: QuotaSettings, clock: Clock) -> None:
-        self.produce = ClientQuotaManager(PRODUCE, settings, clock)
-        self.fetch = ClientQuotaManager(FETCH, settings, clock)
-        self.request = ClientQuotaManager(REQUEST, settings, clock)
-
-    def all(self) -> tuple[ClientQuotaManager, ...]:
-        return self.produce, self.fetch, self.request
-
-    def apply(self, entity: QuotaEntity, values: dict[str, float]) -> None:
-        """An entity's quota configs changed (or were loaded): every manager takes the entity, with its own key or
-        none (ZooKeeper mode's QuotaConfigHandler.updateQuotaConfig)."""
-        for manager in self.all():
-            manager.update_quota(entity, values.get(KEY_OF[manager.quota_type]))

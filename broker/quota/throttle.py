@@ -4,27 +4,33 @@ As Kafka (KIP-219): the response goes out at once carrying `throttle_time_ms`, a
 from the connection until the throttle time has passed (Kafka mutes the channel; this server does not read the
 next request). A Produce records its request size (bandwidth), a consumer's Fetch the records it would answer
 (over quota: nothing, and the bytes taken back), every other client request its handler time as a share of one
-thread (request_percentage). Follower fetches and inter-broker APIs are exempt, as Kafka's cluster actions.
-The larger of the bandwidth and request throttles wins and is the one counted in its type's throttle-time.
+thread (request_percentage), and a CreateTopics, CreatePartitions or DeleteTopics its partitions against
+controller_mutation_rate (broker/quota/controller_mutation.py). Follower fetches and inter-broker APIs are exempt,
+as Kafka's cluster actions. The largest throttle wins and is the one counted in its type's throttle-time.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from broker.quota.controller_mutation import MutationQuota
 from broker.quota.entity import QuotaEntity
-from broker.quota.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, QuotaManagers, QuotaSettings
+from broker.quota.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, QuotaSettings
+from broker.quota.managers import QuotaManagers
+from broker.quota.store import ClientQuotaStore
 from common.clock import Clock
 
 if TYPE_CHECKING:
     from broker.protocol.api import RequestContext
 
-PRODUCE_KEY, FETCH_KEY = 0, 1
+PRODUCE_KEY = 0
 # Kafka's cluster actions (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, WriteTxnMarkers):
-# answered without a request-quota throttle. A follower's Fetch is exempt too.
+# answered without a request-quota throttle.
 EXEMPT_APIS = frozenset({4, 5, 6, 7, 27})
+# A follower's Fetch, and its OffsetForLeaderEpoch: our followers truncate by asking the leader's epoch end offset,
+# where Kafka 3.9's truncate on the (exempt) Fetch itself, so neither counts against a client's request quota.
+FOLLOWER_APIS = frozenset({1, 23})
 
 
 class Throttle:
@@ -53,12 +59,18 @@ class ClientQuotas:
         self.managers.apply(entity, values)
         self.enabled = True
 
-    def subscribe_to(self, store: Any, call_soon: Callable[..., object]) -> None:
-        """Take every entity `store` (a ClientQuotaStore) has, then each change; changes may arrive on another
-        thread (ZooKeeper watches), so they are applied through `call_soon` on the event loop."""
+    def subscribe_to(self, store: ClientQuotaStore) -> None:
+        """Take every entity `store` has, then each change. A change is applied on the loop's next turn: the
+        AlterClientQuotas that made it is finished (recorded) first, as Kafka applies a quota once its change
+        notification is processed, after answering."""
         for entity, values in store.all().items():
             self.apply(entity, values)
-        store.subscribe(lambda entity, values: call_soon(self.apply, entity, values))
+        loop = asyncio.get_running_loop()
+
+        def later(entity: QuotaEntity, values: dict[str, float]) -> None:
+            loop.call_soon(self.apply, entity, values)
+
+        store.subscribe(later)
 
     async def expire_sensors(self, every_s: float = 30.0) -> None:
         """Drop sensors idle for an hour, checked every 30 s (Kafka's Metrics expiration thread)."""
@@ -90,6 +102,19 @@ class ClientQuotas:
             ctx.throttle_ms, ctx.throttled_by = ms, manager
         return ms
 
+    def mutation_quota(self, ctx: RequestContext) -> MutationQuota | None:
+        """A CreateTopics, CreatePartitions or DeleteTopics request's controller mutation quota (KIP-599); None
+        while no quota was ever set."""
+        if not self.enabled:
+            return None
+        return self.managers.controller_mutation.quota_for(*_client(ctx), ctx.api_key, ctx.api_version)
+
+    def mutation_done(self, ctx: RequestContext, quota: MutationQuota | None) -> None:
+        """The request's mutations are done: its controller-mutation throttle competes with the others."""
+        ms = quota.throttle_time() if quota is not None else 0
+        if ms > ctx.throttle_ms:
+            ctx.throttle_ms, ctx.throttled_by = ms, self.managers.controller_mutation
+
     def finish(self, ctx: RequestContext, handler_ns: int, result: dict | None, exempt: bool) -> Throttle | None:
         """After the handler: record its time against the request quota (unless `exempt`), pick the larger
         throttle, count it, and write it into the response not yet encoded. None: no throttle."""
@@ -111,5 +136,5 @@ class ClientQuotas:
 def skips_request_quota(api_key: int, body: Any) -> bool:
     """Whether a request is free of the request quota: a cluster action (a follower's Fetch is one), or a Produce
     with acks=0, which Kafka does not record either."""
-    return (api_key in EXEMPT_APIS or (api_key == FETCH_KEY and getattr(body, "replica_id", -1) >= 0)
+    return (api_key in EXEMPT_APIS or (api_key in FOLLOWER_APIS and getattr(body, "replica_id", -1) >= 0)
             or (api_key == PRODUCE_KEY and getattr(body, "acks", -1) == 0))

@@ -13,7 +13,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.metadata import BrokerInfo, LocalMetadata
-from broker.quota.entity import DEFAULT, QuotaEntity, java_double_string, long_value
+from broker.quota.entity import DEFAULT, QuotaEntity, long_value
+from exporter.jmx_config import java_double_str as java_double_string
 from tests.broker.harness import Harness
 
 DESCRIBE, ALTER = 48, 49

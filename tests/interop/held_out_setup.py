@@ -5,7 +5,8 @@ checked against it).
 
 Producers at a fixed rate on three topics (3 partitions, RF=3, min.insync.replicas=2) and a slower one on a topic
 with min.insync.replicas=3, a consumer group on the first three, and a single-replica topic on the broker that the
-check pauses.
+check pauses. Every client has a default client quota far above its traffic (`set_default_quotas`), so the
+per-client quota sensors exist (Kafka creates them once any quota is set) and nobody is throttled.
 """
 
 from __future__ import annotations
@@ -120,6 +121,24 @@ class Traffic:
             self.errors.append(f"consumer: {e!r}")
         finally:
             c.close()
+
+
+# /config/users/<default>/clients/<default>: every client measured per (user, client-id); none ever throttled.
+DEFAULT_QUOTAS = {"producer_byte_rate": 100 << 20, "consumer_byte_rate": 100 << 20, "request_percentage": 10_000.0}
+
+
+def set_default_quotas(bootstrap: str) -> None:
+    """AlterClientQuotas for the default user and client-id, over the wire (the same request to either broker)."""
+    from kafkascope.local.wire import WireClient
+
+    port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+    with WireClient(port) as w:
+        resp = w.call(49, 1, {"validate_only": False, "entries": [{
+            "entity": [{"entity_type": "user", "entity_name": None},
+                       {"entity_type": "client-id", "entity_name": None}],
+            "ops": [{"key": k, "value": float(v), "remove": False} for k, v in DEFAULT_QUOTAS.items()]}]})
+    entry = resp.entries[0]
+    assert entry.error_code == 0, f"AlterClientQuotas: {entry.error_code} {entry.error_message}"
 
 
 def create_topics(bootstrap: str, victim: int) -> None:

@@ -6,7 +6,7 @@ import pytest
 from broker.errors import ErrorCode
 from broker.quota.entity import DEFAULT, QuotaEntity
 from tests.broker.harness import Harness, encode_request
-from tests.broker.test_inproc_handlers import PRODUCE, create, fetch_body, produce, values
+from tests.broker.test_inproc_handlers import CREATE_TOPICS, PRODUCE, create, fetch_body, produce, values
 
 WINDOW_MS = 10_000   # what Kafka's Rate takes as the window of a new sensor: (quota.window.num - 1) seconds
 
@@ -98,3 +98,44 @@ def test_the_request_quota_throttles_by_handler_time(h):
     assert _ms(resp.throttle_time) > 0
     (sensors,) = h.broker.quotas.managers.request.sensors()
     assert sensors.tags == ("ANONYMOUS", "")
+
+
+def test_controller_mutations_are_held_strictly_from_kip_599s_versions(h):
+    """controller_mutation_rate 1/s: a bucket of 11 partitions. The topic that empties it goes through; the next
+    is refused with the time the bucket needs to refill to zero, and the connection is muted for it."""
+    h.broker.quotas.apply(QuotaEntity(client_id="harness"), {"controller_mutation_rate": 1.0})
+    assert create(h, "ten", 10).error_code == ErrorCode.none
+    assert create(h, "five", 5).error_code == ErrorCode.none           # 1 token left: taken to -4
+    refused = h.request(CREATE_TOPICS, 7, _create_body("one", 1))
+    assert refused.topics[0].error_code == ErrorCode.throttling_quota_exceeded
+    assert refused.topics[0].error_message is None     # Kafka leaves out the error's generic message
+    assert _ms(refused.throttle_time) == 4000                          # 4 tokens at 1/s
+    assert h.broker.metadata.topic("one") is None
+    h.advance(4000)
+    assert h.request(CREATE_TOPICS, 7, _create_body("one", 1)).topics[0].error_code == ErrorCode.none
+
+
+def test_older_versions_are_held_permissively(h):
+    h.broker.quotas.apply(QuotaEntity(client_id="harness"), {"controller_mutation_rate": 1.0})
+    resp = h.request(CREATE_TOPICS, 5, _create_body("twenty", 20))     # v5: before KIP-599's strict mode
+    assert resp.topics[0].error_code == ErrorCode.none
+    assert _ms(resp.throttle_time) == 9000                             # 20 taken from 11
+    (sensors,) = h.broker.quotas.managers.controller_mutation.sensors()
+    assert h.broker.quotas.managers.controller_mutation.tokens(sensors) == -9
+
+
+def _create_body(name: str, partitions: int) -> dict:
+    return {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                        "configs": []}], "timeout": 5000, "validate_only": False}
+
+
+def test_added_and_deleted_partitions_take_from_the_same_bucket(h):
+    h.broker.quotas.apply(QuotaEntity(client_id="harness"), {"controller_mutation_rate": 1.0})
+    assert create(h, "t", 4).error_code == ErrorCode.none                 # 11 - 4 = 7 left
+    grown = h.request(37, 3, {"topics": [{"name": "t", "count": 12, "assignments": None}], "timeout": 5000,
+                              "validate_only": False})                      # 8 more: 7 - 8 = -1
+    assert grown.results[0].error_code == ErrorCode.none and _ms(grown.throttle_time) == 0
+    refused = h.request(20, 6, {"topics": [{"name": "t", "topic_id": None}], "timeout": 5000})
+    assert refused.responses[0].error_code == ErrorCode.throttling_quota_exceeded
+    assert _ms(refused.throttle_time) == 1000
+    assert h.broker.metadata.topic("t").partitions == 12                   # not deleted

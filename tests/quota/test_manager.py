@@ -5,7 +5,8 @@ import math
 import pytest
 
 from broker.quota.entity import DEFAULT, QuotaEntity
-from broker.quota.manager import ClientQuotaManager, QuotaManagers, QuotaSettings
+from broker.quota.manager import ClientQuotaManager, QuotaSettings
+from broker.quota.managers import QuotaManagers
 from common.clock import ManualClock
 
 
@@ -110,3 +111,16 @@ def test_an_entity_without_a_key_of_a_type_still_turns_that_type_on():
     assert managers.fetch.quota_limit(("bob", "")) is None
     assert managers.request.quota_limit(("bob", "")) == 50.0
     assert managers.produce.metric_tags("carol", "c9") == ("carol", "")
+
+
+def test_cluster_actions_and_follower_requests_skip_the_request_quota():
+    from types import SimpleNamespace as Body
+
+    from broker.quota.throttle import skips_request_quota
+
+    assert skips_request_quota(27, Body())                          # WriteTxnMarkers: a cluster action
+    assert skips_request_quota(1, Body(replica_id=2))               # a follower's Fetch
+    assert skips_request_quota(23, Body(replica_id=2))              # a follower's OffsetForLeaderEpoch
+    assert not skips_request_quota(23, Body(replica_id=-1))         # a consumer's
+    assert not skips_request_quota(1, Body(replica_id=-1))
+    assert skips_request_quota(0, Body(acks=0)) and not skips_request_quota(0, Body(acks=-1))

@@ -4,7 +4,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.metrics.quotas import register_quota_metrics
 from broker.quota.entity import DEFAULT, QuotaEntity
-from broker.quota.manager import QuotaManagers, QuotaSettings
+from broker.quota.manager import QuotaSettings
+from broker.quota.managers import QuotaManagers
 from common.clock import ManualClock
 from exporter.collector import build_prometheus_registry, render
 from exporter.registry import MetricName, Registry

@@ -83,6 +83,7 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
     no_configs = authz.resource_errors(ctx, 19, authz.TOPIC, (t.name for t in req.topics),
                                        only=AclOperation.DESCRIBE_CONFIGS)
     results = []
+    quota = broker.quotas.mutation_quota(ctx)   # KIP-599: partitions created per second
     for t in req.topics:
         entry = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
                  "num_partitions": -1, "replication_factor": -1, "configs": None}
@@ -110,6 +111,11 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
                 parts = broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions
                 entry.update(num_partitions=parts, replication_factor=max(t.replication_factor, 1))
             else:
+                if quota is not None:
+                    if broker.metadata.topic(t.name):   # refused before it takes the quota, as Kafka's
+                        raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{t.name}' already exists.")
+                    quota.record(len(assignment) if assignment else
+                                 broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions)
                 info = broker.create_topic(t.name, t.num_partitions, t.replication_factor, configs, assignment)
                 if not await broker.metadata.wait_online(t.name, max(ms(req.timeout), 0) / 1000):
                     raise KafkaError(ErrorCode.request_timed_out,
@@ -122,7 +128,8 @@ async def handle_create_topics(ctx: RequestContext, req) -> dict:
         except KafkaError as e:
             entry.update(error_code=e.code, error_message=e.message)
         results.append(entry)
-    return {"throttle_time": 0, "topics": results}
+    broker.quotas.mutation_done(ctx, quota)
+    return {"throttle_time": ctx.throttle_ms, "topics": results}
 
 
 async def handle_delete_topics(ctx: RequestContext, req) -> dict:
@@ -131,6 +138,7 @@ async def handle_delete_topics(ctx: RequestContext, req) -> dict:
     states = [(t.name, getattr(t, "topic_id", None)) for t in getattr(req, "topics", ()) or ()]
     states += [(n, None) for n in names]
     results = []
+    quota = broker.quotas.mutation_quota(ctx)   # KIP-599: partitions deleted per second
     for name, topic_id in states:
         entry = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None}
         try:
@@ -148,19 +156,23 @@ async def handle_delete_topics(ctx: RequestContext, req) -> dict:
             if info is None:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
             entry["topic_id"] = info.topic_id
+            if quota is not None:
+                quota.record(info.partitions)
             broker.delete_topic(name)
             if not await broker.metadata.wait_deleted(name, max(ms(req.timeout), 0) / 1000):
                 raise KafkaError(ErrorCode.request_timed_out, f"Topic {name} is marked for deletion")
         except KafkaError as e:
             entry.update(error_code=e.code, error_message=e.message)
         results.append(entry)
-    return {"throttle_time": 0, "responses": results, "topic_names": [r["name"] for r in results]}
+    broker.quotas.mutation_done(ctx, quota)
+    return {"throttle_time": ctx.throttle_ms, "responses": results, "topic_names": [r["name"] for r in results]}
 
 
 async def handle_create_partitions(ctx: RequestContext, req) -> dict:
     current = {t.name: info.partitions for t in req.topics if (info := ctx.broker.metadata.topic(t.name))}
     too_many = partitions_to_add(req.topics, current) > MAX_PARTITIONS_PER_BATCH
     results = []
+    quota = ctx.broker.quotas.mutation_quota(ctx)   # KIP-599: partitions created per second
     denied = authz.resource_errors(ctx, 37, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         entry = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
@@ -190,11 +202,14 @@ async def handle_create_partitions(ctx: RequestContext, req) -> dict:
                 assignment = _checked_assignment(ctx, {p: a.broker_ids for p, a in zip(new, t.assignments,
                                                                                       strict=True)}, new)
             if not req.validate_only:
+                if quota is not None:
+                    quota.record(t.count - info.partitions)
                 ctx.broker.add_partitions(t.name, t.count, assignment)
         except KafkaError as e:
             entry.update(error_code=e.code, error_message=e.message)
         results.append(entry)
-    return {"throttle_time": 0, "results": results}
+    ctx.broker.quotas.mutation_done(ctx, quota)
+    return {"throttle_time": ctx.throttle_ms, "results": results}
 
 
 # ------------------------------------------------------------------ configs
