@@ -10,6 +10,8 @@ from broker.errors import ErrorCode
 from broker.protocol.api import RequestContext
 from broker.protocol.codec import build, request_class
 from broker.protocol.handlers.produce import handle_produce
+from broker.quota.manager import QuotaSettings
+from broker.quota.throttle import ClientQuotas
 from broker.replication.replica_manager import leo_key
 from tests.broker.test_replica_manager import _batch, _manager
 
@@ -21,7 +23,8 @@ def _produce_request(acks: int, partitions: list[int], timeout_ms: int = 30_000)
 
 
 def _context(rm) -> RequestContext:
-    broker = SimpleNamespace(replicas=rm, purgatory=rm.purgatory, metrics=None, clock=rm.clock, authorizer=None)
+    broker = SimpleNamespace(replicas=rm, purgatory=rm.purgatory, metrics=None, clock=rm.clock, authorizer=None,
+                             quotas=ClientQuotas(QuotaSettings(), rm.clock))
     return RequestContext(broker, 0, 9, 1, "test", "127.0.0.1")  # type: ignore[arg-type]
 
 
