@@ -36,7 +36,8 @@ def alter(admin, name: str, add: dict[str, str], delete: list[str]) -> None:
     alterations: list = []
     for key, value in add.items():
         if key not in MECHANISMS:
-            raise UsageError(f"Invalid config(s): {key} (users take SCRAM-SHA-256 / SCRAM-SHA-512 only)")
+            raise UsageError(f"Invalid config(s): {key} (this command sets SCRAM-SHA-256 / SCRAM-SHA-512 only; "
+                             "set client quotas with Kafka's kafka-configs.sh: confluent-kafka has no quota API)")
         iterations, password = scram.parse_scram_config_value(f"[{value}]" if "password=" in value else value)
         info = ScramCredentialInfo(MECHANISMS[key], iterations)
         alterations.append(UserScramCredentialUpsertion(name, info, password.encode("utf-8")))

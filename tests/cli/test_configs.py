@@ -41,3 +41,10 @@ def test_broker_describe_and_refused_alter(cli):
 def test_alter_needs_a_change(cli, topic_name):
     code, _, err = cli("configs", "--alter", "--topic", topic_name)
     assert code == 2 and "--add-config" in err
+
+
+def test_a_quota_key_on_a_user_names_the_tool_that_sets_it(cli):
+    code, out, err = cli("configs", "--alter", "--entity-type", "users", "--entity-name", "alice",
+                         "--add-config", "producer_byte_rate=1024")
+    assert code != 0 and out == ""
+    assert "producer_byte_rate" in err and "kafka-configs.sh" in err
