@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
+from broker.controller.zk_paths import decode_entity_config, encode_entity_config
+
 log = logging.getLogger(__name__)
 
 CONFIG = "/config"
@@ -36,19 +38,6 @@ def desanitize(name: str) -> str:
 def entity_config_path(entity_path: str) -> str:
     """The znode of an entity path such as "users/alice/clients/c1" (already sanitized)."""
     return f"{CONFIG}/{entity_path}"
-
-
-def entity_config_json(config: Mapping[str, str]) -> bytes:
-    """The znode data Kafka's AdminZkClient writes for an entity config (version 1)."""
-    return json.dumps({"version": 1, "config": dict(config)}, separators=(",", ":")).encode("utf-8")
-
-
-def entity_config(data: bytes | None) -> dict[str, str]:
-    """The config of an entity znode's data; a parent created without data (users/alice above its clients) has none."""
-    if not data:
-        return {}
-    config = json.loads(data.decode("utf-8")).get("config") or {}
-    return {str(k): str(v) for k, v in config.items()}
 
 
 def change_notification(entity_path: str) -> bytes:
@@ -80,7 +69,7 @@ def write_entity_config(zk: Any, entity_path: str, config: Mapping[str, str]) ->
 
     path = entity_config_path(entity_path)
     if config:
-        data = entity_config_json(config)
+        data = encode_entity_config(config)
         try:
             zk.set(path, data)
         except NoNodeError:
@@ -89,10 +78,10 @@ def write_entity_config(zk: Any, entity_path: str, config: Mapping[str, str]) ->
             except NodeExistsError:
                 zk.set(path, data)
     else:
-        root = f"{CONFIG}/{entity_path.partition('/')[0]}"
+        root, own = f"{CONFIG}/{entity_path.partition('/')[0]}", path
         while path != root:
             try:
-                if path != entity_config_path(entity_path) and entity_config(zk.get(path)[0]):
+                if path != own and decode_entity_config(zk.get(path)[0]):
                     break   # a parent that still holds a config of its own
                 zk.delete(path)
             except NoNodeError:

@@ -11,10 +11,10 @@ from typing import Any, Protocol
 from broker.config_entity import (
     ConfigChangeListener,
     desanitize,
-    entity_config,
     sanitize,
     write_entity_config,
 )
+from broker.controller.zk_paths import decode_entity_config
 from broker.errors import ErrorCode, KafkaError
 from broker.security import scram
 from broker.security.scram import ScramCredential, ScramMechanism
@@ -134,6 +134,6 @@ class ZkScramCredentials:
         return {user: dict(creds) for user, creds in self._cache.items()}
 
     def set(self, user: str, mechanism: ScramMechanism, credential: ScramCredential | None) -> None:
-        data = scram.with_credential(self._read(user), mechanism, credential)
-        write_entity_config(self._zk, f"users/{sanitize(user)}", entity_config(data))
+        config = scram.config_with_credential(decode_entity_config(self._read(user)), mechanism, credential)
+        write_entity_config(self._zk, f"users/{sanitize(user)}", config)
         self._refresh(user)   # this broker at once; the others on the notification

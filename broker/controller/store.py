@@ -247,9 +247,9 @@ class ZkMetadata:
         a = zp.TopicAssignment(uuid.uuid4(), parts)
         tx = zk.transaction()
         if zk.exists(zp.topic_config_path(name)):
-            tx.set_data(zp.topic_config_path(name), zp.encode_topic_config(dict(configs)))
+            tx.set_data(zp.topic_config_path(name), zp.encode_entity_config(dict(configs)))
         else:
-            tx.create(zp.topic_config_path(name), zp.encode_topic_config(dict(configs)))
+            tx.create(zp.topic_config_path(name), zp.encode_entity_config(dict(configs)))
         tx.create(zp.topic_path(name), zp.encode_topic(a))
         res = tx.commit()
         if any(isinstance(r, NodeExistsError) for r in res):
@@ -318,7 +318,7 @@ class ZkMetadata:
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo:
         if self.topic(name) is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
-        self.zk.set(zp.topic_config_path(name), zp.encode_topic_config(dict(configs)))
+        self.zk.set(zp.topic_config_path(name), zp.encode_entity_config(dict(configs)))
         info = self.cache.put_configs(name, configs, notify=False)
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
@@ -335,9 +335,9 @@ class ZkMetadata:
         path, configs = zp.group_config_path(group), dict(configs)
         if configs:
             try:
-                self.zk.create(path, zp.encode_topic_config(configs), makepath=True)
+                self.zk.create(path, zp.encode_entity_config(configs), makepath=True)
             except NodeExistsError:
-                self.zk.set(path, zp.encode_topic_config(configs))
+                self.zk.set(path, zp.encode_entity_config(configs))
         else:
             try:
                 self.zk.delete(path)

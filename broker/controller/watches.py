@@ -128,7 +128,7 @@ class ZkWatcher:
         if data is None:
             with self._lock:
                 return False if t not in self._watched_topics else None
-        self.cache.put_configs(t, zp.decode_topic_config(data), notify=True)
+        self.cache.put_configs(t, zp.decode_entity_config(data), notify=True)
         return None
 
     def _on_state(self, t: str, p: int, tid: uuid.UUID, data: bytes | None, stat) -> bool | None:
@@ -175,7 +175,7 @@ class ZkWatcher:
     def _on_group_config(self, g: str, data: bytes | None) -> None:
         """A group's config overrides (KIP-848's dynamic group configs), for the coordinator of the group."""
         try:
-            self.cache.put_group_configs(g, zp.decode_topic_config(data) if data else {})
+            self.cache.put_group_configs(g, zp.decode_entity_config(data) if data else {})
         except (ValueError, AttributeError):
             log.exception("bad group config znode %s", g)
 

@@ -30,6 +30,7 @@ import base64
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.controller.state import PartitionState
@@ -242,11 +243,13 @@ def decode_topic(data: bytes, version: int = -1) -> TopicAssignment:
                            dec(d.get("adding_replicas")), dec(d.get("removing_replicas")), version)
 
 
-def encode_topic_config(configs: dict[str, str]) -> bytes:
+def encode_entity_config(configs: Mapping[str, str]) -> bytes:
+    """An entity config znode as Kafka's AdminZkClient writes it (topics, groups, users, clients): version 1."""
     return _dumps({"version": 1, "config": dict(configs)})
 
 
-def decode_topic_config(data: bytes | None) -> dict[str, str]:
+def decode_entity_config(data: bytes | None) -> dict[str, str]:
+    """The config of an entity znode; one without data (a parent such as users/alice above its clients) has none."""
     return {str(k): str(v) for k, v in (_loads(data).get("config") or {}).items()}
 
 

@@ -38,8 +38,7 @@ class TokenBucket:
         self.tokens = min(burst, self.tokens - value)
 
     def _refill(self, quota: float, burst: float, now: float) -> None:
-        elapsed = float("inf") if self._last is None else now - self._last
-        self.tokens = burst if elapsed == float("inf") else min(burst, self.tokens + quota * elapsed)
+        self.tokens = burst if self._last is None else min(burst, self.tokens + quota * (now - self._last))
         self._last = now
 
 
@@ -48,15 +47,13 @@ class MutationQuota:
 
     __slots__ = ("_manager", "_sensors", "_strict", "_throttle_ms", "_at")
 
-    def __init__(self, manager: ControllerMutationQuotaManager, sensors: ClientSensors | None, strict: bool) -> None:
+    def __init__(self, manager: ControllerMutationQuotaManager, sensors: ClientSensors, strict: bool) -> None:
         self._manager, self._sensors, self._strict = manager, sensors, strict
         self._throttle_ms = 0
         self._at = 0.0
 
     def record(self, partitions: int) -> None:
         """Take `partitions` tokens; strict and already below zero: KafkaError(THROTTLING_QUOTA_EXCEEDED)."""
-        if self._sensors is None:
-            return
         throttle = self._manager.take(self._sensors, partitions, check_first=self._strict)
         if throttle:
             self._throttle_ms, self._at = throttle, self._manager.now()
@@ -82,9 +79,8 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         return self._clock.monotonic()
 
     def quota_for(self, user: str, client_id: str, api_key: int, version: int) -> MutationQuota:
-        """A request's quota: strict from the API's KIP-599 version on; unbounded while no quota was ever set."""
-        sensors = self.sensors_of(user, client_id) if self.enabled else None
-        return MutationQuota(self, sensors, version >= STRICT_SINCE.get(api_key, 0))
+        """A request's quota: strict from the API's KIP-599 version on (asked only once a quota was ever set)."""
+        return MutationQuota(self, self.sensors_of(user, client_id), version >= STRICT_SINCE.get(api_key, 0))
 
     def tokens(self, sensors: ClientSensors) -> float:
         """The `tokens` metric: what the bucket holds now (unlimited: a bucket of Long.MAX_VALUE per second)."""

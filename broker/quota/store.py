@@ -15,12 +15,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from broker.config_entity import (
-    ConfigChangeListener,
-    entity_config,
-    entity_config_path,
-    write_entity_config,
-)
+from broker.config_entity import ConfigChangeListener, entity_config_path, write_entity_config
+from broker.controller.zk_paths import decode_entity_config
 from broker.quota.entity import KEY_TYPES, QuotaEntity, config_string, path_part
 
 log = logging.getLogger(__name__)
@@ -169,7 +165,7 @@ class ZkClientQuotas:
             data, _ = self._zk.get(entity_config_path(entity_path))
         except NoNodeError:
             return None
-        return entity_config(data)
+        return decode_entity_config(data)
 
     def _read(self, entity_path: str) -> QuotaValues | None:
         config = self._config(entity_path)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from broker.config_entity import entity_config_json, sanitize
+from broker.config_entity import sanitize
+from broker.controller.zk_paths import decode_entity_config, encode_entity_config
 
 DEFAULT_ITERATIONS = 4096   # ScramFormatter / kafka-configs default
 MAX_ITERATIONS = 16384      # the broker's bound for AlterUserScramCredentials
@@ -157,26 +157,27 @@ def user_config_path(user: str) -> str:
     return f"/config/users/{sanitize(user)}"
 
 
-def user_config_json(config: Mapping[str, str]) -> bytes:
-    """The znode data Kafka's AdminZkClient writes for an entity config (version 1)."""
-    return entity_config_json(config)
-
-
 def credentials_from_user_config(data: bytes) -> dict[str, ScramCredential]:
     """The SCRAM credentials in a /config/users znode; other keys (quotas) are left out."""
-    config = json.loads(data.decode("utf-8")).get("config", {})
-    return {name: credential_from_string(value) for name, value in config.items() if name in SCRAM_MECHANISMS}
+    return {name: credential_from_string(value) for name, value in decode_entity_config(data).items()
+            if name in SCRAM_MECHANISMS}
 
 
 def with_credential(data: bytes | None, mechanism: ScramMechanism,
                     credential: ScramCredential | None) -> bytes:
     """The user's znode data after setting (or, with None, deleting) one mechanism's credential."""
-    config: dict[str, str] = json.loads(data.decode("utf-8")).get("config", {}) if data else {}
+    return encode_entity_config(config_with_credential(decode_entity_config(data), mechanism, credential))
+
+
+def config_with_credential(config: Mapping[str, str], mechanism: ScramMechanism,
+                           credential: ScramCredential | None) -> dict[str, str]:
+    """A user's entity config after setting (or, with None, deleting) one mechanism's credential."""
+    out = dict(config)
     if credential is None:
-        config.pop(mechanism.mechanism_name, None)
+        out.pop(mechanism.mechanism_name, None)
     else:
-        config[mechanism.mechanism_name] = credential_to_string(credential)
-    return user_config_json(config)
+        out[mechanism.mechanism_name] = credential_to_string(credential)
+    return out
 
 
 # ---------------------------------------------------------------- kafka-configs --add-config 'SCRAM-SHA-512=[...]'

@@ -111,6 +111,11 @@ def wire_entity(entity: Sequence[Any]) -> dict[str, str | None]:
     return out
 
 
+def _shown(parts: Mapping[str, str | None]) -> list[dict[str, str | None]]:
+    """An entry's entity as its answer repeats it."""
+    return [{"entity_type": k, "entity_name": v} for k, v in parts.items()]
+
+
 def parse_entity(parts: Mapping[str, str | None]) -> QuotaEntity:
     """ZkAdminManager.parseAndSanitizeQuotaEntity and its combinations (raises _Failed)."""
     if not parts:
@@ -156,7 +161,7 @@ def alter(store: Any, entries: Sequence[Any], validate_only: bool) -> dict[tuple
     results: dict[tuple, tuple[list, ErrorCode, str | None]] = {}
     for entry in entries:
         parts = wire_entity(entry.entity)
-        shown = [{"entity_type": k, "entity_name": v} for k, v in parts.items()]
+        shown = _shown(parts)
         code, message = ErrorCode.none, None
         try:
             entity = parse_entity(parts)
@@ -175,8 +180,7 @@ def alter(store: Any, entries: Sequence[Any], validate_only: bool) -> dict[tuple
 async def handle_alter_client_quotas(ctx: RequestContext, req) -> dict:
     if denied := authz.request_error(ctx, ALTER_CLIENT_QUOTAS):   # ALTER_CONFIGS on the cluster
         return {"throttle_time": 0, "entries": [
-            {"error_code": denied, "error_message": CLUSTER_DENIED,
-             "entity": [{"entity_type": k, "entity_name": v} for k, v in wire_entity(e.entity).items()]}
+            {"error_code": denied, "error_message": CLUSTER_DENIED, "entity": _shown(wire_entity(e.entity))}
             for e in req.entries]}
     results = alter(ctx.broker.metadata.client_quotas(), req.entries, req.validate_only)
     return {"throttle_time": 0, "entries": [{"error_code": code, "error_message": message, "entity": shown}
