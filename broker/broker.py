@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from broker.broker_configs import DEFAULT as DEFAULT_BROKER
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.transaction.broker_io import (
@@ -40,6 +41,7 @@ from broker.protocol.authz import AuthorizerMetrics, build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
 from broker.quota.manager import QuotaSettings
+from broker.quota.replication import ReplicationQuotas, ReplicationQuotaSettings
 from broker.quota.throttle import ClientQuotas
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
@@ -172,6 +174,11 @@ class Broker:
                                                       self.producer_ids.allocate)
         self.quotas = ClientQuotas(QuotaSettings(config.quota_window_num, float(config.quota_window_size_seconds)),
                                    self.clock)
+        self.replication_quotas = ReplicationQuotas(
+            config.broker_id, ReplicationQuotaSettings(config.replication_quota_window_num,
+                                                       float(config.replication_quota_window_size_seconds)),
+            self.clock, self._topic_configs)
+        self.fetchers.quota = self.replication_quotas.follower
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
@@ -181,12 +188,13 @@ class Broker:
         self.authorizer_metrics: AuthorizerMetrics | None = None
         if config.prometheus_listener or config.hdr_log_dir:
             from broker.metrics import BrokerMetrics
-            from broker.metrics.quotas import register_quota_metrics
+            from broker.metrics.quotas import register_quota_metrics, register_replication_metrics
 
             self.metrics = BrokerMetrics(self, handlers)
             self.replicas.on_isr_change = self.metrics.isr_changed
             register_fetch_session_metrics(self.metrics.registry, self.fetch_sessions)
             register_quota_metrics(self.metrics.registry, self.quotas.managers)
+            register_replication_metrics(self.metrics.registry, self.replication_quotas)
             if self.authorizer is not None:
                 self.authorizer_metrics = AuthorizerMetrics(self.metrics.registry, self.authorizer)
         self.server = KafkaServer(self, handlers, security, self.metrics, self.metrics)
@@ -199,6 +207,18 @@ class Broker:
     def _topic_table(self) -> dict[str, tuple[uuid.UUID, int]]:
         """Every topic's (id, partition count), for the consumer-protocol group records (KIP-848)."""
         return {name: (info.topic_id, info.partitions) for name, info in self.metadata.topics().items()}
+
+    def _topic_configs(self, topic: str) -> dict[str, str] | None:
+        info = self.metadata.topic(topic)
+        return None if info is None else info.configs
+
+    def _apply_broker_configs(self, entity: str | None = None) -> None:
+        """A dynamic broker config changed (any broker's or the default, as Kafka's BrokerConfigHandler updates
+        the replication bounds on each); at start, only when one is stored."""
+        store = self.metadata.broker_configs()
+        own, default = store.get(str(self.node_id)), store.get(DEFAULT_BROKER)
+        if entity is not None or own or default:
+            self.replication_quotas.apply(own, default)
 
     def _endpoint(self, node_id: int) -> tuple[str, int] | None:
         """A live broker's (host, port), for the replica fetchers."""
@@ -308,6 +328,8 @@ class Broker:
         self.logs.load_all()
         self.metadata.start(self.replicas)
         self.quotas.subscribe_to(self.metadata.client_quotas())
+        self.metadata.broker_configs().subscribe(self._apply_broker_configs)
+        self._apply_broker_configs()
         if not self.clustered:
             self.ensure_offsets_topic()
         self.logs.start()
@@ -319,10 +341,17 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
         self._tasks.append(asyncio.create_task(self._txn_timers(), name="transaction-timers"))
         self._tasks.append(asyncio.create_task(self.replicas.run(), name="isr-check"))
-        self._tasks.append(asyncio.create_task(self.quotas.expire_sensors(), name="quota-sensor-expiry"))
+        self._tasks.append(asyncio.create_task(self._expire_quota_sensors(), name="quota-sensor-expiry"))
         log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
                  self.clock.monotonic() - loop_start, len(self.logs.partitions()))
         return port
+
+    async def _expire_quota_sensors(self, every_s: float = 30.0) -> None:
+        """Drop quota sensors idle for an hour, checked every 30 s (Kafka's Metrics expiration thread)."""
+        while True:
+            await asyncio.sleep(every_s)
+            self.quotas.expire()
+            self.replication_quotas.expire()
 
     def _log_dir_failed(self, log_dir: Path) -> None:
         """A log dir went offline: its replicas go offline here and the controller is told, so it moves their

@@ -11,9 +11,11 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from broker.quota.replication import FOLLOWER_REPLICAS, LEADER_REPLICAS, validate_throttled_replicas
 from common.java_properties import parse_properties
 
 log = logging.getLogger(__name__)
@@ -106,6 +108,11 @@ def _str(v: str) -> str:
     return v.strip()
 
 
+def _throttled_replicas(name: str, v: str) -> str:
+    validate_throttled_replicas(name, v)
+    return v.strip()
+
+
 # ---------------------------------------------------------------- topic-level configs
 
 @dataclass(frozen=True)
@@ -143,6 +150,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigSpec] = {
         TopicConfigSpec("compression.type", "compression.type",
                         _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"), "producer",
                         "compression_type"),
+        # KIP-73's throttled replicas (broker/quota/replication.py): no broker-level synonym, as in Kafka.
+        TopicConfigSpec(LEADER_REPLICAS, None, partial(_throttled_replicas, LEADER_REPLICAS), "",
+                        "leader_replication_throttled_replicas"),
+        TopicConfigSpec(FOLLOWER_REPLICAS, None, partial(_throttled_replicas, FOLLOWER_REPLICAS), "",
+                        "follower_replication_throttled_replicas"),
     ]
 }
 
@@ -166,6 +178,8 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
 
     @property
     def compact(self) -> bool:
@@ -180,6 +194,20 @@ class LogConfig:
         return self.message_timestamp_type == "LogAppendTime"
 
 
+_LIST_KEYS = ("cleanup.policy", LEADER_REPLICAS, FOLLOWER_REPLICAS)
+
+
+def _shown(key: str, value: str) -> str:
+    """A bad value as Kafka's ConfigException prints it: a LIST key's value as the Java list it was split into
+    (trailing empty items dropped, as String.split does)."""
+    if key not in _LIST_KEYS:
+        return value
+    items = [i.strip() for i in value.split(",")]
+    while items and not items[-1]:
+        items.pop()
+    return f"[{', '.join(items)}]"
+
+
 def validate_topic_configs(overrides: Mapping[str, str]) -> dict[str, str]:
     """Check topic-level overrides; raises ConfigError naming the first bad key."""
     clean: dict[str, str] = {}
@@ -190,7 +218,7 @@ def validate_topic_configs(overrides: Mapping[str, str]) -> dict[str, str]:
         try:
             spec.parse(value)
         except ValueError as e:
-            raise ConfigError(f"Invalid value {value!r} for configuration {key}: {e}") from None
+            raise ConfigError(f"Invalid value {_shown(key, value)} for configuration {key}: {e}") from None
         clean[key] = value.strip()
     return clean
 
@@ -237,6 +265,8 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.consumer.session.timeout.ms": ("group_consumer_session_timeout_ms", _int(1)),
     "quota.window.num": ("quota_window_num", _int(1)),
     "quota.window.size.seconds": ("quota_window_size_seconds", _int(1)),
+    "replication.quota.window.num": ("replication_quota_window_num", _int(1)),
+    "replication.quota.window.size.seconds": ("replication_quota_window_size_seconds", _int(1)),
     "group.consumer.min.session.timeout.ms": ("group_consumer_min_session_timeout_ms", _int(1)),
     "group.consumer.max.session.timeout.ms": ("group_consumer_max_session_timeout_ms", _int(1)),
     "group.consumer.heartbeat.interval.ms": ("group_consumer_heartbeat_interval_ms", _int(1)),
@@ -355,6 +385,8 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     quota_window_num: int = 11             # client quotas: samples of quota.window.size.seconds each
     quota_window_size_seconds: int = 1
+    replication_quota_window_num: int = 11     # replication throttles: samples of ...window.size.seconds each
+    replication_quota_window_size_seconds: int = 1
     # KIP-848 consumer groups (Kafka 4's defaults).
     group_consumer_session_timeout_ms: int = 45_000
     group_consumer_min_session_timeout_ms: int = 45_000

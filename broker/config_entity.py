@@ -1,10 +1,10 @@
-"""Kafka's dynamic config entities in ZooKeeper, shared by SCRAM credentials and client quotas.
+"""Kafka's dynamic config entities in ZooKeeper, shared by SCRAM credentials, client quotas and broker configs.
 
 An entity config is a znode `/config/<type>/<sanitized name>` (users/alice, clients/c1, users/alice/clients/c1)
 holding {"version":1,"config":{...}}; every change is announced by a sequential `/config/changes/config_change_`
 node {"version":2,"entity_path":"users/alice"}. `ConfigChangeListener` is Kafka's ZkNodeChangeNotificationListener
 with DynamicConfigManager's dispatch: one watch on /config/changes, each new entity path handed to the subscribers
-of its root type ("users", "clients").
+of its root type ("users", "clients", "brokers").
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 CONFIG = "/config"
 CHANGES = "/config/changes"
 CHANGE_PREFIX = "config_change_"
+QUOTA_ROOTS = ("users", "clients", "ip")   # the entity types whose empty znodes Kafka removes
 
 
 def sanitize(name: str) -> str:
@@ -62,13 +63,14 @@ def announce(zk: Any, entity_path: str) -> None:
 
 
 def write_entity_config(zk: Any, entity_path: str, config: Mapping[str, str]) -> None:
-    """AdminZkClient.changeConfigs as Kafka 3.9 does it (blocking): set or create the entity's znode; an empty
-    config removes it instead, and with it the parents left empty (users/alice/clients above a last client-id, then
-    users/alice when it holds no config), when nothing else is below. Then the change is announced."""
+    """AdminZkClient.changeEntityConfig as Kafka 3.9 does it (blocking): set or create the entity's znode; for a
+    quota entity (users, clients) an empty config removes it instead, and with it the parents left empty
+    (users/alice/clients above a last client-id, then users/alice when it holds no config), when nothing else is
+    below; a broker's empty config stays as an empty znode. Then the change is announced."""
     from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
 
     path = entity_config_path(entity_path)
-    if config:
+    if config or entity_path.partition("/")[0] not in QUOTA_ROOTS:
         data = encode_entity_config(config)
         try:
             zk.set(path, data)

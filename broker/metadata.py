@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from broker.acl_storage import ACL_FILE, AclStorage, LocalAclStorage
+from broker.broker_configs import BrokerConfigStore, LocalBrokerConfigs
 from broker.controller.state import ClusterListener, PartitionState
 from broker.errors import ErrorCode, KafkaError
 from broker.quota.store import ClientQuotaStore, LocalClientQuotas
@@ -126,6 +127,8 @@ class MetadataStore(Protocol):
         """Claim the next `size` producer ids (never handed out before, by any broker); the block's first id."""
     def reassignments(self) -> Reassignments:
         """Ongoing partition reassignments (ListPartitionReassignments)."""
+    def adding_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The replicas a reassignment of the partition is adding (none when it is not being reassigned)."""
     def alter_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None],
                             allow_replication_factor_change: bool = True) -> PartitionResults:
         """AlterPartitionReassignments: start (replicas) or cancel (None) a reassignment per partition."""
@@ -155,6 +158,8 @@ class MetadataStore(Protocol):
         """Where SCRAM logins read credentials and AlterUserScramCredentials writes them."""
     def client_quotas(self) -> ClientQuotaStore:
         """The client quota configs (Describe/AlterClientQuotas; the quota managers subscribe to them)."""
+    def broker_configs(self) -> BrokerConfigStore:
+        """The dynamic broker configs (Describe/AlterConfigs on BROKER resources; the replication throttles)."""
     def close(self) -> None: ...
 
 
@@ -180,6 +185,7 @@ class LocalMetadata:
         self._group_configs: dict[str, dict[str, str]] = {g: dict(c) for g, c in state.get("groups", {}).items()}
         self._quotas = LocalClientQuotas(state.get("client_quotas", {}), self._save_quotas,
                                          lambda: self.scram_credentials().all())
+        self._broker_configs = LocalBrokerConfigs(state.get("broker_configs", {}), self._save_broker_configs)
         self.cluster_id = state.get("cluster_id") or cluster_id or new_cluster_id()
         for t in state.get("topics", []):
             info = TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["partitions"], t.get("replication_factor", 1),
@@ -198,7 +204,8 @@ class LocalMetadata:
             raise KafkaError(ErrorCode.kafka_storage_error,
                              f"The metadata file {self._path} could not be written: {e}") from None
 
-    def _save(self, quotas: dict[str, dict[str, str]] | None = None) -> None:
+    def _save(self, quotas: dict[str, dict[str, str]] | None = None,
+              broker_configs: dict[str, dict[str, str]] | None = None) -> None:
         state = {"cluster_id": self.cluster_id, "topics": [
             {"name": t.name, "topic_id": str(t.topic_id), "partitions": t.partitions,
              "replication_factor": t.replication_factor, "configs": t.configs}
@@ -208,6 +215,9 @@ class LocalMetadata:
         quotas = self._quotas.configs() if quotas is None else quotas
         if quotas:   # entity path (users/alice/clients/c1) -> config, as Kafka's znodes
             state["client_quotas"] = quotas
+        broker_configs = self._broker_configs.configs() if broker_configs is None else broker_configs
+        if broker_configs:   # broker id or <default> -> dynamic config
+            state["broker_configs"] = broker_configs
         self._path.parent.mkdir(parents=True, exist_ok=True)
         write_json(self._path, state)
 
@@ -298,8 +308,17 @@ class LocalMetadata:
 
     def _save_quotas(self, quotas: dict[str, dict[str, str]]) -> None:
         """Write the file with these quota configs (LocalClientQuotas keeps them only once written)."""
+        self._save_or_raise(quotas=quotas)
+
+    def broker_configs(self) -> BrokerConfigStore:
+        return self._broker_configs
+
+    def _save_broker_configs(self, configs: dict[str, dict[str, str]]) -> None:
+        self._save_or_raise(broker_configs=configs)
+
+    def _save_or_raise(self, **override: dict[str, dict[str, str]]) -> None:
         try:
-            self._save(quotas)
+            self._save(**override)
         except OSError as e:
             raise KafkaError(ErrorCode.kafka_storage_error,
                              f"The metadata file {self._path} could not be written: {e}") from None
@@ -316,6 +335,9 @@ class LocalMetadata:
 
     def reassignments(self) -> Reassignments:
         return {}
+
+    def adding_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        return ()
 
     def alter_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None],
                             allow_replication_factor_change: bool = True) -> PartitionResults:

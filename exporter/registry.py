@@ -224,6 +224,17 @@ class SampledRate:
         return self.measure(self._clock.monotonic())
 
 
+class SimpleRate(SampledRate):
+    """Kafka's ``SimpleRate``: the same windows, divided by the time since the oldest window began, taken as at
+    least one window (not `samples` - 1). The replication throttles measure their byte rate with it."""
+
+    __slots__ = ()
+
+    def window_size(self, now: float) -> float:
+        self._purge(now)
+        return max(now - min(self._starts, default=now), self._window)
+
+
 class SampledMaxAvg:
     """Kafka's ``Max`` and ``Avg`` stats (common.metrics) over the same windows as `SampledRate`: the largest and
     the mean of the values recorded in the last `samples` × `window_s`; both NaN when none was, as Kafka's."""

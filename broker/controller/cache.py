@@ -371,6 +371,12 @@ class MetadataCache:
                     out[(t, p)] = s
             return out
 
+    def adding_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The replicas an ongoing reassignment of the partition adds (Partition.isAddingReplica); () otherwise."""
+        with self._lock:
+            a = self._assign.get(topic)
+            return a.adding.get(partition, ()) if a is not None else ()
+
     def reassignments(self) -> Reassignments:
         """Ongoing reassignments: (topic, partition) -> (replicas, adding, removing)."""
         with self._lock:

@@ -29,6 +29,7 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from broker.broker_configs import ZkBrokerConfigs
 from broker.config_entity import ConfigChangeListener
 from broker.controller import zk_paths as zp
 from broker.controller.acl_watch import ZkAclStorage
@@ -65,9 +66,10 @@ class ZkMetadata:
         self._zk = zk
         self._watcher = ZkWatcher(zk, cache, events)
         self._acls = ZkAclStorage(zk)
-        self._config_changes = ConfigChangeListener(zk)   # one watch of /config/changes for SCRAM and quotas
+        self._config_changes = ConfigChangeListener(zk)   # one watch of /config/changes for SCRAM, quotas, brokers
         self._scram = ZkScramCredentials(zk, self._config_changes)
         self._quotas = ZkClientQuotas(zk, self._config_changes)
+        self._broker_configs = ZkBrokerConfigs(zk, self._config_changes)
         self._session_timeout_s = session_timeout_ms / 1000
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
         self._write_timeout_s = write_timeout_s
@@ -152,6 +154,7 @@ class ZkMetadata:
         self._config_changes.snapshot()   # before loading: a change made meanwhile is delivered after
         self._scram.load()
         self._quotas.load(loop)
+        self._broker_configs.load(loop)
         self._config_changes.watch()
         self.controller.start()
 
@@ -166,6 +169,10 @@ class ZkMetadata:
     def client_quotas(self) -> ZkClientQuotas:
         """Quota configs under /config/users and /config/clients, loaded by `start`, kept current by notifications."""
         return self._quotas
+
+    def broker_configs(self) -> ZkBrokerConfigs:
+        """Dynamic broker configs under /config/brokers, loaded by `start`, kept current by notifications."""
+        return self._broker_configs
 
     def close(self) -> None:
         """Stop the controller and close the session (our ephemeral znodes disappear at once)."""
@@ -220,6 +227,9 @@ class ZkMetadata:
 
     def reassignments(self) -> Reassignments:
         return self.cache.reassignments()
+
+    def adding_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        return self.cache.adding_replicas(topic, partition)
 
     # ------------------------------------------------------------ writes (short, synchronous)
 

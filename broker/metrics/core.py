@@ -183,9 +183,12 @@ class BrokerMetrics:
     def _active_fetchers(self) -> list:
         return self._fetchers.active() if self._fetchers is not None else []
 
-    def on_replication_bytes_in(self, nbytes: int) -> None:
-        """A replica fetcher appended `nbytes` as follower (ReplicationBytesInPerSec)."""
+    def on_replication_bytes_in(self, topic: str, partition: int, nbytes: int) -> None:
+        """A replica fetcher appended `nbytes` as follower (ReplicationBytesInPerSec; ReassignmentBytesInPerSec
+        too while a reassignment is adding this broker's replica)."""
         self.topics.replication_bytes_in.mark(nbytes)
+        if self.broker.node_id in self.broker.metadata.adding_replicas(topic, partition):
+            self.topics.reassignment_bytes_in.mark(nbytes)
 
     def isr_changed(self, shrink: bool) -> None:
         (self.isr_shrinks if shrink else self.isr_expands).mark()
@@ -302,8 +305,13 @@ class BrokerMetrics:
     def produce_failed(self, topic: str, code: int, nbytes: int) -> None:
         self.topics.produce_failed(topic, code, nbytes)
 
-    def fetched(self, topics: list[dict], follower: bool) -> None:
-        self.topics.fetched(topics, follower)
+    def fetched(self, topics: list[dict], follower_id: int = -1) -> None:
+        """A Fetch answer's partitions, for a consumer (-1) or a follower."""
+        if follower_id < 0:
+            self.topics.fetched(topics, False)
+        else:
+            adding = self.broker.metadata.adding_replicas
+            self.topics.fetched(topics, True, lambda t, p: follower_id in adding(t, p))
 
     def fetched_unchanged(self, partitions_per_topic: Mapping[str, int]) -> None:
         """Partitions a follower's fetch read without news (left out of its incremental answer)."""

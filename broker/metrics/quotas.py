@@ -2,7 +2,8 @@
 ``kafka.server:type=Produce|Fetch,user=..,client-id=..`` with ``byte-rate`` and ``throttle-time`` (Request:
 ``request-time``, a percentage of one thread; ControllerMutation: ``mutation-rate`` and ``tokens``), and
 ``queue-size`` per type (channels muted now). A tag the quota level leaves empty is left out of the MBean name, as
-JmxReporter does; the user tag is the sanitized principal name."""
+JmxReporter does; the user tag is the sanitized principal name. The replication throttles' ReplicationQuotaManagers
+register ``kafka.server:type=LeaderReplication|FollowerReplication`` with ``byte-rate``, once their sensor exists."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from broker.config_entity import sanitize
 from broker.quota.controller_mutation import ControllerMutationQuotaManager
 from broker.quota.manager import CONTROLLER_MUTATION, REQUEST, ClientQuotaManager, ClientSensors
 from broker.quota.managers import QuotaManagers
+from broker.quota.replication import ReplicationQuota, ReplicationQuotas
 from exporter.registry import MetricName, Registry
 
 DOMAIN = "kafka.server"
@@ -50,3 +52,16 @@ def _sensor_metrics(registry: Registry, manager: ClientQuotaManager, sensors: Cl
             registry.kafka_metric(DOMAIN, manager.quota_type, attribute, read, **tags)
         else:
             registry.remove(MetricName.of(DOMAIN, manager.quota_type, attribute, **tags))
+
+
+def register_replication_metrics(registry: Registry, quotas: ReplicationQuotas) -> None:
+    for quota in quotas.all():
+        quota.on_sensor = partial(_replication_sensor, registry)
+
+
+def _replication_sensor(registry: Registry, quota: ReplicationQuota, added: bool) -> None:
+    if added:
+        registry.kafka_metric(DOMAIN, quota.quota_type, "byte-rate",
+                              lambda: quota.rate.rate if quota.rate is not None else 0.0)
+    else:
+        registry.remove(MetricName.of(DOMAIN, quota.quota_type, "byte-rate"))

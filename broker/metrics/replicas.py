@@ -72,6 +72,8 @@ class ReplicaView(Protocol):
 
     def max_lag(self) -> int: ...
 
+    def reassigning_leaders(self) -> int: ...
+
 
 class FetcherManagerView(Protocol):
     """What the metrics read of the replica fetcher manager (ReplicaFetcherManager)."""
@@ -138,6 +140,12 @@ class BrokerReplicaView:
 
     def max_lag(self) -> int:
         return self.fetchers.max_lag() if self.fetchers is not None else 0
+
+    def reassigning_leaders(self) -> int:
+        """Partitions this broker leads that a reassignment is moving (ReplicaManager ReassigningPartitions)."""
+        md, me = self._broker.metadata, self._broker.node_id
+        return sum(1 for t, p in md.reassignments() if (st := md.partition_state(t, p)) is not None
+                   and st.leader == me)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +307,7 @@ class ReplicaGauges:
         reg.gauge(*rm, "UnderMinIsrPartitionCount", lambda: self._summary().under_min_isr)
         reg.gauge(*rm, "AtMinIsrPartitionCount", lambda: self._summary().at_min_isr)
         reg.gauge(*rm, "OfflineReplicaCount", lambda: len(b.replicas.offline))
+        reg.gauge(*rm, "ReassigningPartitions", lambda: self.view.reassigning_leaders())
         kc = ("kafka.controller", "KafkaController")
         reg.gauge(*kc, "ActiveControllerCount", lambda: int(self.view.is_active_controller()))
         reg.gauge(*kc, "OfflinePartitionsCount", lambda: self._controller(attrgetter("offline")))

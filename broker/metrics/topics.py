@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from broker.errors import ErrorCode
 from exporter.registry import Meter, Registry
@@ -54,6 +54,9 @@ class TopicMetrics:
         self._topic_conversions: dict[str, Meter] = {}
         self.replication_bytes_out = reg.meter("kafka.server", "BrokerTopicMetrics", "ReplicationBytesOutPerSec")
         self.replication_bytes_in = reg.meter("kafka.server", "BrokerTopicMetrics", "ReplicationBytesInPerSec")
+        # Replication traffic of replicas a reassignment is adding (a part of the two above).
+        self.reassignment_bytes_out = reg.meter("kafka.server", "BrokerTopicMetrics", "ReassignmentBytesOutPerSec")
+        self.reassignment_bytes_in = reg.meter("kafka.server", "BrokerTopicMetrics", "ReassignmentBytesInPerSec")
 
     def topic(self, topic: str) -> TopicStats:
         s = self._topics.get(topic)
@@ -95,8 +98,10 @@ class TopicMetrics:
             self.topic(name).total_fetch.mark(n)
             a.total_fetch.mark(n)
 
-    def fetched(self, topics: list[dict], follower: bool) -> None:
-        """Per partition of a Fetch response body (kio field names, as the fetch handler builds it)."""
+    def fetched(self, topics: list[dict], follower: bool,
+                adding: Callable[[str, int], bool] | None = None) -> None:
+        """Per partition of a Fetch response body (kio field names, as the fetch handler builds it); `adding`
+        tells whether a follower's partition is one a reassignment adds it to (ReassignmentBytesOutPerSec)."""
         a = self.all_topics
         for t in topics:
             name = t["topic"]
@@ -118,6 +123,8 @@ class TopicMetrics:
                 n = len(p["records"] or b"")
                 if follower:
                     self.replication_bytes_out.mark(n)
+                    if n and adding is not None and adding(name, p["partition_index"]):
+                        self.reassignment_bytes_out.mark(n)
                 else:
                     ts.bytes_out.mark(n)
                     a.bytes_out.mark(n)

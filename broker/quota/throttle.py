@@ -72,12 +72,10 @@ class ClientQuotas:
 
         store.subscribe(later)
 
-    async def expire_sensors(self, every_s: float = 30.0) -> None:
-        """Drop sensors idle for an hour, checked every 30 s (Kafka's Metrics expiration thread)."""
-        while True:
-            await asyncio.sleep(every_s)
-            for manager in self.managers.all():
-                manager.expire()
+    def expire(self) -> None:
+        """Drop sensors idle for an hour (the broker calls it every 30 s, as Kafka's Metrics expiration thread)."""
+        for manager in self.managers.all():
+            manager.expire()
 
     def produce_bandwidth(self, ctx: RequestContext) -> int:
         """Record a Produce request's size; its bandwidth throttle (ms, 0: none), kept on the context."""

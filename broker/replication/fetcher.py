@@ -19,6 +19,7 @@ from common.log_budget import LogBudget
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
     from broker.network.client_security import ClientSecurity
+    from broker.quota.replication import ReplicationQuota
     from broker.replication.replica_manager import Partition
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,11 @@ class FetchTarget:
     leader_epoch: int
     truncated: bool = False
     leader_high_watermark: int = -1
+
+
+def _in_sync(target: FetchTarget) -> bool:
+    """PartitionFetchState.isReplicaInSync: the last answer's high watermark reached by our log (no lag)."""
+    return 0 <= target.leader_high_watermark <= target.partition.log.log_end_offset
 
 
 class ReplicaFetcher:
@@ -144,8 +150,11 @@ class ReplicaFetcher:
         def send(chained: bool) -> bool:
             """Send the next Fetch for the truncated partitions; False when there are none or, `chained`, when one
             waits for its truncation (the task truncates, then fetches again)."""
-            targets = [t for t in self.targets.values() if t.truncated]
-            if not targets or (chained and len(targets) != len(self.targets)):
+            ready = [t for t in self.targets.values() if t.truncated]
+            if not ready or (chained and len(ready) != len(self.targets)):
+                return False
+            targets = self.manager.unthrottled(ready)
+            if not targets:   # every one held by the replication throttle: back off, as Kafka with no fetch to send
                 return False
             plan, frame, correlation_id = self._request(conn, targets)
             timer = loop.call_later(timeout_s, expired, plan, correlation_id)
@@ -210,7 +219,8 @@ class ReplicaFetcher:
                                             f" ({left_out} such failures not logged before)" if left_out else "")
                             target.truncated = False
                             continue
-                        self.manager.on_bytes_in(len(p.records))
+                        self.manager.on_bytes_in(part.topic, part.index, len(p.records))
+                    self.manager.record_throttled(part, len(p.records or b""))
                     target.leader_high_watermark = p.high_watermark
                     self.manager.on_progress(part, p.high_watermark)
                     if p.log_start_offset > part.log.log_start_offset:  # DeleteRecords/retention on the leader
@@ -251,9 +261,26 @@ class ReplicaFetcherManager:
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[tuple[str, int], int] = {}
         # Bytes of every batch appended as follower (the metrics set it: ReplicationBytesInPerSec).
-        self.on_bytes_in: Callable[[int], None] = lambda n: None
+        self.on_bytes_in: Callable[[str, int, int], None] = lambda topic, partition, n: None
         # Every Fetch a fetcher sends (the metrics set it: FetcherStats RequestsPerSec, MinFetchRate).
         self.on_fetch_request: Callable[[ReplicaFetcher], None] = lambda fetcher: None
+        self.quota: ReplicationQuota | None = None   # the follower side's replication throttle (the broker's)
+
+    def unthrottled(self, targets: list[FetchTarget]) -> list[FetchTarget]:
+        """The targets to fetch now: a throttled replica that has not reached the leader's high watermark waits
+        while the follower side is over its rate (RemoteLeaderEndPoint.shouldFollowerThrottle)."""
+        quota = self.quota
+        if quota is None:
+            return targets
+        return [t for t in targets if _in_sync(t) or not quota.is_throttled(t.partition.topic, t.partition.index)
+                or not quota.is_quota_exceeded()]
+
+    def record_throttled(self, part: Partition, nbytes: int) -> None:
+        """Count a fetched partition's bytes against the follower side's rate when it is throttled, in sync or not
+        (ReplicaFetcherThread.processPartitionData)."""
+        quota = self.quota
+        if quota is not None and quota.is_throttled(part.topic, part.index):
+            quota.record(nbytes)
 
     def follow(self, part: Partition, leader_id: int, leader_epoch: int) -> None:
         key = (part.topic, part.index)

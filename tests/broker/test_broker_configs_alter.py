@@ -1,28 +1,97 @@
-"""Altering a broker's configs: no dynamic broker config is ever set, so IncrementalAlterConfigs' DELETE is answered
-NONE at once (kafka-reassign-partitions.sh --verify removes its replication throttles from every broker that way;
-before, it failed on INVALID_REQUEST), and setting one is refused with a message naming server.properties."""
+"""Dynamic broker configs on a standalone broker: the replication throttle rates set per broker or as the cluster
+default (IncrementalAlterConfigs and AlterConfigs), described with their sources, applied to the replication quotas
+at once and kept across a restart; bad values refused with Kafka 3.9's answers (tests/interop/test_broker_configs.py
+compares the kafka-configs.sh lines)."""
 
 from __future__ import annotations
 
 from broker.errors import ErrorCode
+from broker.quota.replication import UNBOUNDED
 from tests.broker.harness import Harness
 
-INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS, BROKER = 44, 33, 4
-SET, DELETE = 0, 1
-THROTTLE = "leader.replication.throttled.rate"
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, BROKER = 32, 33, 44, 4
+SET, DELETE, APPEND = 0, 1, 2
+LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3
 
 
-def _incremental(h: Harness, op: int, value: str | None = None):
-    return h.request(INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
-        {"resource_type": BROKER, "resource_name": "0",
-         "configs": [{"name": THROTTLE, "config_operation": op, "value": value}]}]}).responses[0]
+def _incremental(h: Harness, name: str, *ops: tuple[str, int, str | None], validate_only: bool = False):
+    return h.request(INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": validate_only, "resources": [
+        {"resource_type": BROKER, "resource_name": name,
+         "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops]}]}).responses[0]
 
 
-def test_deleting_a_broker_config_is_done_and_setting_one_is_refused(tmp_path):
+def _describe(h: Harness, name: str, *keys: str) -> dict:
+    res = h.request(DESCRIBE_CONFIGS, 4, {"include_synonyms": True, "include_documentation": False, "resources": [
+        {"resource_type": BROKER, "resource_name": name, "configuration_keys": list(keys) or None}]}).results[0]
+    assert res.error_code == ErrorCode.none, res.error_message
+    return {c.name: (c.value, c.config_source, c.read_only, [(s.value, s.source) for s in c.synonyms])
+            for c in res.configs}
+
+
+def test_throttle_rates_per_broker_and_default_with_their_sources(tmp_path):
     with Harness(tmp_path) as h:
-        assert _incremental(h, DELETE).error_code == ErrorCode.none
-        refused = _incremental(h, SET, "1000000")
-        assert refused.error_code == ErrorCode.invalid_request and "server.properties" in refused.error_message
+        quotas = h.broker.replication_quotas
+        assert quotas.leader.bound is None   # nothing stored: no bound, as Kafka before any broker config
+        assert LEADER not in _describe(h, "0")   # a rate set nowhere is not listed, as Kafka lists none
+
+        assert _incremental(h, "", (LEADER, SET, "5000"), (FOLLOWER, SET, "7000")).error_code == ErrorCode.none
+        assert (quotas.leader.bound, quotas.follower.bound) == (5000, 7000)
+        assert _incremental(h, "0", (LEADER, SET, "1000")).error_code == ErrorCode.none
+        assert (quotas.leader.bound, quotas.follower.bound) == (1000, 7000)   # its own value, else the default
+
+        # Kafka 3.9 marks the rates read-only (they are not in DynamicBrokerConfig.AllDynamicConfigs) and gives
+        # them no DEFAULT_CONFIG synonym.
+        described = _describe(h, "0", LEADER, FOLLOWER)
+        assert described[LEADER] == ("1000", DYNAMIC_BROKER, True, [("1000", DYNAMIC_BROKER), ("5000", DYNAMIC_DEFAULT)])
+        assert described[FOLLOWER] == ("7000", DYNAMIC_DEFAULT, True, [("7000", DYNAMIC_DEFAULT)])
+        assert set(_describe(h, "")) == {LEADER, FOLLOWER}   # the default lists what is set there only
+        assert _describe(h, "", LEADER)[LEADER] == ("5000", DYNAMIC_DEFAULT, True, [("5000", DYNAMIC_DEFAULT)])
+
+        assert _incremental(h, "0", (LEADER, DELETE, None)).error_code == ErrorCode.none
+        assert quotas.leader.bound == 5000
+        assert _incremental(h, "", (LEADER, DELETE, None), (FOLLOWER, DELETE, None)).error_code == ErrorCode.none
+        assert (quotas.leader.bound, quotas.follower.bound) == (UNBOUNDED, UNBOUNDED)
+
+
+def test_stored_configs_survive_a_restart(tmp_path):
+    with Harness(tmp_path) as h:
+        assert _incremental(h, "0", (FOLLOWER, SET, "123456")).error_code == ErrorCode.none
+    with Harness(tmp_path) as h:
+        assert h.broker.replication_quotas.follower.bound == 123456
+        assert _describe(h, "0", FOLLOWER)[FOLLOWER][:2] == ("123456", DYNAMIC_BROKER)
+
+
+def test_legacy_alter_replaces_the_whole_entity_and_validate_only_stores_nothing(tmp_path):
+    with Harness(tmp_path) as h:
+        _incremental(h, "0", (LEADER, SET, "1000"), (FOLLOWER, SET, "2000"))
+        assert _incremental(h, "0", (LEADER, SET, "9"), validate_only=True).error_code == ErrorCode.none
+        assert h.broker.replication_quotas.leader.bound == 1000
         legacy = h.request(ALTER_CONFIGS, 2, {"validate_only": False, "resources": [
-            {"resource_type": BROKER, "resource_name": "0", "configs": [{"name": THROTTLE, "value": "1"}]}]})
-        assert legacy.responses[0].error_code == ErrorCode.invalid_request
+            {"resource_type": BROKER, "resource_name": "0", "configs": [{"name": FOLLOWER, "value": "3000"}]}]})
+        assert legacy.responses[0].error_code == ErrorCode.none
+        assert h.broker.metadata.broker_configs().get("0") == {FOLLOWER: "3000"}
+        assert h.broker.replication_quotas.leader.bound == UNBOUNDED
+
+
+def test_bad_keys_values_and_resource_names_are_refused_with_kafkas_messages(tmp_path):
+    with Harness(tmp_path) as h:
+        # Kafka 3.9's answers (INVALID_REQUEST), from a real cluster.
+        cases = [
+            ("0", (LEADER, SET, "abc"), ErrorCode.invalid_request,
+             f"Invalid value abc for configuration {LEADER}: Not a number of type LONG"),
+            ("", (LEADER, SET, "-5"), ErrorCode.invalid_request,
+             f"Invalid value -5 for configuration {LEADER}: Value must be at least 0"),
+            ("0", ("num.partitions", SET, "3"), ErrorCode.invalid_request,
+             "Cannot update these configs dynamically: Set(num.partitions)"),
+            ("0", (LEADER, APPEND, "1"), ErrorCode.invalid_config,
+             f"Config value append is not allowed for config key: {LEADER}"),
+            ("7", (LEADER, SET, "1"), ErrorCode.invalid_request, "Unexpected broker id, expected 0, but received 7"),
+            ("x", (LEADER, SET, "1"), ErrorCode.invalid_request, "Broker id must be an integer, but it is: x"),
+        ]
+        for name, op, code, message in cases:
+            res = _incremental(h, name, op)
+            assert res.error_code == code and message in res.error_message, (name, op, res.error_message)
+        assert "server.properties" in _incremental(h, "0", ("log.cleaner.threads", SET, "2")).error_message
+        assert h.broker.metadata.broker_configs().get("0") == {}
+        assert h.broker.replication_quotas.leader.bound is None

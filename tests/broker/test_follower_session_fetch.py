@@ -13,6 +13,7 @@ from broker.protocol.api import RequestContext
 from broker.protocol.codec import build, request_class
 from broker.protocol.handlers.fetch import handle_fetch
 from broker.quota.manager import QuotaSettings
+from broker.quota.replication import ReplicationQuotas, ReplicationQuotaSettings
 from broker.quota.throttle import ClientQuotas
 from tests.broker.test_replica_manager import _batch, _manager
 
@@ -26,6 +27,8 @@ def _leader(tmp_path, isr=(1, 2)):
         rm.on_partition_state("t", i, PartitionState((1, 2), 1, 0, isr, version=0))
     broker = SimpleNamespace(replicas=rm, clock=clock, purgatory=rm.purgatory, metrics=None, authorizer=None,
                              quotas=ClientQuotas(QuotaSettings(), clock),
+                             replication_quotas=ReplicationQuotas(1, ReplicationQuotaSettings(), clock,
+                                                                  lambda topic: {}),
                              fetch_manager=FetchManager(FetchSessionCache()))
     calls: list[int] = []
     full_path = rm.on_follower_fetch

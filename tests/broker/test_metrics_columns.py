@@ -148,6 +148,9 @@ class CountingView:
     def max_lag(self):
         return 0
 
+    def reassigning_leaders(self):
+        return 0
+
 
 def test_states_are_read_again_only_for_topics_whose_generation_moved():
     b = fake_broker(10)

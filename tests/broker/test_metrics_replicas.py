@@ -27,6 +27,9 @@ class FakeView:
     def max_lag(self) -> int:
         return self.lag
 
+    def reassigning_leaders(self) -> int:
+        return 0
+
 
 def stats(topic: str, p: int, replicas: int, isr: int, min_isr: int, leader: bool, hosted: bool = True):
     return PartitionStats(topic, p, replicas, isr, min_isr, True, leader, True, hosted)
@@ -112,3 +115,16 @@ def test_min_fetch_rate_over_the_active_fetchers():
     assert requests.count == 20
     active[:] = [fast]                                 # slow follows nothing any more
     assert min_rate.value == pytest.approx(20 / 5)
+
+
+def test_reassigning_partitions_counts_the_moves_this_broker_leads():
+    from types import SimpleNamespace as NS
+
+    from broker.controller.state import PartitionState
+    from broker.metrics.replicas import BrokerReplicaView
+
+    states = {("a", 0): PartitionState((1, 2, 3), 1, 0, (1, 2)), ("a", 1): PartitionState((2, 3), 2, 0, (2, 3)),
+              ("b", 0): PartitionState((1, 3), 1, 0, (1,))}
+    metadata = NS(reassignments=lambda: {("a", 0): ((1, 2, 3), (3,), ()), ("a", 1): ((2, 3), (3,), ())},
+                  partition_state=lambda t, p: states.get((t, p)))
+    assert BrokerReplicaView(NS(metadata=metadata, node_id=1)).reassigning_leaders() == 1   # a-1 is led by 2

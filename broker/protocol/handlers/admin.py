@@ -10,7 +10,7 @@ from broker.metadata import INTERNAL_TOPICS, validate_topic_name
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
-from broker.protocol.handlers import group_configs
+from broker.protocol.handlers import broker_configs, group_configs
 from broker.security.acl import AclOperation
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -24,7 +24,8 @@ _CONFIG_TYPES = {"cleanup.policy": _TYPE_LIST, "min.cleanable.dirty.ratio": _TYP
                  "unclean.leader.election.enable": _TYPE_BOOLEAN, "message.timestamp.type": _TYPE_STRING,
                  "compression.type": _TYPE_STRING, "min.insync.replicas": _TYPE_INT,
                  "max.message.bytes": _TYPE_INT, "segment.bytes": _TYPE_INT, "index.interval.bytes": _TYPE_INT,
-                 "segment.index.bytes": _TYPE_INT}
+                 "segment.index.bytes": _TYPE_INT, "leader.replication.throttled.replicas": _TYPE_LIST,
+                 "follower.replication.throttled.replicas": _TYPE_LIST}
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 # Kafka's KRaft controller refuses a CreateTopics that would make more partitions than this in one request
 # (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH, POLICY_VIOLATION) and bounds a CreatePartitions by the
@@ -232,26 +233,10 @@ def _describe_topic_configs(ctx: RequestContext, topic: str, keys, synonyms: boo
             if spec.broker_key and name in ctx.broker.config.topic_defaults:
                 entry["synonyms"].append({"name": spec.broker_key, "value": ctx.broker.config.topic_defaults[name],
                                           "source": STATIC_BROKER_CONFIG})
-            entry["synonyms"].append({"name": spec.broker_key or name, "value": spec.default,
-                                      "source": DEFAULT_CONFIG})
+            if spec.broker_key:   # a key without a broker synonym has none (ConfigHelper.createTopicConfigEntry)
+                entry["synonyms"].append({"name": spec.broker_key, "value": spec.default, "source": DEFAULT_CONFIG})
         out.append(entry)
     return out
-
-
-def _describe_broker_configs(ctx: RequestContext, keys) -> list[dict]:
-    cfg = ctx.broker.config
-    out = []
-    for name, value in sorted(cfg.static.items()):
-        if keys is not None and name not in keys:
-            continue
-        out.append({"name": name, "value": value, "read_only": True, "config_source": STATIC_BROKER_CONFIG,
-                    "is_sensitive": False, "synonyms": [], "config_type": _TYPE_STRING, "documentation": None})
-    return out
-
-
-def _check_broker_resource(ctx: RequestContext, name: str) -> None:
-    if name not in ("", str(ctx.broker.node_id)):
-        raise KafkaError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker.node_id}")
 
 
 async def handle_describe_configs(ctx: RequestContext, req) -> dict:
@@ -266,8 +251,7 @@ async def handle_describe_configs(ctx: RequestContext, req) -> dict:
             if r.resource_type == TOPIC:
                 entry["configs"] = _describe_topic_configs(ctx, r.resource_name, keys, synonyms)
             elif r.resource_type == BROKER:
-                _check_broker_resource(ctx, r.resource_name)
-                entry["configs"] = _describe_broker_configs(ctx, keys)
+                entry["configs"] = broker_configs.describe(ctx, r.resource_name, keys, synonyms)
             elif r.resource_type == GROUP:
                 entry["configs"] = group_configs.describe(ctx, r.resource_name, keys, synonyms)
             else:
@@ -284,16 +268,10 @@ def _apply_topic_configs(ctx: RequestContext, topic: str, new: dict[str, str], v
     try:
         clean = validate_topic_configs(new)
     except ConfigError as e:
-        raise _config_error(e) from None
+        raise KafkaError(ErrorCode.invalid_config,
+                         f"Invalid config value for resource ConfigResource(type=TOPIC, name='{topic}'): {e}") from None
     if not validate_only:
         ctx.broker.set_topic_configs(topic, clean)
-
-
-def _alter_broker_configs(configs, incremental: bool) -> None:
-    """No dynamic broker config is ever set here, so removing one is done at once: kafka-reassign-partitions.sh
-    --verify removes its replication throttles from every broker that way. Setting one is refused."""
-    if any(not incremental or c.config_operation != OP_DELETE for c in configs):
-        raise KafkaError(ErrorCode.invalid_request, "Dynamic broker configs are not supported; edit server.properties")
 
 
 async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
@@ -304,8 +282,7 @@ async def _alter(ctx: RequestContext, req, incremental: bool) -> dict:
         try:
             authz.config_resource_error(ctx, 44 if incremental else 33, r.resource_type, r.resource_name)
             if r.resource_type == BROKER:
-                _check_broker_resource(ctx, r.resource_name)
-                _alter_broker_configs(r.configs, incremental)
+                broker_configs.alter(ctx, r.resource_name, r.configs, incremental, req.validate_only)
                 responses.append(entry)
                 continue
             if r.resource_type == GROUP:

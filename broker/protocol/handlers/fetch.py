@@ -13,7 +13,9 @@ from broker.metadata import INTERNAL_TOPICS
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, Completion, RequestContext
 from broker.protocol.codec import ms
+from broker.protocol.fetch_size import fetch_response_size
 from broker.purgatory import Attempt
+from broker.quota.replication import ALL_REPLICAS
 from broker.replication.replica_manager import hw_key, leo_key
 from broker.security.operations import CONSUMER, FOLLOWER
 
@@ -54,6 +56,7 @@ def _read_partitions(ctx: RequestContext, follower_id: int, max_bytes: int, deni
     leaves it out anyway, and a leader of thousands of partitions would otherwise redo every one of them on
     every fetch of a session in which one partition moved."""
     replicas = ctx.broker.replicas
+    throttle = ctx.broker.replication_quotas.leader if follower_id >= 0 else None
     gathered = 0
     topics = []
     datas = []
@@ -80,7 +83,11 @@ def _read_partitions(ctx: RequestContext, follower_id: int, max_bytes: int, deni
                 # A caught-up consumer has nothing to read (read_region would answer None, after taking the lock).
                 caught_up = follower_id < 0 and p.fetch_offset == bound and plog.log_start_offset <= bound
                 budget = min(p.partition_max_bytes, max_bytes - gathered)
-                if not caught_up and (budget > 0 or gathered == 0):
+                # KIP-73: a throttled replica out of the ISR gets nothing while the leader's side is over its rate
+                # (ReplicaManager.shouldLeaderThrottle; in-sync followers are never held back).
+                held = (throttle is not None and follower_id not in part.state.isr
+                        and throttle.is_throttled(topic, p.partition) and throttle.is_quota_exceeded())
+                if not caught_up and not held and (budget > 0 or gathered == 0):
                     records = plog.read_region(p.fetch_offset, max(budget, 1),
                                                max_offset=None if follower_id >= 0 else bound)
                     # KIP-74: only the first non-empty partition may exceed the budget.
@@ -120,24 +127,41 @@ def _left_out(fetch: FetchContext, topics: list[dict]) -> Counter[str]:
     return +left
 
 
-def _answer(ctx: RequestContext, fetch: FetchContext, follower: bool, session_follower: bool, now_ms: int,
+def _answer(ctx: RequestContext, fetch: FetchContext, follower_id: int, session_follower: bool, now_ms: int,
             topics: list[dict], datas: list) -> dict:
     """The response body for what was read, with the fetch session updated and the partitions counted."""
+    follower = follower_id >= 0
     throttle = 0
     quotas = ctx.broker.quotas
-    if not follower and quotas.enabled:
+    if follower:
+        _record_replication(ctx, topics)
+    elif quotas.enabled:
         throttle = quotas.fetch_bandwidth(ctx, sum(len(p["records"] or b"") for t in topics for p in t["partitions"]))
     metrics = ctx.broker.metrics
     if metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out; bytes
         # out only as sent (none when throttled).
-        metrics.fetched(_without_records(topics) if throttle else topics, follower)
+        metrics.fetched(_without_records(topics) if throttle else topics, follower_id)
         if session_follower:
             metrics.fetched_unchanged(_left_out(fetch, topics))
     # Over the consumer_byte_rate: an empty answer, the session left as it was (Kafka's getThrottledResponse).
     result = fetch.throttled() if throttle else fetch.respond(topics, datas, now_ms)
     return {"throttle_time": throttle, "error_code": result.error_code, "session_id": result.session_id,
             "responses": result.topics}
+
+
+def _record_replication(ctx: RequestContext, topics: list[dict]) -> None:
+    """Count the throttled partitions of a follower's answer against the leader's replication rate, in sync or not,
+    as Kafka does on every follower Fetch (the size of a response holding only them: never nothing)."""
+    quota = ctx.broker.replication_quotas.leader
+    throttled = []
+    for t in topics:
+        chosen = quota.throttled(t["topic"])
+        if chosen:
+            everything = chosen is ALL_REPLICAS
+            if parts := [p for p in t["partitions"] if everything or p["partition_index"] in chosen]:
+                throttled.append((t["topic"], parts))
+    quota.record(fetch_response_size(ctx.api_version, throttled))
 
 
 def _without_records(topics: list[dict]) -> list[dict]:
@@ -211,7 +235,7 @@ async def handle_fetch(ctx: RequestContext, req) -> dict | None:
     session_follower = follower and isinstance(fetch, IncrementalFetchContext)
     # Positional, so each call costs what a direct one does.
     read = partial(_read_partitions, ctx, follower_id, max_bytes, denied, committed, session_follower)
-    answer = partial(_answer, ctx, fetch, follower, session_follower, now_ms)
+    answer = partial(_answer, ctx, fetch, follower_id, session_follower, now_ms)
     view: FetchContext = fetch
     delayed: _DelayedFetch | None = None
     while True:

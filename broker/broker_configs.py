@@ -1,0 +1,160 @@
+"""Dynamic broker configs (KIP-226): what `kafka-configs.sh --entity-type brokers` sets, per broker or as the
+cluster default, and which keys this broker takes without a restart.
+
+Stored as Kafka 3.9's ZooKeeper mode keeps them: `/config/brokers/<id>` and `/config/brokers/<default>`, each
+{"version":1,"config":{...}}, every change announced as `brokers/<id>` on /config/changes; standalone, in the
+metadata file ("broker_configs"). The keys served dynamically are the replication throttles
+(broker/quota/replication.py); Kafka's other dynamic keys (thread pools, log cleaner, listeners' keystores, ...)
+are refused by name, with server.properties as the place to set them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from broker.config_entity import ConfigChangeListener, entity_config_path, write_entity_config
+from broker.controller.zk_paths import decode_entity_config
+from broker.quota.replication import ALTER_LOG_DIRS_RATE, FOLLOWER_RATE, LEADER_RATE
+
+log = logging.getLogger(__name__)
+
+DEFAULT = "<default>"          # ZooKeeperInternals.DEFAULT_STRING: the cluster-wide entity
+# The dynamic keys served: LONG, at least 0 (QuotaConfigs.brokerQuotaConfigs).
+DYNAMIC_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
+Subscriber = Callable[[str], None]
+
+
+def validate_dynamic(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """The values to store for a broker entity; raises ValueError naming the first key not served or not valid."""
+    unknown = sorted(k for k in configs if k not in DYNAMIC_KEYS)
+    if unknown:   # Kafka's message, then why: Kafka also takes its other dynamic keys (and unknown ones) here
+        raise ValueError(f"Cannot update these configs dynamically: Set({', '.join(unknown)}) (this broker changes "
+                         f"only {', '.join(DYNAMIC_KEYS)} at run time; set the others in server.properties)")
+    out = {}
+    for key, value in configs.items():
+        text = (value or "").strip()
+        try:
+            number = int(text)
+        except ValueError:
+            raise ValueError(f"Invalid value {text} for configuration {key}: Not a number of type LONG") from None
+        if number < 0:
+            raise ValueError(f"Invalid value {number} for configuration {key}: Value must be at least 0")
+        out[key] = str(number)
+    return out
+
+
+class BrokerConfigStore(Protocol):
+    """The dynamic configs of every broker entity (a broker id, or DEFAULT)."""
+
+    def get(self, entity: str) -> dict[str, str]:
+        """The entity's stored configs (empty when none)."""
+
+    def set(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Replace the entity's configs (empty: remove them); raises KafkaError when not stored."""
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call `callback(entity)` on the event loop after every change, made here or by another broker."""
+
+
+def _notify(callbacks: list[Subscriber], entity: str) -> None:
+    for callback in callbacks:
+        try:
+            callback(entity)
+        except Exception:   # a subscriber's bug must not undo a stored change
+            log.exception("broker config subscriber failed on %s", entity)
+
+
+class LocalBrokerConfigs:
+    """A standalone broker's dynamic configs, written through `persist` (which raises KafkaError and keeps the old
+    state when the disk cannot take them)."""
+
+    def __init__(self, configs: Mapping[str, Mapping[str, str]],
+                 persist: Callable[[dict[str, dict[str, str]]], None]) -> None:
+        self._configs = {entity: dict(c) for entity, c in configs.items()}
+        self._persist = persist
+        self._callbacks: list[Subscriber] = []
+
+    def configs(self) -> dict[str, dict[str, str]]:
+        return {entity: dict(c) for entity, c in self._configs.items()}
+
+    def get(self, entity: str) -> dict[str, str]:
+        return dict(self._configs.get(entity, {}))
+
+    def set(self, entity: str, configs: Mapping[str, str]) -> None:
+        new = {e: c for e, c in self._configs.items() if e != entity}
+        if configs:
+            new[entity] = dict(configs)
+        self._persist(new)
+        self._configs = new
+        _notify(self._callbacks, entity)
+
+    def subscribe(self, callback: Subscriber) -> None:
+        self._callbacks.append(callback)
+
+
+class ZkBrokerConfigs:
+    """/config/brokers in ZooKeeper, cached: `load` reads every entity (blocking, at start), change notifications
+    refresh one entity (on kazoo's thread; subscribers are then called on the event loop)."""
+
+    ROOT = "/config/brokers"
+
+    def __init__(self, zk: Any, changes: ConfigChangeListener) -> None:
+        self._zk = zk
+        self._cache: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()
+        self._callbacks: list[Subscriber] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        changes.subscribe("brokers", lambda entity: self._refresh(entity, remote=True))
+
+    def load(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        from kazoo.exceptions import NoNodeError
+
+        self._loop = loop
+        try:
+            entities = list(self._zk.get_children(self.ROOT))
+        except NoNodeError:
+            entities = []
+        cache = {}
+        for entity in entities:
+            configs = self._read(entity)
+            if configs:
+                cache[entity] = configs
+        self._cache = cache
+
+    def _read(self, entity: str) -> dict[str, str]:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self._zk.get(entity_config_path(f"brokers/{entity}"))
+        except NoNodeError:
+            return {}
+        return decode_entity_config(data)
+
+    def _refresh(self, entity: str, remote: bool) -> None:
+        with self._lock:
+            configs = self._read(entity)
+            before = self._cache.get(entity, {})
+            if configs:
+                self._cache[entity] = configs
+            else:
+                self._cache.pop(entity, None)
+        if configs == before:   # our own change comes back as a notification: told once
+            return
+        if remote and self._loop is not None:
+            self._loop.call_soon_threadsafe(_notify, self._callbacks, entity)
+        else:
+            _notify(self._callbacks, entity)
+
+    def get(self, entity: str) -> dict[str, str]:
+        return dict(self._cache.get(entity, {}))
+
+    def set(self, entity: str, configs: Mapping[str, str]) -> None:
+        write_entity_config(self._zk, f"brokers/{entity}", dict(configs))
+        self._refresh(entity, remote=False)
+
+    def subscribe(self, callback: Subscriber) -> None:
+        self._callbacks.append(callback)

@@ -1,0 +1,96 @@
+"""BROKER resources of DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44), as Kafka 3.9's
+ZooKeeper mode answers them (ConfigHelper, ZkAdminManager): a broker id names that broker (the request must reach
+it), an empty name the cluster default. broker/broker_configs.py says which keys change at run time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from broker.broker_configs import DEFAULT, DYNAMIC_KEYS, validate_dynamic
+from broker.errors import ErrorCode, KafkaError
+from broker.protocol.api import RequestContext
+
+# DescribeConfigs config_source values (DescribeConfigsResponse.ConfigSource)
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG = 2, 3, 4
+TYPE_STRING, TYPE_LONG = 2, 5
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+
+def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
+    """The stored entity a resource name means: this broker's id, or DEFAULT for the empty name."""
+    if not name:
+        return DEFAULT
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise KafkaError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
+    if broker_id != ctx.broker.node_id:
+        also = " or empty string" if describing else ""
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"Unexpected broker id, expected {ctx.broker.node_id}{also}, but received {name}")
+    return str(broker_id)
+
+
+def _entry(name: str, value: str | None, source: int, config_type: int, synonyms: list[dict]) -> dict[str, Any]:
+    """One described config. Kafka marks read-only every key outside DynamicBrokerConfig.AllDynamicConfigs, the
+    replication throttle rates too (they are quota configs), so every key described here is."""
+    return {"name": name, "value": value, "read_only": True, "config_source": source, "is_sensitive": False,
+            "synonyms": synonyms, "config_type": config_type, "documentation": None}
+
+
+def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonyms: bool) -> list[dict]:
+    """A broker's configs (server.properties and the dynamic values stored, with where each value comes from), or
+    for the empty name the cluster default's dynamic configs only (ConfigHelper.describeConfigs). A throttle rate
+    set nowhere is not listed, as Kafka lists no quota key without a value."""
+    entity = _entity(ctx, name, describing=True)
+    store = ctx.broker.metadata.broker_configs()
+    default = store.get(DEFAULT)
+    wanted = (lambda key: True) if not keys else (lambda key: key in keys)
+    if entity == DEFAULT:
+        return [_entry(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG, TYPE_LONG if k in DYNAMIC_KEYS else TYPE_STRING,
+                       [{"name": k, "value": v, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if with_synonyms else [])
+                for k, v in sorted(default.items()) if wanted(k)]
+    own, static = store.get(entity), ctx.broker.config.static
+    out = []
+    for key in sorted(set(static) | set(own) | set(default)):
+        if not wanted(key):
+            continue
+        layers = [(own, DYNAMIC_BROKER_CONFIG), (default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                  (static, STATIC_BROKER_CONFIG)]
+        found = [(where[key], source) for where, source in layers if key in where]
+        synonyms = [{"name": key, "value": value, "source": source} for value, source in found]
+        out.append(_entry(key, found[0][0], found[0][1], TYPE_LONG if key in DYNAMIC_KEYS else TYPE_STRING,
+                          synonyms if with_synonyms else []))
+    return out
+
+
+def _incremental(current: Mapping[str, str], ops) -> dict[str, str]:
+    """ConfigAdminManager.prepareIncrementalConfigs for the broker's keys (all LONG: no append or subtract)."""
+    new = dict(current)
+    for op in ops:
+        if op.config_operation == OP_SET:
+            new[op.name] = op.value or ""
+        elif op.config_operation == OP_DELETE:
+            new.pop(op.name, None)
+        elif op.config_operation in (OP_APPEND, OP_SUBTRACT):
+            verb = "append" if op.config_operation == OP_APPEND else "subtract"
+            raise KafkaError(ErrorCode.invalid_config, f"Config value {verb} is not allowed for config key: {op.name}")
+        else:
+            raise KafkaError(ErrorCode.invalid_request, f"Unknown config operation {op.config_operation}")
+    return new
+
+
+def alter(ctx: RequestContext, name: str, configs, incremental: bool, validate_only: bool) -> None:
+    """Set a broker's (or the default's) dynamic configs: incrementally from what is stored, or replacing it
+    whole (AlterConfigs). Every broker applies the change on its notification (ZkAdminManager.alterBrokerConfigs)."""
+    entity = _entity(ctx, name, describing=False)
+    store = ctx.broker.metadata.broker_configs()
+    new = _incremental(store.get(entity), configs) if incremental else \
+        {c.name: c.value for c in configs if c.value is not None}
+    try:
+        clean = validate_dynamic(new)
+    except ValueError as e:   # Kafka 3.9 answers these INVALID_REQUEST (DynamicBrokerConfig.validate)
+        raise KafkaError(ErrorCode.invalid_request, str(e)) from None
+    if not validate_only:
+        store.set(entity, clean)

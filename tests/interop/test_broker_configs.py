@@ -1,0 +1,94 @@
+"""Dynamic broker configs and the throttled-replica topic configs through Kafka 3.9's own kafka-configs.sh: the same
+printed lines and the same errors on ours as on Apache Kafka 3.9 in ZooKeeper mode (the expected strings were
+recorded from a real 3.9.2 cluster)."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+
+from tests.interop.conftest import KRAFT, apache_kafka_or_skip
+
+CONFIGS = "kafka.admin.ConfigCommand"
+LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+REPLICAS_FORMAT = ("leader.replication.throttled.replicas must be the literal '*' or a list of replicas in the "
+                   "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
+@pytest.fixture
+def configs(backend):
+    if backend.name == KRAFT:
+        pytest.skip("pins Kafka 3.9's ZooKeeper mode (KRaft stores broker configs as records)")
+    apache_kafka_or_skip()
+    from kafkascope.local.apache_kafka import tool_command
+
+    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        res = subprocess.run(tool_command(CONFIGS, "--bootstrap-server", backend.bootstrap, *args),
+                             capture_output=True, text=True, timeout=120)
+        assert (res.returncode == 0) == ok, f"{args} -> {res.returncode}\n{res.stdout}\n{res.stderr[-2000:]}"
+        return res
+
+    return run
+
+
+def _broker_id(backend) -> str:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": backend.bootstrap})   # held: a dropped client fails its futures
+    return str(admin.describe_cluster().result(30).nodes[0].id)
+
+
+def test_throttle_rates_per_broker_and_default(backend, configs):
+    b = _broker_id(backend)
+    broker, default = ["--entity-type", "brokers", "--entity-name", b], ["--entity-type", "brokers", "--entity-default"]
+    try:
+        assert configs(*broker, "--describe").stdout == f"Dynamic configs for broker {b} are:\n"
+        assert configs(*broker, "--alter", "--add-config", f"{LEADER}=1000000,{FOLLOWER}=2000000").stdout == \
+            f"Completed updating config for broker {b}.\n"
+        assert configs(*default, "--alter", "--add-config", f"{LEADER}=3000000").stdout == \
+            "Completed updating default config for brokers in the cluster.\n"
+        assert configs(*broker, "--describe").stdout.splitlines() == [
+            f"Dynamic configs for broker {b} are:",
+            f"  {FOLLOWER}=2000000 sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{FOLLOWER}=2000000}}",
+            f"  {LEADER}=1000000 sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{LEADER}=1000000, "
+            f"DYNAMIC_DEFAULT_BROKER_CONFIG:{LEADER}=3000000}}"]
+        assert configs(*default, "--describe").stdout.splitlines() == [
+            "Default configs for brokers in the cluster are:",
+            f"  {LEADER}=3000000 sensitive=false synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:{LEADER}=3000000}}"]
+        configs(*broker, "--alter", "--delete-config", FOLLOWER)
+        assert FOLLOWER not in configs(*broker, "--describe").stdout
+
+        for value, message in (("-5", f"Invalid value -5 for configuration {LEADER}: Value must be at least 0"),
+                               ("abc", f"Invalid value abc for configuration {LEADER}: Not a number of type LONG")):
+            err = configs(*broker, "--alter", "--add-config", f"{LEADER}={value}", ok=False).stderr
+            assert f"InvalidRequestException: {message}" in err, err
+        err = configs(*broker, "--alter", "--add-config", "num.partitions=3", ok=False).stderr
+        assert "InvalidRequestException: Cannot update these configs dynamically: Set(num.partitions)" in err, err
+    finally:
+        configs(*broker, "--alter", "--delete-config", LEADER)
+        configs(*default, "--alter", "--delete-config", LEADER)
+    assert configs(*default, "--describe").stdout == "Default configs for brokers in the cluster are:\n"
+
+
+def test_throttled_replica_lists_on_a_topic(backend, configs):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"thr-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": backend.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    t = ["--entity-type", "topics", "--entity-name", topic]
+    configs(*t, "--alter", "--add-config", "leader.replication.throttled.replicas=[0:1,1:2],"
+                                          "follower.replication.throttled.replicas=*")
+    assert configs(*t, "--describe").stdout.splitlines() == [
+        f"Dynamic configs for topic {topic} are:",
+        "  follower.replication.throttled.replicas=* sensitive=false "
+        "synonyms={DYNAMIC_TOPIC_CONFIG:follower.replication.throttled.replicas=*}",
+        "  leader.replication.throttled.replicas=0:1,1:2 sensitive=false "
+        "synonyms={DYNAMIC_TOPIC_CONFIG:leader.replication.throttled.replicas=0:1,1:2}"]
+    for bad, shown in (("0-1", "[0-1]"), ("[*,0:1]", "[*, 0:1]")):
+        err = configs(*t, "--alter", "--add-config", f"leader.replication.throttled.replicas={bad}", ok=False).stderr
+        assert (f"InvalidConfigurationException: Invalid config value for resource ConfigResource(type=TOPIC, "
+                f"name='{topic}'): Invalid value {shown} for configuration leader.replication.throttled.replicas: "
+                f"{REPLICAS_FORMAT}") in err, err
