@@ -8,8 +8,10 @@ two cores):
 1. a topic with one partition on broker A, filled with `--mb` MB of 1 KB records (acks=1);
 2. `kafka-reassign-partitions.sh --execute --throttle R` (Kafka 3.9's own tool) adds a replica on broker B;
 3. the move is done when B is in the partition's ISR (polled every 50 ms with Metadata): the **effective rate** is
-   the log's size over that time, as a share of R. The first fetch of up to replica.fetch.max.bytes (1 MiB) and the
-   first windows of the rate are free, so a move of a few seconds sits above 1.0; the longer the move, the closer.
+   B's log size over that time, as a share of R; the **steady rate** is how fast B's copy grew (its segment files,
+   sampled meanwhile) from a quarter to three quarters of its size, without the first fetch and the move's end;
+   the **copy share** is the log's size over the copy itself (B's first byte to its last), without the time the
+   controller takes to start the move, which is not the throttle's;
 4. `--verify` then clears the throttles; the unthrottled move of the same log (another topic) is the baseline the
    throttle must slow.
 
@@ -45,8 +47,8 @@ def _fill(bootstrap: str, topic: str, broker: int, mb: int) -> int:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic(topic, num_partitions=1, replica_assignment=[[broker]])])[topic].result(60)
+    admin = AdminClient({"bootstrap.servers": bootstrap})   # held until the result: a dropped client fails it
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[broker]])])[topic].result(60)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1})
     records = mb * 1_000_000 // SIZE
     for i in range(records):
@@ -66,8 +68,37 @@ def _in_isr(admin, topic: str, broker: int) -> bool:
     return broker in md.topics[topic].partitions[0].isrs
 
 
-def _move(bootstrap: str, topic: str, source: int, target: int, throttle: int | None, work: Path) -> float:
-    """Seconds from --execute until `target` is in the ISR."""
+def _replica_bytes(data_dir: Path, broker: int, topic: str) -> int:
+    """The size of the broker's copy of the partition, from its segment files (the same layout for both: the
+    launcher's broker-<id> directory)."""
+    return sum(f.stat().st_size for f in (data_dir / f"broker-{broker}").rglob(f"{topic}-0/*.log"))
+
+
+def steady_rate(samples: list[tuple[float, int]]) -> float | None:
+    """Bytes per second while the copy grew from a quarter to three quarters of its final size: the throttled
+    rate itself, without the free first fetch and the end of the move."""
+    if not samples or samples[-1][1] <= 0:
+        return None
+    final = samples[-1][1]
+    lo = next(((t, n) for t, n in samples if n >= final / 4), None)
+    hi = next(((t, n) for t, n in samples if n >= final * 3 / 4), None)
+    if lo is None or hi is None or hi[0] <= lo[0]:
+        return None
+    return (hi[1] - lo[1]) / (hi[0] - lo[0])
+
+
+def _phases(samples: list[tuple[float, int]], started: float) -> tuple[float | None, float | None]:
+    """Seconds from --execute to the copy's first byte, and to its last (its final size)."""
+    final = samples[-1][1] if samples else 0
+    first = next((t - started for t, n in samples if n > 0), None)
+    last = next((t - started for t, n in samples if n >= final > 0), None)
+    return first, last
+
+
+def _move(bootstrap: str, topic: str, source: int, target: int, throttle: int | None, work: Path,
+          data_dir: Path) -> tuple[float, float | None, tuple[float | None, float | None]]:
+    """Seconds from --execute until `target` is in the ISR, the steady rate of the copy meanwhile, and when its
+    first and last bytes arrived."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -78,16 +109,19 @@ def _move(bootstrap: str, topic: str, source: int, target: int, throttle: int | 
     started = time.monotonic()
     _tool(*bs, "--execute", *(["--throttle", str(throttle)] if throttle else []))
     deadline = started + 600
+    samples: list[tuple[float, int]] = []
     while not _in_isr(admin, topic, target):
         if time.monotonic() > deadline:
             raise RuntimeError(f"{topic} not moved in 600 s")
+        samples.append((time.monotonic(), _replica_bytes(data_dir, target, topic)))
         time.sleep(0.05)
     elapsed = time.monotonic() - started
+    samples.append((time.monotonic(), _replica_bytes(data_dir, target, topic)))
     for _ in range(60):   # --verify clears the throttles once the controller has finished the move
         if "is completed" in _tool(*bs, "--verify"):
             break
         time.sleep(1)
-    return elapsed
+    return elapsed, steady_rate(samples), _phases(samples, started)
 
 
 def one_impl(impl: str, mb: int, throttle: int) -> dict:
@@ -99,12 +133,17 @@ def one_impl(impl: str, mb: int, throttle: int) -> dict:
             source, target, _ = c.broker_ids
             size = _fill(c.bootstrap, "throttled", source, mb)
             _fill(c.bootstrap, "free", source, mb)
-            throttled_s = _move(c.bootstrap, "throttled", source, target, throttle, work)
-            free_s = _move(c.bootstrap, "free", source, target, None, work)
+            throttled_s, steady, (first_s, copied_s) = _move(c.bootstrap, "throttled", source, target, throttle,
+                                                              work, c.data_dir)
+            log_bytes = _replica_bytes(c.data_dir, target, "throttled")
+            free_s, _, _ = _move(c.bootstrap, "free", source, target, None, work, c.data_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {"bytes": size, "throttled_s": round(throttled_s, 2), "unthrottled_s": round(free_s, 2),
-            "rate_share": round(size / throttled_s / throttle, 3)}
+    return {"payload_bytes": size, "log_bytes": log_bytes, "throttled_s": round(throttled_s, 2),
+            "unthrottled_s": round(free_s, 2), "rate_share": round(log_bytes / throttled_s / throttle, 3),
+            "steady_share": round(steady / throttle, 3) if steady else None,
+            "first_byte_s": first_s and round(first_s, 2), "copied_s": copied_s and round(copied_s, 2),
+            "copy_share": round(log_bytes / (copied_s - first_s) / throttle, 3) if first_s and copied_s else None}
 
 
 def main() -> None:
@@ -119,13 +158,18 @@ def main() -> None:
     for rnd in range(1, args.rounds + 1):
         row = {impl: one_impl(impl, args.mb, args.throttle) for impl in ("kafkascope", "apache-kafka")}
         row["ratio"] = ratio(row["kafkascope"]["rate_share"], row["apache-kafka"]["rate_share"])
+        row["steady_ratio"] = ratio(row["kafkascope"]["steady_share"], row["apache-kafka"]["steady_share"])
+        row["copy_ratio"] = ratio(row["kafkascope"]["copy_share"], row["apache-kafka"]["copy_share"])
         rounds.append(row)
         print(f"  round {rnd}: ours {row['kafkascope']}, Kafka {row['apache-kafka']}, ours/Kafka {row['ratio']}",
               flush=True)
-    print_table([("round", "ours s (free s)", "Kafka s (free s)", "ours share", "Kafka share", "ours/Kafka")] + [
-        (str(i), f"{fmt(r['kafkascope']['throttled_s'])} ({fmt(r['kafkascope']['unthrottled_s'])})",
-         f"{fmt(r['apache-kafka']['throttled_s'])} ({fmt(r['apache-kafka']['unthrottled_s'])})",
-         fmt(r["kafkascope"]["rate_share"]), fmt(r["apache-kafka"]["rate_share"]), fmt(r["ratio"]))
+    def pair(r: dict, key: str) -> str:
+        return f"{fmt(r['kafkascope'][key])} / {fmt(r['apache-kafka'][key])}"
+
+    print_table([("round", "move s ours / Kafka", "free s ours / Kafka", "whole move share", "ours/Kafka",
+                  "copy share", "ours/Kafka", "steady share", "ours/Kafka")] + [
+        (str(i), pair(r, "throttled_s"), pair(r, "unthrottled_s"), pair(r, "rate_share"), fmt(r["ratio"]),
+         pair(r, "copy_share"), fmt(r["copy_ratio"]), pair(r, "steady_share"), fmt(r["steady_ratio"]))
         for i, r in enumerate(rounds, 1)])
     emit_json("reassign_throttle", {"mb": args.mb, "throttle": args.throttle, "rounds": rounds})
 

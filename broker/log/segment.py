@@ -92,12 +92,15 @@ class FileRegion:
     file); the duplicate is closed when the region is released or garbage-collected.
     """
 
-    __slots__ = ("fd", "position", "length")
+    __slots__ = ("fd", "position", "length", "slice_length")
 
-    def __init__(self, fd: int, position: int, length: int) -> None:
+    def __init__(self, fd: int, position: int, length: int, slice_length: int | None = None) -> None:
         self.fd = os.dup(fd)
         self.position = position
         self.length = length
+        # What Kafka sends for the same read (LogSegment.read): bytes up to the limit, ending in a partial batch
+        # the reader drops. The replication throttle counts that, as Kafka does; we send whole batches only.
+        self.slice_length = length if slice_length is None else slice_length
 
     def __len__(self) -> int:
         return self.length
@@ -457,7 +460,9 @@ class LogSegment:
             if end + h.size > limit or (max_offset is not None and h.last_offset >= max_offset):
                 break
             end += h.size
-        return FileRegion(self._file(), pos, end)
+        # Kafka's slice ends at the limit; for a read bounded by `max_offset` (the high watermark, a batch boundary)
+        # it ends at the first batch left out, where this one ends.
+        return FileRegion(self._file(), pos, end, limit if max_offset is None else end)
 
     def read(self, pos: int, first_size: int, max_bytes: int, max_offset: int | None) -> bytes:
         """`read_region` read into memory."""

@@ -29,7 +29,8 @@ def _partition_size(entry: dict, version: int, flexible: bool) -> int:
     if version >= 11:
         size += 4                            # preferred read replica
     records = entry.get("records")
-    n = len(records) if records is not None else 0
+    # A file region counts as Kafka's slice of the same read would (FileRegion.slice_length).
+    n = (getattr(records, "slice_length", None) or len(records)) if records is not None else 0
     size += (_length(n, flexible) if records is not None else (1 if flexible else 4)) + n
     return size + (1 if flexible else 0)     # tagged fields
 

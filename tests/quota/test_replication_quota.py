@@ -200,3 +200,19 @@ def test_byte_rate_mbeans_follow_the_sensor_and_no_community_rule_exports_them()
     clock.advance(3_600_000)
     quotas.expire()
     assert mbeans() == {}
+
+
+def test_the_leader_counts_kafkas_slice_of_a_read_not_only_its_whole_batches(tmp_path):
+    """Kafka sends a follower bytes up to its partition_max_bytes, ending in a partial batch the follower drops
+    (LogSegment.read), and counts them all; we send whole batches, and count what Kafka would have sent."""
+    with Harness(tmp_path) as h:
+        create(h, "t")
+        for i in range(2):
+            assert produce(h, "t", bytes([i]) * 2000).error_code == ErrorCode.none
+        _set_configs(h, TOPIC, "t", leader_replication_throttled_replicas="*")
+        body = fetch_body("t", 0)
+        body["replica_id"], body["topics"][0]["partitions"][0]["partition_max_bytes"] = 1, 3000
+        got = h.request(FETCH, 12, body).responses[0].partitions[0]
+        assert 2000 < len(got.records) < 3000            # the first batch only
+        counted = h.broker.replication_quotas.leader.rate.total
+        assert counted == fetch_response_size(12, [("t", [{"records": b"x" * 3000, "aborted_transactions": None}])])
