@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
@@ -23,7 +24,8 @@ log = logging.getLogger(__name__)
 CONFIG = "/config"
 CHANGES = "/config/changes"
 CHANGE_PREFIX = "config_change_"
-QUOTA_ROOTS = ("users", "clients", "ip")   # the entity types whose empty znodes Kafka removes
+QUOTA_ROOTS = ("users", "clients", "ip")
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000   # ZkNodeChangeNotificationListener's changeExpirationMs   # the entity types whose empty znodes Kafka removes
 
 
 def sanitize(name: str) -> str:
@@ -99,10 +101,13 @@ class ConfigChangeListener:
     their root type ("alice" or "alice/clients/c1" for "users"); they run on kazoo's thread and must not block long.
 
     `start` remembers the notifications already there before the subscribers load their state, so a change made
-    while they load is still delivered (as a refresh of something already current)."""
+    while they load is still delivered (as a refresh of something already current). After each round of changes
+    the notifications older than 15 minutes are deleted, as Kafka's ZkNodeChangeNotificationListener purges them
+    (every broker does; a node already gone is skipped), so /config/changes does not grow without end."""
 
-    def __init__(self, zk: Any) -> None:
+    def __init__(self, zk: Any, now_ms: Callable[[], float] = lambda: time.time() * 1000) -> None:
         self._zk = zk
+        self._now_ms = now_ms
         self._subscribers: dict[str, list[Callable[[str], None]]] = {}
         self._seen: set[str] = set()
         self._lock = threading.Lock()
@@ -134,6 +139,20 @@ class ConfigChangeListener:
                 continue
             if entity_path:
                 self.dispatch(entity_path)
+        self._purge(children)
+
+    def _purge(self, children: list[str]) -> None:
+        from kazoo.exceptions import NoNodeError
+
+        oldest = self._now_ms() - CHANGE_EXPIRATION_MS
+        for child in sorted(children):
+            path = f"{CHANGES}/{child}"
+            stat = self._zk.exists(path)
+            if stat is not None and stat.ctime < oldest:
+                try:
+                    self._zk.delete(path)
+                except NoNodeError:   # purged by another broker meanwhile
+                    pass
 
     def dispatch(self, entity_path: str) -> None:
         root, _, rest = entity_path.partition("/")

@@ -454,15 +454,18 @@ class LogSegment:
         the bytes themselves stay in the page cache until sent.
         """
         limit = min(max(max_bytes, first_size), self.size - pos)
-        end = first_size
+        end, bounded = first_size, False
         while limit - end >= HEADER_SIZE:
             h = self.header_at(pos + end)
-            if end + h.size > limit or (max_offset is not None and h.last_offset >= max_offset):
+            if max_offset is not None and h.last_offset >= max_offset:
+                bounded = True
+                break
+            if end + h.size > limit:
                 break
             end += h.size
-        # Kafka's slice ends at the limit; for a read bounded by `max_offset` (the high watermark, a batch boundary)
-        # it ends at the first batch left out, where this one ends.
-        return FileRegion(self._file(), pos, end, limit if max_offset is None else end)
+        # Kafka's slice ends at the byte limit; a read bounded by `max_offset` (the high watermark, a batch boundary)
+        # ends where this one does, at the first batch left out.
+        return FileRegion(self._file(), pos, end, end if bounded else limit)
 
     def read(self, pos: int, first_size: int, max_bytes: int, max_offset: int | None) -> bytes:
         """`read_region` read into memory."""

@@ -2,7 +2,7 @@
 
 As Kafka (KIP-219): the response goes out at once carrying `throttle_time_ms`, and the broker then stops reading
 from the connection until the throttle time has passed (Kafka mutes the channel; this server does not read the
-next request). A Produce records its request size (bandwidth), a consumer's Fetch the records it would answer
+next request). A Produce records its request size (bandwidth), a consumer's Fetch the response it would answer
 (over quota: nothing, and the bytes taken back), every other client request its handler time as a share of one
 thread (request_percentage), and a CreateTopics, CreatePartitions or DeleteTopics its partitions against
 controller_mutation_rate (broker/quota/controller_mutation.py). Follower fetches and inter-broker APIs are exempt,

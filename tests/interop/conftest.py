@@ -95,6 +95,21 @@ class OursBackend(BrokerProcess):
         return self
 
 
+def config_command(bootstrap: str, main_class: str = "kafka.admin.ConfigCommand"):
+    """run(*args, ok=True): Kafka 3.9's kafka-configs.sh against `bootstrap`, its exit status checked."""
+    import subprocess
+
+    from kafkascope.local.apache_kafka import tool_command
+
+    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        res = subprocess.run(tool_command(main_class, "--bootstrap-server", bootstrap, *args),
+                             capture_output=True, text=True, timeout=120)
+        assert (res.returncode == 0) == ok, f"{args} -> {res.returncode}\n{res.stdout}\n{res.stderr[-2000:]}"
+        return res
+
+    return run
+
+
 def _wait_metadata(bootstrap: str, timeout_s: float = 60.0) -> None:
     from confluent_kafka.admin import AdminClient
 

@@ -4,14 +4,12 @@ recorded from a real 3.9.2 cluster)."""
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 import pytest
 
-from tests.interop.conftest import KRAFT, apache_kafka_or_skip
+from tests.interop.conftest import KRAFT, apache_kafka_or_skip, config_command
 
-CONFIGS = "kafka.admin.ConfigCommand"
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
 REPLICAS_FORMAT = ("leader.replication.throttled.replicas must be the literal '*' or a list of replicas in the "
                    "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
@@ -22,15 +20,7 @@ def configs(backend):
     if backend.name == KRAFT:
         pytest.skip("pins Kafka 3.9's ZooKeeper mode (KRaft stores broker configs as records)")
     apache_kafka_or_skip()
-    from kafkascope.local.apache_kafka import tool_command
-
-    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        res = subprocess.run(tool_command(CONFIGS, "--bootstrap-server", backend.bootstrap, *args),
-                             capture_output=True, text=True, timeout=120)
-        assert (res.returncode == 0) == ok, f"{args} -> {res.returncode}\n{res.stdout}\n{res.stderr[-2000:]}"
-        return res
-
-    return run
+    return config_command(backend.bootstrap)
 
 
 def _broker_id(backend) -> str:

@@ -4,14 +4,11 @@ ZooKeeper mode. Kafka prints an entity's quotas in its HashMap's order, so a lin
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 import pytest
 
-from tests.interop.conftest import KRAFT, apache_kafka_or_skip
-
-CONFIGS = "kafka.admin.ConfigCommand"
+from tests.interop.conftest import KRAFT, apache_kafka_or_skip, config_command
 
 
 @pytest.fixture
@@ -19,15 +16,7 @@ def configs(backend):
     if backend.name == KRAFT:
         pytest.skip("Kafka 4.1's KRaft quota answers differ; this pins Kafka 3.9's ZooKeeper mode")
     apache_kafka_or_skip()
-    from kafkascope.local.apache_kafka import tool_command
-
-    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        res = subprocess.run(tool_command(CONFIGS, "--bootstrap-server", backend.bootstrap, *args),
-                             capture_output=True, text=True, timeout=120)
-        assert (res.returncode == 0) == ok, f"{args} -> {res.returncode}\n{res.stdout}\n{res.stderr[-2000:]}"
-        return res
-
-    return run
+    return config_command(backend.bootstrap)
 
 
 def _lines(text: str, *names: str) -> set[tuple[str, frozenset[str]]]:

@@ -139,3 +139,20 @@ def test_added_and_deleted_partitions_take_from_the_same_bucket(h):
     assert refused.responses[0].error_code == ErrorCode.throttling_quota_exceeded
     assert _ms(refused.throttle_time) == 1000
     assert h.broker.metadata.topic("t").partitions == 12                   # not deleted
+
+
+def test_a_fetch_counts_its_response_as_kafka_sends_it(h):
+    """Kafka counts a consumer Fetch by its response size (FetchContext.getResponseSize), the records as its slice
+    of the read: up to the partition's byte limit, with the partial batch it sends at the end."""
+    from broker.protocol.fetch_size import fetch_response_size
+
+    create(h, "t")
+    for i in range(2):
+        produce(h, "t", bytes([65 + i]) * 4000)
+    h.broker.quotas.apply(QuotaEntity(user=DEFAULT, client_id=DEFAULT), {"consumer_byte_rate": 1e9})
+    body = fetch_body("t", 0)
+    body["topics"][0]["partitions"][0]["partition_max_bytes"] = 6000
+    got = h.request(1, 12, body).responses[0].partitions[0]
+    assert 4000 < len(got.records) < 6000                  # whole batches only: the first
+    (sensors,) = h.broker.quotas.managers.fetch.sensors()
+    assert sensors.rate.total == fetch_response_size(12, [("t", [{"records": b"x" * 6000}])])

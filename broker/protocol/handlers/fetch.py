@@ -136,7 +136,9 @@ def _answer(ctx: RequestContext, fetch: FetchContext, follower_id: int, session_
     if follower:
         _record_replication(ctx, topics)
     elif quotas.enabled:
-        throttle = quotas.fetch_bandwidth(ctx, sum(len(p["records"] or b"") for t in topics for p in t["partitions"]))
+        # Kafka counts the response's size (FetchContext.getResponseSize), its records as its slices of the reads.
+        throttle = quotas.fetch_bandwidth(ctx, fetch_response_size(ctx.api_version,
+                                                                   [(t["topic"], t["partitions"]) for t in topics]))
     metrics = ctx.broker.metrics
     if metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out; bytes
