@@ -193,7 +193,7 @@ class Broker:
             self.metrics = BrokerMetrics(self, handlers)
             self.replicas.on_isr_change = self.metrics.isr_changed
             register_fetch_session_metrics(self.metrics.registry, self.fetch_sessions)
-            register_quota_metrics(self.metrics.registry, self.quotas.managers)
+            register_quota_metrics(self.metrics.registry, self.quotas.managers, self.quotas.connections)
             register_replication_metrics(self.metrics.registry, self.replication_quotas)
             if self.authorizer is not None:
                 self.authorizer_metrics = AuthorizerMetrics(self.metrics.registry, self.authorizer)

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 CONFIG = "/config"
 CHANGES = "/config/changes"
 CHANGE_PREFIX = "config_change_"
-QUOTA_ROOTS = ("users", "clients", "ip")
+QUOTA_ROOTS = ("users", "clients", "ips")
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000   # ZkNodeChangeNotificationListener's changeExpirationMs   # the entity types whose empty znodes Kafka removes
 
 

@@ -183,6 +183,8 @@ class KafkaServer:
             host = addr[0]
             if len(self._connections) >= self.config.max_connections:
                 await self._wait_for_connection_slot()
+            if self.throttled(sock, host):
+                continue
             if not self.admits(host):
                 sock.close()
                 continue
@@ -192,6 +194,14 @@ class KafkaServer:
             if spec is not None:
                 conn.session = ConnectionSession(spec.name, spec.protocol, spec, self.security)
             self.serve_connection(conn, host)
+
+    def throttled(self, sock: socket.socket, host: str) -> bool:
+        """Whether `host` is over its connection creation rate (KIP-612): the connection is then left unread and
+        closed once its throttle time has passed, as Kafka's acceptor treats a throttled one (DelayedCloseSocket)."""
+        ms = self.broker.quotas.connections.on_connection(host)
+        if ms:
+            asyncio.get_running_loop().call_later(ms / 1000, sock.close)
+        return bool(ms)
 
     def admits(self, host: str) -> bool:
         """Whether `host` is under max.connections.per.ip (TLS listeners ask before serving)."""

@@ -3,7 +3,9 @@
 ``request-time``, a percentage of one thread; ControllerMutation: ``mutation-rate`` and ``tokens``), and
 ``queue-size`` per type (channels muted now). A tag the quota level leaves empty is left out of the MBean name, as
 JmxReporter does; the user tag is the sanitized principal name. The replication throttles' ReplicationQuotaManagers
-register ``kafka.server:type=LeaderReplication|FollowerReplication`` with ``byte-rate``, once their sensor exists."""
+register ``kafka.server:type=LeaderReplication|FollowerReplication`` with ``byte-rate``, once their sensor exists; an
+address with a connection creation rate quota ``kafka.server:type=socket-server-metrics,ip=..`` with
+``connection-accept-rate`` (ConnectionQuotas' IP sensor)."""
 
 from __future__ import annotations
 
@@ -12,20 +14,32 @@ from functools import partial
 from typing import TypedDict
 
 from broker.config_entity import sanitize
+from broker.quota.connection import ConnectionRateQuotas
 from broker.quota.controller_mutation import ControllerMutationQuotaManager
 from broker.quota.manager import CONTROLLER_MUTATION, REQUEST, ClientQuotaManager, ClientSensors
 from broker.quota.managers import QuotaManagers
 from broker.quota.replication import ReplicationQuota, ReplicationQuotas
-from exporter.registry import MetricName, Registry
+from exporter.registry import MetricName, Registry, SampledRate
 
 DOMAIN = "kafka.server"
+SOCKET_SERVER = "socket-server-metrics"   # SocketServer.MetricsGroup
 _Tags = TypedDict("_Tags", {"user": str, "client-id": str})
 
 
-def register_quota_metrics(registry: Registry, managers: QuotaManagers) -> None:
+def register_quota_metrics(registry: Registry, managers: QuotaManagers,
+                           connections: ConnectionRateQuotas | None = None) -> None:
     for manager in managers.all():
         registry.kafka_metric(DOMAIN, manager.quota_type, "queue-size", partial(_queue_size, manager))
         manager.set_notifier(partial(_sensor_metrics, registry, manager))
+    if connections is not None:
+        connections.on_sensor = partial(_connection_sensor, registry)
+
+
+def _connection_sensor(registry: Registry, address: str, rate: SampledRate, added: bool) -> None:
+    if added:
+        registry.kafka_metric(DOMAIN, SOCKET_SERVER, "connection-accept-rate", lambda: rate.rate, ip=address)
+    else:
+        registry.remove(MetricName.of(DOMAIN, SOCKET_SERVER, "connection-accept-rate", ip=address))
 
 
 def _queue_size(manager: ClientQuotaManager) -> float:

@@ -50,6 +50,8 @@ async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socke
     authentication, as Kafka counts an SslAuthenticationException), then served until it closes."""
     from broker.network.tls import StreamConnection
 
+    if server.throttled(sock, host):
+        return
     if not server.admits(host):
         sock.close()
         return

@@ -1,8 +1,9 @@
-"""Where client quota configs are kept: ZooKeeper in a cluster (Kafka 3.9's layout), the metadata file standalone.
+"""Where client and IP quota configs are kept: ZooKeeper in a cluster (Kafka 3.9's layout), the metadata file
+standalone.
 
-Both keep what Kafka's ZooKeeper mode keeps: an entity config per `users/<u>`, `clients/<c>` and
-`users/<u>/clients/<c>` entity path (names sanitized, the default spelled "<default>"), the quota keys written as
-Kafka writes them (LONG keys as whole numbers, DOUBLE keys as Java's Double.toString). In ZooKeeper a user's znode
+Both keep what Kafka's ZooKeeper mode keeps: an entity config per `users/<u>`, `clients/<c>`,
+`users/<u>/clients/<c>` and `ips/<ip>` entity path (names sanitized, the default spelled "<default>"), the quota
+keys written as Kafka writes them (LONG and INT keys as whole numbers, DOUBLE keys as Java's Double.toString). In ZooKeeper a user's znode
 also holds its SCRAM credentials; those keys are never touched here, and such a user is an entity with no quota
 values (Kafka's DynamicConfigManager hands every user config to the quota managers at start).
 """
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 
 from broker.config_entity import ConfigChangeListener, entity_config_path, write_entity_config
 from broker.controller.zk_paths import decode_entity_config
-from broker.quota.entity import KEY_TYPES, QuotaEntity, config_string, path_part
+from broker.quota.entity import ALL_KEY_TYPES, QuotaEntity, config_string, path_part
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ def quota_values(config: Mapping[str, str]) -> QuotaValues:
     """The quota keys of an entity config as doubles (ZkAdminManager.fromProps); unreadable values are left out."""
     out: QuotaValues = {}
     for key, text in config.items():
-        if key in KEY_TYPES:
+        if key in ALL_KEY_TYPES:
             try:
                 out[key] = float(text)
             except ValueError:
@@ -53,7 +54,7 @@ def quota_values(config: Mapping[str, str]) -> QuotaValues:
 
 def with_values(config: Mapping[str, str], values: Mapping[str, float]) -> dict[str, str]:
     """The entity config with its quota keys replaced by `values`."""
-    kept = {k: v for k, v in config.items() if k not in KEY_TYPES}
+    kept = {k: v for k, v in config.items() if k not in ALL_KEY_TYPES}
     return {**kept, **{k: config_string(k, v) for k, v in values.items()}}
 
 
@@ -122,7 +123,7 @@ class ZkClientQuotas:
     readers on the event loop see atomically). Requests read the cache, never ZooKeeper; `set` writes through
     (a short blocking write, as the other ZooKeeper writes of the metadata store)."""
 
-    USERS, CLIENTS = "/config/users", "/config/clients"
+    USERS, CLIENTS, IPS = "/config/users", "/config/clients", "/config/ips"
 
     def __init__(self, zk: Any, changes: ConfigChangeListener) -> None:
         self._zk = zk
@@ -132,6 +133,7 @@ class ZkClientQuotas:
         self._loop: asyncio.AbstractEventLoop | None = None
         changes.subscribe("users", lambda rest: self._refresh_path(f"users/{rest}"))
         changes.subscribe("clients", lambda rest: self._refresh_path(f"clients/{rest}"))
+        changes.subscribe("ips", lambda rest: self._refresh_path(f"ips/{rest}"))
 
     def load(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         """Read every entity (blocking); subscribers are then called on `loop` (directly without one)."""
@@ -147,6 +149,10 @@ class ZkClientQuotas:
             values = self._read(f"clients/{client}")
             if values is not None:
                 cache[QuotaEntity(client_id=path_part(client))] = values
+        for ip in self._children(self.IPS):
+            values = self._read(f"ips/{ip}")
+            if values is not None:
+                cache[QuotaEntity(ip=path_part(ip))] = values
         self._cache = cache
 
     def _children(self, path: str) -> list[str]:

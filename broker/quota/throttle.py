@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from broker.quota.connection import ConnectionRateQuotas
 from broker.quota.controller_mutation import MutationQuota
-from broker.quota.entity import QuotaEntity
+from broker.quota.entity import CONNECTION_CREATION_RATE, QuotaEntity
 from broker.quota.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, QuotaSettings
 from broker.quota.managers import QuotaManagers
 from broker.quota.store import ClientQuotaStore
@@ -52,10 +53,14 @@ class ClientQuotas:
 
     def __init__(self, settings: QuotaSettings, clock: Clock) -> None:
         self.managers = QuotaManagers(settings, clock)
+        self.connections = ConnectionRateQuotas(settings, clock)   # IP entities (KIP-612), apart from clients
         self._clock = clock
         self.enabled = False
 
     def apply(self, entity: QuotaEntity, values: dict[str, float]) -> None:
+        if entity.ip is not None:   # Kafka's IpConfigHandler: the client quota managers never see IP entities
+            self.connections.update(entity.ip, values.get(CONNECTION_CREATION_RATE))
+            return
         self.managers.apply(entity, values)
         self.enabled = True
 
@@ -76,6 +81,7 @@ class ClientQuotas:
         """Drop sensors idle for an hour (the broker calls it every 30 s, as Kafka's Metrics expiration thread)."""
         for manager in self.managers.all():
             manager.expire()
+        self.connections.expire()
 
     def produce_bandwidth(self, ctx: RequestContext) -> int:
         """Record a Produce request's size; its bandwidth throttle (ms, 0: none), kept on the context."""

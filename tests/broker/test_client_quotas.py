@@ -104,8 +104,7 @@ def test_describe_refuses_bad_filters_as_kafka(h):
     assert describe(h, C("ip", 2), C("user", 2)) == (
         ErrorCode.invalid_request, "Invalid entity filter component combination, IP filter component should not be "
         "used with user or clientId filter component.")
-    code, message = describe(h, C("ip", 2))
-    assert code == ErrorCode.invalid_request and "not supported" in message   # ours: no connection rate quotas
+    assert describe(h, C("ip", 2)) == {}
 
 
 def test_alter_errors_per_entry_as_kafka(h):
@@ -126,8 +125,12 @@ def test_alter_errors_per_entry_as_kafka(h):
     assert alter(h, (E(("ip", "1.2.3.4"), ("user", "a")), [op("connection_creation_rate", 1)]))[0][:2] == (
         ErrorCode.invalid_request, "Invalid quota entity combination, IP entity should not be used with user/client ID "
         "entity.")
-    code, message, _ = alter(h, (E(("ip", "1.2.3.4")), [op("connection_creation_rate", 1)]))[0]
-    assert code == ErrorCode.invalid_request and "does not enforce connection rate quotas" in message
+    assert alter(h, (E(("ip", "no.such.host")), [op("connection_creation_rate", 1)]))[0][:2] == (
+        ErrorCode.invalid_request, "no.such.host is not a valid IP or resolvable host.")
+    assert alter(h, (E(("ip", "1.2.3.4")), [op("connection_creation_rate", 1.5)]))[0][:2] == (
+        ErrorCode.invalid_request, "Configuration connection_creation_rate must be a INT value")
+    assert alter(h, (E(("ip", "1.2.3.4")), [op("producer_byte_rate", 1)]))[0][:2] == (
+        ErrorCode.invalid_request, "Invalid configuration key producer_byte_rate")
     assert alter(h, (bob, [op("connection_creation_rate", 1)]))[0][:2] == (
         ErrorCode.invalid_request, "Invalid configuration key connection_creation_rate")
     # a SCRAM key is one of DynamicConfig.User's keys, but a PASSWORD Kafka cannot convert: no message
@@ -226,3 +229,26 @@ def test_entity_paths_and_value_strings_as_kafka():
     assert [java_double_string(v) for v in (50.0, 1e7, 1e-4, 0.001, 123456.789, -5.0, 1.2345e-5, math.nan)] == [
         "50.0", "1.0E7", "1.0E-4", "0.001", "123456.789", "-5.0", "1.2345E-5", "NaN"]
     assert [long_value(v) for v in (1048576.0, 1.5, -5.0, 1e30, 0.0, 2.0000001)] == [1048576, None, None, None, 0, 2]
+
+
+def test_ip_entities_are_stored_described_and_handed_to_the_connection_quotas(h):
+    ok = [(ErrorCode.none, None)]
+    assert [r[:2] for r in alter(h, (E(("ip", "10.0.0.7")), [op("connection_creation_rate", 5)]))] == ok
+    assert [r[:2] for r in alter(h, (E(("ip", None)), [op("connection_creation_rate", 100)]))] == ok
+    assert [r[:2] for r in alter(h, (E(("user", "alice")), [op("producer_byte_rate", 1000)]))] == ok
+    h.settle()   # applied on the loop's next turn, after the answer
+    ips = {(("ip", "10.0.0.7"),): {"connection_creation_rate": 5.0}, (("ip", None),): {"connection_creation_rate": 100.0}}
+    assert describe(h, C("ip", 2)) == ips                                  # any IP, the default included
+    assert describe(h, C("ip", 0, "10.0.0.7")) == {(("ip", "10.0.0.7"),): {"connection_creation_rate": 5.0}}
+    assert describe(h, C("ip", 1)) == {(("ip", None),): {"connection_creation_rate": 100.0}}
+    assert describe(h, C("user", 2)) == {(("user", "alice"),): {"producer_byte_rate": 1000.0}}   # no IPs
+    assert describe(h) == {**ips, (("user", "alice"),): {"producer_byte_rate": 1000.0}}
+    assert describe(h, strict=True) == {}
+    connections = h.broker.quotas.connections
+    assert (connections.quota_of("10.0.0.7"), connections.quota_of("10.0.0.8")) == (5.0, 100.0)
+    assert not h.broker.quotas.managers.produce.quota_limit(("", "10.0.0.7"))   # no client quota from an IP
+    assert [r[:2] for r in alter(h, (E(("ip", "10.0.0.7")), [op("connection_creation_rate", remove=True)]))] == ok
+    h.settle()
+    assert connections.quota_of("10.0.0.7") == 100.0
+    stored = json.loads(next(h.broker.config.log_dir_list[0].rglob(LocalMetadata.FILE)).read_text())["client_quotas"]
+    assert stored["ips/<default>"] == {"connection_creation_rate": "100"}

@@ -86,3 +86,19 @@ def test_entities_written_before_start_are_loaded(cluster, zk_server):
     assert got[QuotaEntity(user="CN=a b")] == {"request_percentage": 0.001}
     assert got[QuotaEntity(user=DEFAULT, client_id=DEFAULT)] == {"producer_byte_rate": 100.0}
     assert got[QuotaEntity(user="carol")] == {} and got[QuotaEntity(user=DEFAULT)] == {}
+
+
+def test_ip_entities_in_config_ips_seen_by_the_other_broker_and_loaded_at_start(cluster):
+    b0, b1 = cluster.start(0), cluster.start(1)
+    zk = b0.zk
+    ip, default = QuotaEntity(ip="10.0.0.7"), QuotaEntity(ip=DEFAULT)
+    cluster.call(lambda: b0.client_quotas().set(ip, {"connection_creation_rate": 5.0}))
+    cluster.call(lambda: b0.client_quotas().set(default, {"connection_creation_rate": 100.0}))
+    assert _znode(zk, "/config/ips/10.0.0.7") == {"version": 1, "config": {"connection_creation_rate": "5"}}
+    assert _notes(zk)[-2:] == ["ips/10.0.0.7", "ips/<default>"]
+    wait_until(lambda: b1.client_quotas().all().get(ip) == {"connection_creation_rate": 5.0}, 10,
+               what="broker 1 sees the IP quota")
+    cluster.call(lambda: b0.client_quotas().set(ip, {}))
+    assert zk.exists("/config/ips/10.0.0.7") is None    # an IP entity's empty znode goes, as a client's
+    b2 = cluster.start(2)
+    assert b2.client_quotas().all() == {default: {"connection_creation_rate": 100.0}}

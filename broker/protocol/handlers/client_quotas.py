@@ -1,9 +1,9 @@
-"""DescribeClientQuotas (48) and AlterClientQuotas (49), KIP-546: `kafka-configs.sh --entity-type users/clients`.
+"""DescribeClientQuotas (48) and AlterClientQuotas (49), KIP-546: `kafka-configs.sh --entity-type users/clients/ips`.
 
 Kafka 3.9's ZooKeeper-mode answers (ZkAdminManager.describeClientQuotas / alterClientQuotas), errors and messages
-included, checked against a real 3.9 broker (tests/interop/test_client_quotas.py). One departure: `ip` entities
-(connection_creation_rate) are refused with INVALID_REQUEST, since this broker does not enforce connection rate
-quotas and a stored but ignored limit would mislead. The configs are kept by the metadata's ClientQuotaStore.
+included, checked against a real 3.9 broker (tests/interop/test_client_quotas.py). One departure: an `ip` entity
+must be an address; Kafka also takes a host name it can resolve, which would mean a DNS lookup on the broker's
+event loop here. The configs are kept by the metadata's ClientQuotaStore.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from typing import Any
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
-from broker.quota.entity import CLIENT_ID, DEFAULT, IP, KEY_TYPES, USER, Part, QuotaEntity, long_value
+from broker.quota.connection import is_ip_address
+from broker.quota.entity import CLIENT_ID, DEFAULT, IP, USER, Part, QuotaEntity, whole_value
 
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 EXACT, DEFAULT_MATCH, ANY = 0, 1, 2          # ClientQuotaFilterComponent: a name, the default, any name
 CLUSTER_DENIED = "Cluster authorization failed."
-IP_REFUSED = ("IP quota entities (connection_creation_rate) are not supported: this broker does not enforce "
-              "connection rate quotas")
 # DynamicConfig.User's keys beyond the quotas: the SCRAM mechanisms, PASSWORD keys that alterClientQuotas has no
 # conversion for (Kafka fails the entry with an IllegalStateException: UNKNOWN_SERVER_ERROR, no message).
 USER_PASSWORD_KEYS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
@@ -64,8 +63,6 @@ def parse_filter(components: Sequence[Any]) -> dict[str, Match]:
     if IP in out and (USER in out or CLIENT_ID in out):
         raise _invalid("Invalid entity filter component combination, IP filter component should not be used with "
                        "user or clientId filter component.")
-    if IP in out:
-        raise _invalid(IP_REFUSED)
     return out
 
 
@@ -84,8 +81,15 @@ def describe(entities: Mapping[QuotaEntity, Values], components: Sequence[Any], 
              ) -> list[tuple[QuotaEntity, Values]]:
     """The entities with quota values the filter matches (raises _Failed for a bad filter)."""
     wanted = parse_filter(components)
-    return [(e, v) for e, v in entities.items()
-            if v and _matches(wanted.get(USER), e.user, strict) and _matches(wanted.get(CLIENT_ID), e.client_id, strict)]
+
+    def chosen(e: QuotaEntity) -> bool:
+        if e.ip is not None:   # handleDescribeIpQuotas: asked for, or every IP when nothing else is and not strict
+            return USER not in wanted and CLIENT_ID not in wanted and (
+                _matches(wanted[IP], e.ip, strict) if IP in wanted else not strict)
+        return IP not in wanted and _matches(wanted.get(USER), e.user, strict) and \
+            _matches(wanted.get(CLIENT_ID), e.client_id, strict)
+
+    return [(e, v) for e, v in entities.items() if v and chosen(e)]
 
 
 async def handle_describe_client_quotas(ctx: RequestContext, req) -> dict:
@@ -129,7 +133,10 @@ def parse_entity(parts: Mapping[str, str | None]) -> QuotaEntity:
         if len(parts) > 1:
             raise _invalid("Invalid quota entity combination, IP entity should not be used with user/client ID "
                            "entity.")
-        raise _invalid(IP_REFUSED)
+        ip = parts[IP]
+        if ip is not None and not is_ip_address(ip):
+            raise _invalid(f"{ip} is not a valid IP or resolvable host.")
+        return QuotaEntity(ip=DEFAULT if ip is None else ip)
     user, client = parts.get(USER, ...), parts.get(CLIENT_ID, ...)
     return QuotaEntity(user=None if user is ... else (DEFAULT if user is None else user),
                        client_id=None if client is ... else (DEFAULT if client is None else client))
@@ -138,14 +145,15 @@ def parse_entity(parts: Mapping[str, str | None]) -> QuotaEntity:
 def apply_ops(entity: QuotaEntity, current: Mapping[str, float], ops: Sequence[Any]) -> Values:
     """The entity's quota values after the entry's ops, in order (raises _Failed on the first bad one)."""
     values = dict(current)
+    types = entity.key_types
     for op in ops:
         if op.remove:
             values.pop(op.key, None)   # any key may be removed, known or not
-        elif op.key in KEY_TYPES:
-            if KEY_TYPES[op.key] == "LONG":
-                whole = long_value(op.value)
+        elif op.key in types:
+            if types[op.key] in ("LONG", "INT"):
+                whole = whole_value(op.value, types[op.key])
                 if whole is None:
-                    raise _invalid(f"Configuration {op.key} must be a LONG value")
+                    raise _invalid(f"Configuration {op.key} must be a {types[op.key]} value")
                 values[op.key] = float(whole)
             else:
                 values[op.key] = op.value

@@ -1,0 +1,107 @@
+"""Connection creation rate quotas per client address (KIP-612): Kafka's ConnectionQuotas for IP entities.
+
+`kafka-configs.sh --entity-type ips --entity-name 10.0.0.7 --alter --add-config connection_creation_rate=5` (or
+`--entity-default`) bounds how many connections a second an address may open. An address with a quota (its own,
+else the default) gets a sensor, a Rate over quota.window.num windows of quota.window.size.seconds, made on its first
+connection. A connection that would take the rate over the bound is not counted and not served: it is accepted and
+closed once its throttle time has passed, at most one window (SocketServer's delayed close of a
+ConnectionThrottledException). Pure: the caller passes the clock and applies the close.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+
+from broker.quota.entity import DEFAULT, Part
+from broker.quota.manager import QuotaSettings
+from common.clock import Clock
+from exporter.registry import SampledRate
+
+IP_SENSOR_EXPIRATION_S = 3600.0
+
+
+def is_ip_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _normal(address: str) -> str:
+    """An address as a connection's peer address spells it (IPv4-mapped IPv6 read as IPv4)."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+class ConnectionRateQuotas:
+    """Per-address connection rate quotas. `on_sensor(address, rate, made)` is told of sensors made and dropped
+    (the metrics); `throttled_ms` sums the throttle times given, for the listener's throttle-time metric."""
+
+    def __init__(self, settings: QuotaSettings, clock: Clock) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._overrides: dict[str, float] = {}
+        self._default: float | None = None
+        self._sensors: dict[str, SampledRate] = {}
+        self._last: dict[str, float] = {}   # address -> when its sensor last recorded
+        self.on_sensor: Callable[[str, SampledRate, bool], None] = lambda address, rate, made: None
+        self.throttles = 0
+
+    def update(self, ip: Part, rate: float | None) -> None:
+        """An IP entity's connection_creation_rate set (a number) or removed (None); DEFAULT is every address
+        without its own. A sensor whose address has no quota left is dropped."""
+        if ip is DEFAULT:
+            self._default = rate
+        elif isinstance(ip, str):
+            if rate is None:
+                self._overrides.pop(_normal(ip), None)
+            else:
+                self._overrides[_normal(ip)] = rate
+        for address in [a for a in self._sensors if self.quota_of(a) is None]:
+            self._drop(address)
+
+    def _drop(self, address: str) -> None:
+        self._last.pop(address, None)
+        self.on_sensor(address, self._sensors.pop(address), False)
+
+    def expire(self) -> None:
+        """Drop the sensors of addresses idle for an hour (ConnectionQuotaEntity.ipQuotaEntity's expiration)."""
+        now = self._clock.monotonic()
+        for address in [a for a, t in self._last.items() if now - t >= IP_SENSOR_EXPIRATION_S]:
+            self._drop(address)
+
+    def quota_of(self, address: str) -> float | None:
+        return self._overrides.get(address, self._default)
+
+    def on_connection(self, address: str) -> int:
+        """A new connection from `address`: 0 to serve it, else the throttle in ms after which it is closed
+        unserved (ConnectionQuotas.recordIpConnectionMaybeThrottle; the connection is then not counted)."""
+        if not self._overrides and self._default is None:
+            return 0
+        try:
+            address = _normal(address)
+        except ValueError:   # not an address (an in-process test's name): no quota applies
+            return 0
+        bound = self.quota_of(address)
+        if bound is None:
+            return 0
+        rate = self._sensors.get(address)
+        if rate is None:
+            rate = self._sensors[address] = SampledRate(self._clock, self._settings.window_s, self._settings.samples)
+            self.on_sensor(address, rate, True)
+        now = self._clock.monotonic()
+        self._last[address] = now
+        rate.record_at(1.0, now)
+        observed = rate.measure(now)
+        if observed <= bound:
+            return 0
+        rate.record_at(-1.0, now)   # not accepted: not counted
+        self.throttles += 1
+        window_ms = rate.window_size(now) * 1000
+        # QuotaUtils.boundedThrottleTime: (O - T) / T * W, at most one quota window.
+        return min(round((observed - bound) / bound * window_ms), round(self._settings.window_s * 1000)) \
+            if bound > 0 else round(self._settings.window_s * 1000)
