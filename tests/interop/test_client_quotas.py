@@ -110,3 +110,27 @@ def test_quota_wire_errors_as_kafka(backend):
     assert describe(("foo", 2, None)) == (35, "Custom entity type 'foo' not supported")
     assert describe(("user", 7, None)) == (-1, None)
     assert describe(("user", 2, None)) == (0, "")
+
+
+def test_kafka_configs_ip_quotas(backend, configs):
+    """`--entity-type ips`: an address's and the default connection_creation_rate, as Kafka 3.9 prints them."""
+    ip = f"10.{uuid.uuid4().int % 250}.7.9"
+    one, default = ["--entity-type", "ips", "--entity-name", ip], ["--entity-type", "ips", "--entity-default"]
+    try:
+        assert configs(*one, "--alter", "--add-config", "connection_creation_rate=5").stdout == \
+            f"Completed updating config for ip {ip}.\n"
+        assert configs(*default, "--alter", "--add-config", "connection_creation_rate=100").stdout == \
+            "Completed updating default config for ips in the cluster.\n"
+        assert configs(*one, "--describe").stdout == f"Quota configs for ip '{ip}' are connection_creation_rate=5.0\n"
+        assert configs(*default, "--describe").stdout == \
+            "Quota configs for the default ip are connection_creation_rate=100.0\n"
+        err = configs(*one, "--alter", "--add-config", "connection_creation_rate=1.5", ok=False).stderr
+        assert "connection_creation_rate" in err, err
+        err = configs("--entity-type", "ips", "--entity-name", "no.such.host.invalid", "--alter", "--add-config",
+                      "connection_creation_rate=1", ok=False).stderr
+        # ConfigCommand checks the name itself (the broker's own answer: tests/broker/test_client_quotas.py)
+        assert "The entity name for ips must be a valid IP or resolvable host, but it is: no.such.host.invalid" \
+            in err, err
+    finally:
+        configs(*one, "--alter", "--delete-config", "connection_creation_rate")
+        configs(*default, "--alter", "--delete-config", "connection_creation_rate")
