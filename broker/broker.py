@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.broker_configs import DEFAULT as DEFAULT_BROKER
+from broker.broker_configs import dynamic_topic_defaults
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.transaction.broker_io import (
@@ -174,6 +175,8 @@ class Broker:
                                                       self.producer_ids.allocate)
         self.quotas = ClientQuotas(QuotaSettings(config.quota_window_num, float(config.quota_window_size_seconds)),
                                    self.clock)
+        # The log config defaults set as dynamic broker configs: topic config name -> (value, source).
+        self.dynamic_topic_defaults: dict[str, tuple[str, str]] = {}
         self.replication_quotas = ReplicationQuotas(
             config.broker_id, ReplicationQuotaSettings(config.replication_quota_window_num,
                                                        float(config.replication_quota_window_size_seconds)),
@@ -219,6 +222,11 @@ class Broker:
         own, default = store.get(str(self.node_id)), store.get(DEFAULT_BROKER)
         if entity is not None or own or default:
             self.replication_quotas.apply(own, default)
+        dynamic = dynamic_topic_defaults(own, default)
+        if dynamic != self.dynamic_topic_defaults:   # DynamicLogConfig: every log without its own value follows
+            self.dynamic_topic_defaults = dynamic
+            for topic in {plog.topic for plog in self.logs.logs()}:
+                self.logs.update_config(topic)
 
     def _endpoint(self, node_id: int) -> tuple[str, int] | None:
         """A live broker's (host, port), for the replica fetchers."""
@@ -231,7 +239,7 @@ class Broker:
 
     def log_config(self, topic: str) -> LogConfig:
         info = self.metadata.topic(topic)
-        return self.config.log_config(info.configs if info else None)
+        return self.config.log_config(info.configs if info else None, self.dynamic_topic_defaults)
 
     def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
                      configs: dict[str, str] | None = None,

@@ -4,8 +4,10 @@ cluster default, and which keys this broker takes without a restart.
 Stored as Kafka 3.9's ZooKeeper mode keeps them: `/config/brokers/<id>` and `/config/brokers/<default>`, each
 {"version":1,"config":{...}}, every change announced as `brokers/<id>` on /config/changes; standalone, in the
 metadata file ("broker_configs"). The keys served dynamically are the replication throttles
-(broker/quota/replication.py); Kafka's other dynamic keys (thread pools, log cleaner, listeners' keystores, ...)
-are refused by name, with server.properties as the place to set them.
+(broker/quota/replication.py) and the log config defaults (`log.retention.ms`, `unclean.leader.election.enable`,
+... : the broker synonyms of the topic configs, Kafka's DynamicLogConfig), which topics without their own value
+take at once; Kafka's other dynamic keys (thread pools, log cleaner, listeners' keystores, ...) are refused by
+name, with server.properties as the place to set them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from broker.config import TOPIC_CONFIGS, TopicConfigSpec
 from broker.config_entity import ConfigChangeListener, entity_config_path, write_entity_config
 from broker.controller.zk_paths import decode_entity_config
 from broker.quota.replication import ALTER_LOG_DIRS_RATE, FOLLOWER_RATE, LEADER_RATE
@@ -23,8 +26,12 @@ from broker.quota.replication import ALTER_LOG_DIRS_RATE, FOLLOWER_RATE, LEADER_
 log = logging.getLogger(__name__)
 
 DEFAULT = "<default>"          # ZooKeeperInternals.DEFAULT_STRING: the cluster-wide entity
-# The dynamic keys served: LONG, at least 0 (QuotaConfigs.brokerQuotaConfigs).
-DYNAMIC_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
+# The quota keys served: LONG, at least 0 (QuotaConfigs.brokerQuotaConfigs).
+QUOTA_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
+# The log config defaults (DynamicLogConfig): each broker synonym of a topic config, e.g. log.retention.ms.
+LOG_KEYS: dict[str, TopicConfigSpec] = {spec.broker_key: spec for spec in TOPIC_CONFIGS.values() if spec.broker_key}
+DYNAMIC_KEYS = (*QUOTA_KEYS, *LOG_KEYS)
+UNCLEAN = "unclean.leader.election.enable"
 Subscriber = Callable[[str], None]
 
 
@@ -33,10 +40,18 @@ def validate_dynamic(configs: Mapping[str, str | None]) -> dict[str, str]:
     unknown = sorted(k for k in configs if k not in DYNAMIC_KEYS)
     if unknown:   # Kafka's message, then why: Kafka also takes its other dynamic keys (and unknown ones) here
         raise ValueError(f"Cannot update these configs dynamically: Set({', '.join(unknown)}) (this broker changes "
-                         f"only {', '.join(DYNAMIC_KEYS)} at run time; set the others in server.properties)")
+                         "only the replication throttle rates and the log config defaults at run time; set the "
+                         "others in server.properties)")
     out = {}
     for key, value in configs.items():
         text = (value or "").strip()
+        if key in LOG_KEYS:
+            try:
+                LOG_KEYS[key].parse(text)
+            except ValueError as e:
+                raise ValueError(f"Invalid value {text} for configuration {key}: {e}") from None
+            out[key] = text
+            continue
         try:
             number = int(text)
         except ValueError:
@@ -45,6 +60,27 @@ def validate_dynamic(configs: Mapping[str, str | None]) -> dict[str, str]:
             raise ValueError(f"Invalid value {number} for configuration {key}: Value must be at least 0")
         out[key] = str(number)
     return out
+
+
+def dynamic_topic_defaults(own: Mapping[str, str], default: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Topic config name -> (value, source) of the log config defaults set dynamically: this broker's value
+    ("dynamic_broker"), else the cluster default's ("dynamic_default")."""
+    out = {}
+    for key, spec in LOG_KEYS.items():
+        if key in own:
+            out[spec.name] = (own[key], "dynamic_broker")
+        elif key in default:
+            out[spec.name] = (default[key], "dynamic_default")
+    return out
+
+
+def dynamic_unclean_default(store: BrokerConfigStore, broker_id: int, static: bool) -> bool:
+    """unclean.leader.election.enable as the controller's broker default: dynamic if set, else static."""
+    for entity in (str(broker_id), DEFAULT):
+        value = store.get(entity).get(UNCLEAN)
+        if value is not None:
+            return value.strip().lower() == "true"
+    return static
 
 
 class BrokerConfigStore(Protocol):

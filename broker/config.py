@@ -195,6 +195,16 @@ class LogConfig:
 
 
 _LIST_KEYS = ("cleanup.policy", LEADER_REPLICAS, FOLLOWER_REPLICAS)
+# The broker synonym that holds a topic config's built-in default, where it is not the spec's own broker key:
+# Kafka defines log.retention.hours=168 and log.roll.hours=168, not the .ms forms (DescribeConfigs' DEFAULT_CONFIG
+# synonym of retention.ms is log.retention.hours=168).
+_DEFAULT_SYNONYMS = {"log.retention.ms": ("log.retention.hours", "168"), "log.roll.ms": ("log.roll.hours", "168")}
+
+
+def default_synonym(spec: TopicConfigSpec) -> tuple[str, str]:
+    """(broker key, value) of a topic config's built-in default, as DescribeConfigs names it."""
+    key = spec.broker_key or spec.name
+    return _DEFAULT_SYNONYMS.get(key, (key, spec.default))
 
 
 def _shown(key: str, value: str) -> str:
@@ -451,19 +461,25 @@ class BrokerConfig:
     def log_dir_list(self) -> list[Path]:
         return [Path(p.strip()) for p in self.log_dirs.split(",") if p.strip()]
 
-    def log_config(self, overrides: Mapping[str, str] | None = None) -> LogConfig:
-        """Effective LogConfig: built-in default < broker default < topic override."""
+    def log_config(self, overrides: Mapping[str, str] | None = None,
+                   dynamic: Mapping[str, tuple[str, str]] | None = None) -> LogConfig:
+        """Effective LogConfig: built-in default < static broker default < dynamic broker default (topic name ->
+        (value, source), broker_configs.dynamic_topic_defaults) < topic override."""
         values: dict[str, Any] = {}  # attribute -> parsed value, of each spec's own type
         for spec in TOPIC_CONFIGS.values():
-            raw = (overrides or {}).get(spec.name, self.topic_defaults.get(spec.name, spec.default))
+            raw = self.topic_config_source(spec.name, overrides or {}, dynamic)[0]
             values[spec.attr] = spec.parse(raw)
         return LogConfig(**values)
 
-    def topic_config_source(self, name: str, overrides: Mapping[str, str]) -> tuple[str, str]:
-        """(value, source) where source is 'topic', 'static_broker' or 'default' (DescribeConfigs)."""
+    def topic_config_source(self, name: str, overrides: Mapping[str, str],
+                            dynamic: Mapping[str, tuple[str, str]] | None = None) -> tuple[str, str]:
+        """(value, source) where source is 'topic', 'dynamic_broker', 'dynamic_default', 'static_broker' or
+        'default' (DescribeConfigs)."""
         spec = TOPIC_CONFIGS[name]
         if name in overrides:
             return overrides[name], "topic"
+        if dynamic and name in dynamic:
+            return dynamic[name]
         if name in self.topic_defaults:
             return self.topic_defaults[name], "static_broker"
         return spec.default, "default"

@@ -109,6 +109,9 @@ class Controller:
         self.cache = cache
         self.events = events
         self.settings = settings
+        # The broker default of unclean.leader.election.enable: server.properties, unless the metadata store reads
+        # a dynamic one (a broker config set with kafka-configs.sh, which then also asks for a reconcile).
+        self.unclean_default: Callable[[], bool] = lambda: settings.unclean_leader_election_enable
         self.me = broker_id
         self.active = False
         self.epoch = 0
@@ -279,7 +282,7 @@ class Controller:
 
     def _unclean(self, topic: str) -> bool:
         info = self.cache.topic(topic)
-        return election.unclean_enabled(info.configs if info else {}, self.settings.unclean_leader_election_enable)
+        return election.unclean_enabled(info.configs if info else {}, self.unclean_default())
 
     def _plan(self, t: str, p: int, decide: Callable[[PartitionState], election.Decision | None]
               ) -> tuple[PartitionState, PartitionState, election.Decision] | None:

@@ -24,12 +24,13 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from broker.broker_configs import ZkBrokerConfigs
+from broker.broker_configs import ZkBrokerConfigs, dynamic_unclean_default
 from broker.config_entity import ConfigChangeListener
 from broker.controller import zk_paths as zp
 from broker.controller.acl_watch import ZkAclStorage
@@ -70,6 +71,12 @@ class ZkMetadata:
         self._scram = ZkScramCredentials(zk, self._config_changes)
         self._quotas = ZkClientQuotas(zk, self._config_changes)
         self._broker_configs = ZkBrokerConfigs(zk, self._config_changes)
+        # A dynamic unclean.leader.election.enable (this broker's, else the cluster default's) is the controller's
+        # broker default; any broker config change asks it to reconcile, as Kafka's DynamicLogConfig enables
+        # the default unclean election at once (enableDefaultUncleanLeaderElection).
+        controller.unclean_default = partial(dynamic_unclean_default, self._broker_configs, me.node_id,
+                                             controller.settings.unclean_leader_election_enable)
+        self._broker_configs.subscribe(lambda entity: controller.enqueue("broker_config", entity))
         self._session_timeout_s = session_timeout_ms / 1000
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
         self._write_timeout_s = write_timeout_s

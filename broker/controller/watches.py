@@ -14,6 +14,7 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from broker.controller import election
 from broker.controller import zk_paths as zp
 from broker.controller.cache import MetadataCache
 from broker.controller.events import ControllerEventQueue
@@ -128,7 +129,10 @@ class ZkWatcher:
         if data is None:
             with self._lock:
                 return False if t not in self._watched_topics else None
-        self.cache.put_configs(t, zp.decode_entity_config(data), notify=True)
+        configs = zp.decode_entity_config(data)
+        self.cache.put_configs(t, configs, notify=True)
+        if election.unclean_enabled(configs, False):   # KafkaController.enableTopicUncleanLeaderElection
+            self.events.put("unclean", t)
         return None
 
     def _on_state(self, t: str, p: int, tid: uuid.UUID, data: bytes | None, stat) -> bool | None:

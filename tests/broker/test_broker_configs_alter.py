@@ -95,3 +95,42 @@ def test_bad_keys_values_and_resource_names_are_refused_with_kafkas_messages(tmp
         assert "server.properties" in _incremental(h, "0", ("log.cleaner.threads", SET, "2")).error_message
         assert h.broker.metadata.broker_configs().get("0") == {}
         assert h.broker.replication_quotas.leader.bound is None
+
+
+def _describe_topic(h: Harness, topic: str, key: str):
+    res = h.request(DESCRIBE_CONFIGS, 4, {"include_synonyms": True, "include_documentation": False, "resources": [
+        {"resource_type": 2, "resource_name": topic, "configuration_keys": [key]}]}).results[0]
+    (c,) = res.configs
+    return c.value, c.config_source, [(s.name, s.value, s.source) for s in c.synonyms]
+
+
+def test_log_config_defaults_change_at_run_time_for_topics_without_their_own(tmp_path):
+    """DynamicLogConfig: `kafka-configs.sh --entity-type brokers --entity-default --alter --add-config
+    log.retention.ms=...` is what an operator does when disks fill; every topic without its own retention.ms
+    follows at once, and says where its value comes from."""
+    from tests.broker.test_inproc_handlers import create
+
+    with Harness(tmp_path) as h:
+        create(h, "t")
+        create(h, "own")
+        h.request(INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+            {"resource_type": 2, "resource_name": "own", "configs": [
+                {"name": "retention.ms", "config_operation": SET, "value": "5000"}]}]})
+        assert _incremental(h, "", ("log.retention.ms", SET, "3600000")).error_code == ErrorCode.none
+        plog = next(p for p in h.broker.logs.logs() if p.topic == "t")
+        assert plog.config.retention_ms == 3_600_000                      # the live log, not only new ones
+        assert h.broker.log_config("own").retention_ms == 5000            # its own value wins
+        assert _describe_topic(h, "t", "retention.ms") == ("3600000", DYNAMIC_DEFAULT, [
+            ("log.retention.ms", "3600000", DYNAMIC_DEFAULT), ("log.retention.hours", "168", 5)])
+        assert _incremental(h, "0", ("log.retention.ms", SET, "7200000")).error_code == ErrorCode.none
+        assert plog.config.retention_ms == 7_200_000 and _describe_topic(h, "t", "retention.ms")[:2] == (
+            "7200000", DYNAMIC_BROKER)
+        described = _describe(h, "0", "log.retention.ms")["log.retention.ms"]
+        assert described == ("7200000", DYNAMIC_BROKER, False, [("7200000", DYNAMIC_BROKER),
+                                                                ("3600000", DYNAMIC_DEFAULT), ("168", 5)])
+        bad = _incremental(h, "", ("log.retention.ms", SET, "soon"))
+        assert bad.error_code == ErrorCode.invalid_request and "Invalid value soon for configuration " \
+            "log.retention.ms" in bad.error_message
+        assert _incremental(h, "0", ("log.retention.ms", DELETE, None)).error_code == ErrorCode.none
+        assert _incremental(h, "", ("log.retention.ms", DELETE, None)).error_code == ErrorCode.none
+        assert plog.config.retention_ms == 604_800_000

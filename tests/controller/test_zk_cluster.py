@@ -353,3 +353,25 @@ def test_producer_id_blocks_are_unique_across_brokers(cluster):
     mb = ProducerIdManager(b.claim_producer_id_block)
     ids = [ma.allocate(), mb.allocate(), ma.allocate(), mb.allocate()]
     assert ids == [2000, 3000, 2001, 3001]
+
+
+def test_enabling_unclean_election_on_a_topic_or_the_cluster_elects_its_offline_partitions(cluster):
+    """An operator recovers an offline partition by enabling unclean.leader.election.enable: on the topic
+    (KafkaController.enableTopicUncleanLeaderElection) or as the cluster's dynamic default (DynamicLogConfig ->
+    enableDefaultUncleanLeaderElection); the controller elects at once, not when the old leader returns."""
+    three(cluster)
+    ctrl = cluster.controller()
+    a, b = [x for x in (1, 2, 3) if x != ctrl.me.node_id]
+    for name in ("by-topic", "by-default"):
+        ctrl.create_topic(name, 1, 2, {}, assignment={0: [a, b]})
+        online(cluster, ctrl, name, 1)
+        cur = ctrl.partition_state(name, 0)
+        assert ctrl.update_isr(name, 0, cur, (a,)) is not None
+    cluster.stop(a)
+    for name in ("by-topic", "by-default"):
+        wait_until(lambda n=name: ctrl.partition_state(n, 0).leader == NO_LEADER, 10, 0.02, f"{name} offline")
+    ctrl.set_topic_configs("by-topic", {"unclean.leader.election.enable": "true"})
+    wait_until(lambda: ctrl.partition_state("by-topic", 0).leader == b, 10, 0.02, "elected on the topic config")
+    assert ctrl.partition_state("by-default", 0).leader == NO_LEADER
+    ctrl.broker_configs().set("<default>", {"unclean.leader.election.enable": "true"})
+    wait_until(lambda: ctrl.partition_state("by-default", 0).leader == b, 10, 0.02, "elected on the cluster default")

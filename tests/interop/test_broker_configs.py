@@ -82,3 +82,25 @@ def test_throttled_replica_lists_on_a_topic(backend, configs):
         assert (f"InvalidConfigurationException: Invalid config value for resource ConfigResource(type=TOPIC, "
                 f"name='{topic}'): Invalid value {shown} for configuration leader.replication.throttled.replicas: "
                 f"{REPLICAS_FORMAT}") in err, err
+
+
+def test_a_log_config_default_set_at_run_time(backend, configs):
+    """`--entity-default --add-config log.retention.ms=...` (DynamicLogConfig): the broker lines and a topic's
+    --describe --all line show the value and its source alike on both."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"dyn-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": backend.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    default = ["--entity-type", "brokers", "--entity-default"]
+    try:
+        configs(*default, "--alter", "--add-config", "log.retention.ms=3600000")
+        assert configs(*default, "--describe").stdout.splitlines() == [
+            "Default configs for brokers in the cluster are:",
+            "  log.retention.ms=3600000 sensitive=false "
+            "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000}"]
+        lines = configs("--entity-type", "topics", "--entity-name", topic, "--describe", "--all").stdout.splitlines()
+        assert "  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms="\
+               "3600000, DEFAULT_CONFIG:log.retention.hours=168}" in lines, lines
+    finally:
+        configs(*default, "--alter", "--delete-config", "log.retention.ms")

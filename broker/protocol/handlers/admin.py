@@ -4,7 +4,7 @@ DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44); group res
 from collections.abc import Mapping
 from typing import Any
 
-from broker.config import TOPIC_CONFIGS, ConfigError, validate_topic_configs
+from broker.config import TOPIC_CONFIGS, ConfigError, default_synonym, validate_topic_configs
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import INTERNAL_TOPICS, validate_topic_name
 from broker.protocol import authz
@@ -16,7 +16,7 @@ from broker.security.acl import AclOperation
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigs config_source values
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
-_SOURCES = {"topic": DYNAMIC_TOPIC_CONFIG, "dynamic_broker": DYNAMIC_BROKER_CONFIG,
+_SOURCES = {"topic": DYNAMIC_TOPIC_CONFIG, "dynamic_broker": DYNAMIC_BROKER_CONFIG, "dynamic_default": 3,
             "static_broker": STATIC_BROKER_CONFIG, "default": DEFAULT_CONFIG}
 # DescribeConfigs config_type values (v3+)
 _TYPE_STRING, _TYPE_INT, _TYPE_LONG, _TYPE_DOUBLE, _TYPE_LIST, _TYPE_BOOLEAN = 2, 3, 5, 6, 7, 1
@@ -223,18 +223,23 @@ def _describe_topic_configs(ctx: RequestContext, topic: str, keys, synonyms: boo
     for name, spec in TOPIC_CONFIGS.items():
         if keys is not None and name not in keys:
             continue
-        value, source = ctx.broker.config.topic_config_source(name, info.configs)
+        value, source = ctx.broker.config.topic_config_source(name, info.configs, ctx.broker.dynamic_topic_defaults)
         entry: dict[str, Any] = {"name": name, "value": value, "read_only": False, "config_source": _SOURCES[source],
                  "is_sensitive": False, "synonyms": [], "config_type": _CONFIG_TYPES.get(name, _TYPE_LONG),
                  "documentation": None}
         if synonyms:
             if source == "topic":
                 entry["synonyms"].append({"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
+            if spec.broker_key and name in ctx.broker.dynamic_topic_defaults:
+                dynamic_value, dynamic_source = ctx.broker.dynamic_topic_defaults[name]
+                entry["synonyms"].append({"name": spec.broker_key, "value": dynamic_value,
+                                          "source": _SOURCES[dynamic_source]})
             if spec.broker_key and name in ctx.broker.config.topic_defaults:
                 entry["synonyms"].append({"name": spec.broker_key, "value": ctx.broker.config.topic_defaults[name],
                                           "source": STATIC_BROKER_CONFIG})
             if spec.broker_key:   # a key without a broker synonym has none (ConfigHelper.createTopicConfigEntry)
-                entry["synonyms"].append({"name": spec.broker_key, "value": spec.default, "source": DEFAULT_CONFIG})
+                default_key, default_value = default_synonym(spec)
+                entry["synonyms"].append({"name": default_key, "value": default_value, "source": DEFAULT_CONFIG})
         out.append(entry)
     return out
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from broker.broker_configs import DEFAULT, DYNAMIC_KEYS, validate_dynamic
+from broker.broker_configs import DEFAULT, LOG_KEYS, QUOTA_KEYS, validate_dynamic
+from broker.config import default_synonym
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.api import RequestContext
 
 # DescribeConfigs config_source values (DescribeConfigsResponse.ConfigSource)
-DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG = 2, 3, 4
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
 TYPE_STRING, TYPE_LONG = 2, 5
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
@@ -33,10 +34,10 @@ def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
 
 
 def _entry(name: str, value: str | None, source: int, config_type: int, synonyms: list[dict]) -> dict[str, Any]:
-    """One described config. Kafka marks read-only every key outside DynamicBrokerConfig.AllDynamicConfigs, the
-    replication throttle rates too (they are quota configs), so every key described here is."""
-    return {"name": name, "value": value, "read_only": True, "config_source": source, "is_sensitive": False,
-            "synonyms": synonyms, "config_type": config_type, "documentation": None}
+    """One described config. Kafka marks read-only every key outside DynamicBrokerConfig.AllDynamicConfigs: the
+    log config defaults are in it, the replication throttle rates are not (they are quota configs)."""
+    return {"name": name, "value": value, "read_only": name not in LOG_KEYS, "config_source": source,
+            "is_sensitive": False, "synonyms": synonyms, "config_type": config_type, "documentation": None}
 
 
 def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonyms: bool) -> list[dict]:
@@ -48,7 +49,7 @@ def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonym
     default = store.get(DEFAULT)
     wanted = (lambda key: True) if not keys else (lambda key: key in keys)
     if entity == DEFAULT:
-        return [_entry(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG, TYPE_LONG if k in DYNAMIC_KEYS else TYPE_STRING,
+        return [_entry(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG, TYPE_LONG if k in QUOTA_KEYS else TYPE_STRING,
                        [{"name": k, "value": v, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if with_synonyms else [])
                 for k, v in sorted(default.items()) if wanted(k)]
     own, static = store.get(entity), ctx.broker.config.static
@@ -58,9 +59,11 @@ def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonym
             continue
         layers = [(own, DYNAMIC_BROKER_CONFIG), (default, DYNAMIC_DEFAULT_BROKER_CONFIG),
                   (static, STATIC_BROKER_CONFIG)]
-        found = [(where[key], source) for where, source in layers if key in where]
-        synonyms = [{"name": key, "value": value, "source": source} for value, source in found]
-        out.append(_entry(key, found[0][0], found[0][1], TYPE_LONG if key in DYNAMIC_KEYS else TYPE_STRING,
+        found = [(key, where[key], source) for where, source in layers if key in where]
+        if key in LOG_KEYS:   # a KafkaConfig key has its default as the last synonym
+            found.append((*default_synonym(LOG_KEYS[key]), DEFAULT_CONFIG))
+        synonyms = [{"name": name, "value": value, "source": source} for name, value, source in found]
+        out.append(_entry(key, found[0][1], found[0][2], TYPE_LONG if key in QUOTA_KEYS else TYPE_STRING,
                           synonyms if with_synonyms else []))
     return out
 
