@@ -123,8 +123,10 @@ def test_log_config_defaults_change_at_run_time_for_topics_without_their_own(tmp
         assert _describe_topic(h, "t", "retention.ms") == ("3600000", DYNAMIC_DEFAULT, [
             ("log.retention.ms", "3600000", DYNAMIC_DEFAULT), ("log.retention.hours", "168", 5)])
         assert _incremental(h, "0", ("log.retention.ms", SET, "7200000")).error_code == ErrorCode.none
-        assert plog.config.retention_ms == 7_200_000 and _describe_topic(h, "t", "retention.ms")[:2] == (
-            "7200000", DYNAMIC_BROKER)
+        assert plog.config.retention_ms == 7_200_000 and _describe_topic(h, "t", "retention.ms") == (
+            "7200000", DYNAMIC_BROKER, [("log.retention.ms", "7200000", DYNAMIC_BROKER),
+                                        ("log.retention.ms", "3600000", DYNAMIC_DEFAULT),
+                                        ("log.retention.hours", "168", 5)])
         described = _describe(h, "0", "log.retention.ms")["log.retention.ms"]
         assert described == ("7200000", DYNAMIC_BROKER, False, [("7200000", DYNAMIC_BROKER),
                                                                 ("3600000", DYNAMIC_DEFAULT), ("168", 5)])

@@ -4,6 +4,7 @@ DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44); group res
 from collections.abc import Mapping
 from typing import Any
 
+from broker.broker_configs import DEFAULT as DEFAULT_BROKER
 from broker.config import TOPIC_CONFIGS, ConfigError, default_synonym, validate_topic_configs
 from broker.errors import ErrorCode, KafkaError
 from broker.metadata import INTERNAL_TOPICS, validate_topic_name
@@ -230,10 +231,12 @@ def _describe_topic_configs(ctx: RequestContext, topic: str, keys, synonyms: boo
         if synonyms:
             if source == "topic":
                 entry["synonyms"].append({"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
-            if spec.broker_key and name in ctx.broker.dynamic_topic_defaults:
-                dynamic_value, dynamic_source = ctx.broker.dynamic_topic_defaults[name]
-                entry["synonyms"].append({"name": spec.broker_key, "value": dynamic_value,
-                                          "source": _SOURCES[dynamic_source]})
+            if spec.broker_key:   # this broker's dynamic value, then the cluster default's, as Kafka lists them
+                store = ctx.broker.metadata.broker_configs()
+                for entity, layer in ((str(ctx.broker.node_id), DYNAMIC_BROKER_CONFIG),
+                                      (DEFAULT_BROKER, _SOURCES["dynamic_default"])):
+                    if (dynamic := store.get(entity).get(spec.broker_key)) is not None:
+                        entry["synonyms"].append({"name": spec.broker_key, "value": dynamic, "source": layer})
             if spec.broker_key and name in ctx.broker.config.topic_defaults:
                 entry["synonyms"].append({"name": spec.broker_key, "value": ctx.broker.config.topic_defaults[name],
                                           "source": STATIC_BROKER_CONFIG})
