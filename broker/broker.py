@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.broker_configs import DEFAULT as DEFAULT_BROKER
-from broker.broker_configs import dynamic_topic_defaults
+from broker.broker_configs import dynamic_topic_defaults, effective_connection_rate
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.transaction.broker_io import (
@@ -222,6 +222,8 @@ class Broker:
         own, default = store.get(str(self.node_id)), store.get(DEFAULT_BROKER)
         if entity is not None or own or default:
             self.replication_quotas.apply(own, default)
+        self.quotas.connections.broker_bound = effective_connection_rate(
+            own, default, self.config.max_connection_creation_rate)
         dynamic = dynamic_topic_defaults(own, default)
         if dynamic != self.dynamic_topic_defaults:   # DynamicLogConfig: every log without its own value follows
             self.dynamic_topic_defaults = dynamic

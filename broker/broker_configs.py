@@ -30,8 +30,12 @@ DEFAULT = "<default>"          # ZooKeeperInternals.DEFAULT_STRING: the cluster-
 QUOTA_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
 # The log config defaults (DynamicLogConfig): each broker synonym of a topic config, e.g. log.retention.ms.
 LOG_KEYS: dict[str, TopicConfigSpec] = {spec.broker_key: spec for spec in TOPIC_CONFIGS.values() if spec.broker_key}
-DYNAMIC_KEYS = (*QUOTA_KEYS, *LOG_KEYS)
+MAX_CONNECTION_CREATION_RATE = "max.connection.creation.rate"   # DynamicConnectionQuota's, an INT
+DYNAMIC_KEYS = (*QUOTA_KEYS, *LOG_KEYS, MAX_CONNECTION_CREATION_RATE)
+# DynamicBrokerConfig.AllDynamicConfigs among them (not read-only when described); the quota keys are not.
+RECONFIGURABLE = frozenset({*LOG_KEYS, MAX_CONNECTION_CREATION_RATE})
 UNCLEAN = "unclean.leader.election.enable"
+INT_MAX = 2**31 - 1
 Subscriber = Callable[[str], None]
 
 
@@ -52,10 +56,13 @@ def validate_dynamic(configs: Mapping[str, str | None]) -> dict[str, str]:
                 raise ValueError(f"Invalid value {text} for configuration {key}: {e}") from None
             out[key] = text
             continue
+        kind = "INT" if key == MAX_CONNECTION_CREATION_RATE else "LONG"
         try:
             number = int(text)
         except ValueError:
-            raise ValueError(f"Invalid value {text} for configuration {key}: Not a number of type LONG") from None
+            raise ValueError(f"Invalid value {text} for configuration {key}: Not a number of type {kind}") from None
+        if kind == "INT" and number > INT_MAX:
+            raise ValueError(f"Invalid value {text} for configuration {key}: Not a number of type INT")
         if number < 0:
             raise ValueError(f"Invalid value {number} for configuration {key}: Value must be at least 0")
         out[key] = str(number)
@@ -194,3 +201,10 @@ class ZkBrokerConfigs:
 
     def subscribe(self, callback: Subscriber) -> None:
         self._callbacks.append(callback)
+
+
+def effective_connection_rate(own: Mapping[str, str], default: Mapping[str, str], static: int) -> float | None:
+    """max.connection.creation.rate: this broker's dynamic value, else the cluster default's, else
+    server.properties'; None when unbounded (Int.MaxValue, Kafka's default)."""
+    rate = int(own.get(MAX_CONNECTION_CREATION_RATE, default.get(MAX_CONNECTION_CREATION_RATE, static)))
+    return None if rate >= INT_MAX else float(rate)

@@ -254,6 +254,7 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "queued.max.request.bytes": ("queued_max_request_bytes", _int(-1)),
     "max.connections": ("max_connections", _int(0)),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
+    "max.connection.creation.rate": ("max_connection_creation_rate", _int(0)),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
     # The transaction coordinator (KIP-98): Kafka's TransactionStateManagerConfig / TransactionLogConfig keys.
@@ -378,6 +379,7 @@ class BrokerConfig:
     queued_max_request_bytes: int = -1  # bytes of requests read and not yet handled, all connections; <= 0: unbounded
     max_connections: int = 2**31 - 1
     max_connections_per_ip: int = 2**31 - 1
+    max_connection_creation_rate: int = 2**31 - 1   # KIP-612: connections a second the acceptors take
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3
     offsets_retention_minutes: int = 7 * 24 * 60

@@ -181,9 +181,8 @@ class KafkaServer:
             assert listening is not None  # both callers pass the socket they opened
             sock, addr = await loop.sock_accept(listening)
             host = addr[0]
-            if len(self._connections) >= self.config.max_connections:
-                await self._wait_for_connection_slot()
-            if self.throttled(sock, host):
+            protected = await self.wait_for_connection_slot(spec)
+            if self.throttled(sock, host, protected):
                 continue
             if not self.admits(host):
                 sock.close()
@@ -195,10 +194,27 @@ class KafkaServer:
                 conn.session = ConnectionSession(spec.name, spec.protocol, spec, self.security)
             self.serve_connection(conn, host)
 
-    def throttled(self, sock: socket.socket, host: str) -> bool:
+    async def wait_for_connection_slot(self, spec: ListenerSpec | None) -> bool:
+        """Kafka's ConnectionQuotas.waitForConnectionSlot for a connection just accepted on `spec`: count it against
+        max.connection.creation.rate and, over the rate, hold the acceptor for the throttle time; then wait for a
+        free slot under max.connections. True when the listener is protected (the inter-broker one, with others
+        beside it: neither limit applies to the brokers' own connections)."""
+        protected = spec is not None and len(self.security.listeners) > 1 and \
+            spec.name == self.broker.fetchers.inter_broker_listener
+        ms = self.broker.quotas.connections.on_accept(protected)
+        if ms:
+            start = perf_counter_ns()
+            await asyncio.sleep(ms / 1000)
+            if self._observer is not None:
+                self._observer.acceptor_blocked(perf_counter_ns() - start)
+        if len(self._connections) >= self.config.max_connections:
+            await self._wait_for_connection_slot()
+        return protected
+
+    def throttled(self, sock: socket.socket, host: str, protected: bool = False) -> bool:
         """Whether `host` is over its connection creation rate (KIP-612): the connection is then left unread and
         closed once its throttle time has passed, as Kafka's acceptor treats a throttled one (DelayedCloseSocket)."""
-        ms = self.broker.quotas.connections.on_connection(host)
+        ms = self.broker.quotas.connections.on_connection(host, protected)
         if ms:
             asyncio.get_running_loop().call_later(ms / 1000, sock.close)
         return bool(ms)

@@ -5,7 +5,7 @@
 JmxReporter does; the user tag is the sanitized principal name. The replication throttles' ReplicationQuotaManagers
 register ``kafka.server:type=LeaderReplication|FollowerReplication`` with ``byte-rate``, once their sensor exists; an
 address with a connection creation rate quota ``kafka.server:type=socket-server-metrics,ip=..`` with
-``connection-accept-rate`` (ConnectionQuotas' IP sensor)."""
+``connection-accept-rate`` (ConnectionQuotas' IP sensor), and the broker's ``broker-connection-accept-rate``."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def register_quota_metrics(registry: Registry, managers: QuotaManagers,
         manager.set_notifier(partial(_sensor_metrics, registry, manager))
     if connections is not None:
         connections.on_sensor = partial(_connection_sensor, registry)
+        rate = connections.broker_rate   # ConnectionQuotas' broker sensor, there from the start
+        registry.kafka_metric(DOMAIN, SOCKET_SERVER, "broker-connection-accept-rate", lambda: rate.rate)
 
 
 def _connection_sensor(registry: Registry, address: str, rate: SampledRate, added: bool) -> None:

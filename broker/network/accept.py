@@ -38,19 +38,19 @@ async def _accept_tls(server: KafkaServer, spec: ListenerSpec, listener: socket.
     tasks: set[asyncio.Task] = set()
     while True:
         sock, addr = await loop.sock_accept(listener)
-        if server.connection_count >= server.config.max_connections:
-            await server._wait_for_connection_slot()   # max.connections, as the plaintext acceptor does
-        task = asyncio.create_task(_serve_tls(server, spec, sock, addr[0]))
+        protected = await server.wait_for_connection_slot(spec)   # as the plaintext acceptor does
+        task = asyncio.create_task(_serve_tls(server, spec, sock, addr[0], protected))
         tasks.add(task)   # held until done: the loop keeps only weak references to tasks
         task.add_done_callback(tasks.discard)
 
 
-async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socket, host: str) -> None:
+async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socket, host: str,
+                     protected: bool = False) -> None:
     """One TLS connection: its handshake (a failure closes only it; a TLS protocol error counts as a failed
     authentication, as Kafka counts an SslAuthenticationException), then served until it closes."""
     from broker.network.tls import StreamConnection
 
-    if server.throttled(sock, host):
+    if server.throttled(sock, host, protected):
         return
     if not server.admits(host):
         sock.close()

@@ -50,6 +50,10 @@ class ConnectionRateQuotas:
         self._last: dict[str, float] = {}   # address -> when its sensor last recorded
         self.on_sensor: Callable[[str, SampledRate, bool], None] = lambda address, rate, made: None
         self.throttles = 0
+        # max.connection.creation.rate: every connection accepted on a listener other than a protected
+        # (inter-broker) one, always measured (broker-connection-accept-rate); None: unbounded.
+        self.broker_rate = SampledRate(clock, settings.window_s, settings.samples)
+        self.broker_bound: float | None = None
 
     def update(self, ip: Part, rate: float | None) -> None:
         """An IP entity's connection_creation_rate set (a number) or removed (None); DEFAULT is every address
@@ -74,12 +78,36 @@ class ConnectionRateQuotas:
         for address in [a for a, t in self._last.items() if now - t >= IP_SENSOR_EXPIRATION_S]:
             self._drop(address)
 
+    def on_accept(self, protected: bool) -> int:
+        """A connection accepted: ms the acceptor waits before taking the next (0: none), as Kafka's
+        waitForConnectionSlot throttles the acceptor when the broker's rate is over max.connection.creation.rate.
+        The connection itself counts and is served."""
+        if protected:
+            return 0
+        now = self._clock.monotonic()
+        self.broker_rate.record_at(1.0, now)
+        bound = self.broker_bound
+        if bound is None:
+            return 0
+        return self._throttle_ms(self.broker_rate, bound, now)
+
+    def _throttle_ms(self, rate: SampledRate, bound: float, now: float) -> int:
+        """QuotaUtils.boundedThrottleTime: (O - T) / T * W, at most one quota window; 0 within the bound."""
+        observed = rate.measure(now)
+        if observed <= bound:
+            return 0
+        cap = round(self._settings.window_s * 1000)
+        if bound <= 0:
+            return cap
+        return min(round((observed - bound) / bound * rate.window_size(now) * 1000), cap)
+
     def quota_of(self, address: str) -> float | None:
         return self._overrides.get(address, self._default)
 
-    def on_connection(self, address: str) -> int:
+    def on_connection(self, address: str, protected: bool = False) -> int:
         """A new connection from `address`: 0 to serve it, else the throttle in ms after which it is closed
-        unserved (ConnectionQuotas.recordIpConnectionMaybeThrottle; the connection is then not counted)."""
+        unserved (ConnectionQuotas.recordIpConnectionMaybeThrottle; the connection is then not counted, for its
+        address nor, if `on_accept` counted it, for the broker)."""
         if not self._overrides and self._default is None:
             return 0
         try:
@@ -96,12 +124,10 @@ class ConnectionRateQuotas:
         now = self._clock.monotonic()
         self._last[address] = now
         rate.record_at(1.0, now)
-        observed = rate.measure(now)
-        if observed <= bound:
-            return 0
-        rate.record_at(-1.0, now)   # not accepted: not counted
-        self.throttles += 1
-        window_ms = rate.window_size(now) * 1000
-        # QuotaUtils.boundedThrottleTime: (O - T) / T * W, at most one quota window.
-        return min(round((observed - bound) / bound * window_ms), round(self._settings.window_s * 1000)) \
-            if bound > 0 else round(self._settings.window_s * 1000)
+        throttle = self._throttle_ms(rate, bound, now)
+        if throttle:
+            rate.record_at(-1.0, now)   # not served: not counted (updateListenerMetrics takes the broker's back)
+            if not protected:
+                self.broker_rate.record_at(-1.0, now)
+            self.throttles += 1
+        return throttle

@@ -136,3 +136,17 @@ def test_log_config_defaults_change_at_run_time_for_topics_without_their_own(tmp
         assert _incremental(h, "0", ("log.retention.ms", DELETE, None)).error_code == ErrorCode.none
         assert _incremental(h, "", ("log.retention.ms", DELETE, None)).error_code == ErrorCode.none
         assert plog.config.retention_ms == 604_800_000
+
+
+def test_max_connection_creation_rate_changes_at_run_time(tmp_path):
+    with Harness(tmp_path, max_connection_creation_rate=50) as h:
+        connections = h.broker.quotas.connections
+        assert connections.broker_bound == 50.0                                   # server.properties
+        assert _incremental(h, "", ("max.connection.creation.rate", SET, "20")).error_code == ErrorCode.none
+        assert connections.broker_bound == 20.0
+        assert _describe(h, "0", "max.connection.creation.rate")["max.connection.creation.rate"] == (
+            "20", DYNAMIC_DEFAULT, False, [("20", DYNAMIC_DEFAULT), ("50", 4), (str(2**31 - 1), 5)])
+        bad = _incremental(h, "0", ("max.connection.creation.rate", SET, str(2**31)))
+        assert bad.error_code == ErrorCode.invalid_request and "Not a number of type INT" in bad.error_message
+        assert _incremental(h, "", ("max.connection.creation.rate", DELETE, None)).error_code == ErrorCode.none
+        assert connections.broker_bound == 50.0

@@ -117,7 +117,40 @@ def test_an_address_sensor_is_its_connection_accept_rate_mbean():
     q.update(DEFAULT, 10.0)
     for _ in range(5):
         q.on_connection("10.0.0.7")
+    q.on_accept(protected=False)
     beans = {n.mbean: m.read() for n, m in reg.items() if n.type == "socket-server-metrics"}
-    assert beans == {"kafka.server:type=socket-server-metrics,name=connection-accept-rate,ip=10.0.0.7": 0.5}
+    assert beans == {"kafka.server:type=socket-server-metrics,name=connection-accept-rate,ip=10.0.0.7": 0.5,
+                     "kafka.server:type=socket-server-metrics,name=broker-connection-accept-rate": 0.1}
     q.update(DEFAULT, None)
-    assert not any(n.type == "socket-server-metrics" for n, _ in reg.items())
+    assert [n.name for n, _ in reg.items() if n.type == "socket-server-metrics"] == ["broker-connection-accept-rate"]
+
+
+def test_max_connection_creation_rate_holds_the_acceptor_and_counts_the_connection():
+    clock, q = _quotas()
+    assert all(q.on_accept(protected=False) == 0 for _ in range(50))   # unbounded: measured only
+    assert q.broker_rate.rate == 5.0                                  # 50 over the 10 s a new window is taken as
+    clock.advance(20_000)
+    q.broker_bound = 2.0
+    assert [q.on_accept(protected=False) for _ in range(20)] == [0] * 20
+    assert q.on_accept(protected=False) == 500        # (21 / 10 - 2) / 2 * 10 s: the acceptor waits, then serves it
+    assert q.on_accept(protected=True) == 0           # the inter-broker listener is not held
+    q.update(DEFAULT, 0.0)
+    before = q.broker_rate.total
+    assert q.on_connection("10.0.0.1") > 0            # closed unserved by its address quota:
+    assert q.broker_rate.total == before - 1          # no longer counted for the broker either
+
+
+def test_a_standalone_broker_holds_its_acceptor_over_max_connection_creation_rate(tmp_path):
+    from kafkascope.local.broker_process import BrokerProcess
+
+    b = BrokerProcess(tmp_path, offsets_topic_num_partitions=1, max_connection_creation_rate=2)
+    b.start()
+    try:
+        took = []
+        for _ in range(21):   # 2/s over the 10 s a new rate is taken over: the 21st at the latest is held ~0.5 s
+            started = time.monotonic()
+            assert _answered(b.port)   # held, then served: never refused
+            took.append(time.monotonic() - started)
+        assert max(took) >= 0.4, took
+    finally:
+        b.stop()

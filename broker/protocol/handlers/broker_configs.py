@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from broker.broker_configs import DEFAULT, LOG_KEYS, QUOTA_KEYS, validate_dynamic
+from broker.broker_configs import (
+    DEFAULT,
+    INT_MAX,
+    LOG_KEYS,
+    MAX_CONNECTION_CREATION_RATE,
+    QUOTA_KEYS,
+    RECONFIGURABLE,
+    validate_dynamic,
+)
 from broker.config import default_synonym
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.api import RequestContext
@@ -35,8 +43,9 @@ def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
 
 def _entry(name: str, value: str | None, source: int, config_type: int, synonyms: list[dict]) -> dict[str, Any]:
     """One described config. Kafka marks read-only every key outside DynamicBrokerConfig.AllDynamicConfigs: the
-    log config defaults are in it, the replication throttle rates are not (they are quota configs)."""
-    return {"name": name, "value": value, "read_only": name not in LOG_KEYS, "config_source": source,
+    log config defaults and max.connection.creation.rate are in it, the replication throttle rates are not (they
+    are quota configs)."""
+    return {"name": name, "value": value, "read_only": name not in RECONFIGURABLE, "config_source": source,
             "is_sensitive": False, "synonyms": synonyms, "config_type": config_type, "documentation": None}
 
 
@@ -62,6 +71,8 @@ def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonym
         found = [(key, where[key], source) for where, source in layers if key in where]
         if key in LOG_KEYS:   # a KafkaConfig key has its default as the last synonym
             found.append((*default_synonym(LOG_KEYS[key]), DEFAULT_CONFIG))
+        elif key == MAX_CONNECTION_CREATION_RATE:
+            found.append((key, str(INT_MAX), DEFAULT_CONFIG))
         synonyms = [{"name": name, "value": value, "source": source} for name, value, source in found]
         out.append(_entry(key, found[0][1], found[0][2], TYPE_LONG if key in QUOTA_KEYS else TYPE_STRING,
                           synonyms if with_synonyms else []))
