@@ -38,8 +38,8 @@ def _normal(address: str) -> str:
 
 
 class ConnectionRateQuotas:
-    """Per-address connection rate quotas. `on_sensor(address, rate, made)` is told of sensors made and dropped
-    (the metrics); `throttled_ms` sums the throttle times given, for the listener's throttle-time metric."""
+    """Per-address connection rate quotas and the broker's max.connection.creation.rate. `on_sensor(address, rate,
+    made)` is told of address sensors made and dropped (the metrics)."""
 
     def __init__(self, settings: QuotaSettings, clock: Clock) -> None:
         self._settings = settings
@@ -49,7 +49,6 @@ class ConnectionRateQuotas:
         self._sensors: dict[str, SampledRate] = {}
         self._last: dict[str, float] = {}   # address -> when its sensor last recorded
         self.on_sensor: Callable[[str, SampledRate, bool], None] = lambda address, rate, made: None
-        self.throttles = 0
         # max.connection.creation.rate: every connection accepted on a listener other than a protected
         # (inter-broker) one, always measured (broker-connection-accept-rate); None: unbounded.
         self.broker_rate = SampledRate(clock, settings.window_s, settings.samples)
@@ -129,5 +128,4 @@ class ConnectionRateQuotas:
             rate.record_at(-1.0, now)   # not served: not counted (updateListenerMetrics takes the broker's back)
             if not protected:
                 self.broker_rate.record_at(-1.0, now)
-            self.throttles += 1
         return throttle
