@@ -13,17 +13,14 @@ name, with server.properties as the place to set them.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from broker.config import TOPIC_CONFIGS, TopicConfigSpec
-from broker.config_entity import ConfigChangeListener, entity_config_path, write_entity_config
+from broker.config_entity import ConfigChangeListener, Subscribers, entity_config_path, write_entity_config
 from broker.controller.zk_paths import decode_entity_config
 from broker.quota.replication import ALTER_LOG_DIRS_RATE, FOLLOWER_RATE, LEADER_RATE
-
-log = logging.getLogger(__name__)
 
 DEFAULT = "<default>"          # ZooKeeperInternals.DEFAULT_STRING: the cluster-wide entity
 # The quota keys served: LONG, at least 0 (QuotaConfigs.brokerQuotaConfigs).
@@ -103,14 +100,6 @@ class BrokerConfigStore(Protocol):
         """Call `callback(entity)` on the event loop after every change, made here or by another broker."""
 
 
-def _notify(callbacks: list[Subscriber], entity: str) -> None:
-    for callback in callbacks:
-        try:
-            callback(entity)
-        except Exception:   # a subscriber's bug must not undo a stored change
-            log.exception("broker config subscriber failed on %s", entity)
-
-
 class LocalBrokerConfigs:
     """A standalone broker's dynamic configs, written through `persist` (which raises KafkaError and keeps the old
     state when the disk cannot take them)."""
@@ -119,7 +108,7 @@ class LocalBrokerConfigs:
                  persist: Callable[[dict[str, dict[str, str]]], None]) -> None:
         self._configs = {entity: dict(c) for entity, c in configs.items()}
         self._persist = persist
-        self._callbacks: list[Subscriber] = []
+        self._subscribers = Subscribers("broker config")
 
     def configs(self) -> dict[str, dict[str, str]]:
         return {entity: dict(c) for entity, c in self._configs.items()}
@@ -133,10 +122,10 @@ class LocalBrokerConfigs:
             new[entity] = dict(configs)
         self._persist(new)
         self._configs = new
-        _notify(self._callbacks, entity)
+        self._subscribers.notify(entity)
 
     def subscribe(self, callback: Subscriber) -> None:
-        self._callbacks.append(callback)
+        self._subscribers.add(callback)
 
 
 class ZkBrokerConfigs:
@@ -149,7 +138,7 @@ class ZkBrokerConfigs:
         self._zk = zk
         self._cache: dict[str, dict[str, str]] = {}
         self._lock = threading.Lock()
-        self._callbacks: list[Subscriber] = []
+        self._subscribers = Subscribers("broker config")
         self._loop: asyncio.AbstractEventLoop | None = None
         changes.subscribe("brokers", lambda entity: self._refresh(entity, remote=True))
 
@@ -185,12 +174,8 @@ class ZkBrokerConfigs:
                 self._cache[entity] = configs
             else:
                 self._cache.pop(entity, None)
-        if configs == before:   # our own change comes back as a notification: told once
-            return
-        if remote and self._loop is not None:
-            self._loop.call_soon_threadsafe(_notify, self._callbacks, entity)
-        else:
-            _notify(self._callbacks, entity)
+        if configs != before:   # our own change comes back as a notification: told once
+            self._subscribers.notify_on(self._loop if remote else None, entity)
 
     def get(self, entity: str) -> dict[str, str]:
         return dict(self._cache.get(entity, {}))
@@ -200,7 +185,7 @@ class ZkBrokerConfigs:
         self._refresh(entity, remote=False)
 
     def subscribe(self, callback: Subscriber) -> None:
-        self._callbacks.append(callback)
+        self._subscribers.add(callback)
 
 
 def effective_connection_rate(own: Mapping[str, str], default: Mapping[str, str], static: int) -> float | None:

@@ -9,6 +9,7 @@ of its root type ("users", "clients", "brokers").
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -94,6 +95,31 @@ def write_entity_config(zk: Any, entity_path: str, config: Mapping[str, str]) ->
                 break
             path = path.rpartition("/")[0]
     announce(zk, entity_path)
+
+
+class Subscribers:
+    """The callbacks told of a stored entity config's change. One's failure neither stops the others nor undoes
+    the change. A change seen on kazoo's thread (`loop` given) is told on that event loop."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._callbacks: list[Callable[..., None]] = []
+
+    def add(self, callback: Callable[..., None]) -> None:
+        self._callbacks.append(callback)
+
+    def notify(self, entity: Any, *more: Any) -> None:
+        for callback in self._callbacks:
+            try:
+                callback(entity, *more)
+            except Exception:   # a subscriber's bug must not undo a stored change
+                log.exception("%s subscriber failed on %s", self._what, entity)
+
+    def notify_on(self, loop: asyncio.AbstractEventLoop | None, entity: Any, *more: Any) -> None:
+        if loop is None:
+            self.notify(entity, *more)
+        else:
+            loop.call_soon_threadsafe(self.notify, entity, *more)
 
 
 class ConfigChangeListener:

@@ -198,7 +198,8 @@ class KafkaServer:
         """Kafka's ConnectionQuotas.waitForConnectionSlot for a connection just accepted on `spec`: count it against
         max.connection.creation.rate and, over the rate, hold the acceptor for the throttle time; then wait for a
         free slot under max.connections. True when the listener is protected (the inter-broker one, with others
-        beside it: neither limit applies to the brokers' own connections)."""
+        beside it): the broker's creation rate does not count the brokers' own connections (an address's
+        rate still does, as in Kafka)."""
         protected = spec is not None and len(self.security.listeners) > 1 and \
             spec.name == self.broker.fetchers.inter_broker_listener
         ms = self.broker.quotas.connections.on_accept(protected)

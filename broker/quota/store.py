@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from broker.config_entity import ConfigChangeListener, entity_config_path, write_entity_config
+from broker.config_entity import ConfigChangeListener, Subscribers, entity_config_path, write_entity_config
 from broker.controller.zk_paths import decode_entity_config
 from broker.quota.entity import ALL_KEY_TYPES, QuotaEntity, config_string, path_part
 
@@ -58,21 +58,6 @@ def with_values(config: Mapping[str, str], values: Mapping[str, float]) -> dict[
     return {**kept, **{k: config_string(k, v) for k, v in values.items()}}
 
 
-class _Subscribers:
-    def __init__(self) -> None:
-        self._callbacks: list[Subscriber] = []
-
-    def add(self, callback: Subscriber) -> None:
-        self._callbacks.append(callback)
-
-    def notify(self, entity: QuotaEntity, values: QuotaValues) -> None:
-        for callback in self._callbacks:
-            try:
-                callback(entity, dict(values))
-            except Exception:   # a subscriber's bug must not undo a stored change
-                log.exception("quota subscriber failed on %s", entity)
-
-
 class LocalClientQuotas:
     """A standalone broker's quota configs: entity path -> config in the metadata file (its "client_quotas" key),
     written through `persist`, which raises KafkaError(KAFKA_STORAGE_ERROR) and keeps the old state when the disk
@@ -84,7 +69,7 @@ class LocalClientQuotas:
         self._configs = {path: dict(c) for path, c in configs.items()}
         self._persist = persist
         self._scram_users = scram_users
-        self._subscribers = _Subscribers()
+        self._subscribers = Subscribers("quota")
 
     def configs(self) -> dict[str, dict[str, str]]:
         """Entity path -> config, as the metadata file keeps them."""
@@ -129,7 +114,7 @@ class ZkClientQuotas:
         self._zk = zk
         self._cache: dict[QuotaEntity, QuotaValues] = {}
         self._lock = threading.Lock()   # one refresh at a time: a notification and a local write may race
-        self._subscribers = _Subscribers()
+        self._subscribers = Subscribers("quota")
         self._loop: asyncio.AbstractEventLoop | None = None
         changes.subscribe("users", lambda rest: self._refresh_path(f"users/{rest}"))
         changes.subscribe("clients", lambda rest: self._refresh_path(f"clients/{rest}"))
@@ -191,13 +176,8 @@ class ZkClientQuotas:
             else:
                 self._cache[entity] = values
         if values != before:   # our own change comes back as a notification: told once
-            self._deliver(entity, values or {}, remote)
+            self._subscribers.notify_on(self._loop if remote else None, entity, dict(values or {}))
 
-    def _deliver(self, entity: QuotaEntity, values: QuotaValues, remote: bool) -> None:
-        if remote and self._loop is not None:
-            self._loop.call_soon_threadsafe(self._subscribers.notify, entity, values)
-        else:
-            self._subscribers.notify(entity, values)
 
     def all(self) -> dict[QuotaEntity, QuotaValues]:
         return {entity: dict(values) for entity, values in list(self._cache.items())}

@@ -12,13 +12,24 @@ from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import ms
 from broker.protocol.handlers import broker_configs, group_configs
+from broker.protocol.handlers.config_values import (
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
+    STATIC_BROKER_CONFIG,
+)
 from broker.security.acl import AclOperation
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigs config_source values
-DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
-_SOURCES = {"topic": DYNAMIC_TOPIC_CONFIG, "dynamic_broker": DYNAMIC_BROKER_CONFIG, "dynamic_default": 3,
-            "static_broker": STATIC_BROKER_CONFIG, "default": DEFAULT_CONFIG}
+_SOURCES = {"topic": DYNAMIC_TOPIC_CONFIG, "dynamic_broker": DYNAMIC_BROKER_CONFIG,
+            "dynamic_default": DYNAMIC_DEFAULT_BROKER_CONFIG, "static_broker": STATIC_BROKER_CONFIG,
+            "default": DEFAULT_CONFIG}
 # DescribeConfigs config_type values (v3+)
 _TYPE_STRING, _TYPE_INT, _TYPE_LONG, _TYPE_DOUBLE, _TYPE_LIST, _TYPE_BOOLEAN = 2, 3, 5, 6, 7, 1
 _CONFIG_TYPES = {"cleanup.policy": _TYPE_LIST, "min.cleanable.dirty.ratio": _TYPE_DOUBLE,
@@ -27,7 +38,6 @@ _CONFIG_TYPES = {"cleanup.policy": _TYPE_LIST, "min.cleanable.dirty.ratio": _TYP
                  "max.message.bytes": _TYPE_INT, "segment.bytes": _TYPE_INT, "index.interval.bytes": _TYPE_INT,
                  "segment.index.bytes": _TYPE_INT, "leader.replication.throttled.replicas": _TYPE_LIST,
                  "follower.replication.throttled.replicas": _TYPE_LIST}
-OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 # Kafka's KRaft controller refuses a CreateTopics that would make more partitions than this in one request
 # (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH, POLICY_VIOLATION) and bounds a CreatePartitions by the
 # same number of records (QuorumController.MAX_RECORDS_PER_USER_OP); we refuse both up front, so a request for
@@ -234,7 +244,7 @@ def _describe_topic_configs(ctx: RequestContext, topic: str, keys, synonyms: boo
             if spec.broker_key:   # this broker's dynamic value, then the cluster default's, as Kafka lists them
                 store = ctx.broker.metadata.broker_configs()
                 for entity, layer in ((str(ctx.broker.node_id), DYNAMIC_BROKER_CONFIG),
-                                      (DEFAULT_BROKER, _SOURCES["dynamic_default"])):
+                                      (DEFAULT_BROKER, DYNAMIC_DEFAULT_BROKER_CONFIG)):
                     if (dynamic := store.get(entity).get(spec.broker_key)) is not None:
                         entry["synonyms"].append({"name": spec.broker_key, "value": dynamic, "source": layer})
             if spec.broker_key and name in ctx.broker.config.topic_defaults:

@@ -4,7 +4,6 @@ it), an empty name the cluster default. broker/broker_configs.py says which keys
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from broker.broker_configs import (
@@ -19,11 +18,15 @@ from broker.broker_configs import (
 from broker.config import default_synonym
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.api import RequestContext
+from broker.protocol.handlers.config_values import (
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    STATIC_BROKER_CONFIG,
+    altered,
+)
 
-# DescribeConfigs config_source values (DescribeConfigsResponse.ConfigSource)
-DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
-TYPE_STRING, TYPE_LONG = 2, 5
-OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+TYPE_STRING, TYPE_LONG = 2, 5   # DescribeConfigsResponse.ConfigType
 
 
 def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
@@ -79,29 +82,12 @@ def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonym
     return out
 
 
-def _incremental(current: Mapping[str, str], ops) -> dict[str, str]:
-    """ConfigAdminManager.prepareIncrementalConfigs for the broker's keys (all LONG: no append or subtract)."""
-    new = dict(current)
-    for op in ops:
-        if op.config_operation == OP_SET:
-            new[op.name] = op.value or ""
-        elif op.config_operation == OP_DELETE:
-            new.pop(op.name, None)
-        elif op.config_operation in (OP_APPEND, OP_SUBTRACT):
-            verb = "append" if op.config_operation == OP_APPEND else "subtract"
-            raise KafkaError(ErrorCode.invalid_config, f"Config value {verb} is not allowed for config key: {op.name}")
-        else:
-            raise KafkaError(ErrorCode.invalid_request, f"Unknown config operation {op.config_operation}")
-    return new
-
-
 def alter(ctx: RequestContext, name: str, configs, incremental: bool, validate_only: bool) -> None:
     """Set a broker's (or the default's) dynamic configs: incrementally from what is stored, or replacing it
     whole (AlterConfigs). Every broker applies the change on its notification (ZkAdminManager.alterBrokerConfigs)."""
     entity = _entity(ctx, name, describing=False)
     store = ctx.broker.metadata.broker_configs()
-    new = _incremental(store.get(entity), configs) if incremental else \
-        {c.name: c.value for c in configs if c.value is not None}
+    new = altered(store.get(entity), configs, incremental)
     try:
         clean = validate_dynamic(new)
     except ValueError as e:   # Kafka 3.9 answers these INVALID_REQUEST (DynamicBrokerConfig.validate)

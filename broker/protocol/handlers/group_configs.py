@@ -11,10 +11,7 @@ from broker.coordinator import group_config as gc
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol import authz
 from broker.protocol.api import ApiSpec, RequestContext
-
-DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG = 5, 8
-OP_SET, OP_DELETE = 0, 1
-_OP_NAMES = {2: "append", 3: "subtract"}
+from broker.protocol.handlers.config_values import DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG, altered
 
 
 def _check_name(group: str) -> None:
@@ -43,18 +40,7 @@ def describe(ctx: RequestContext, group: str, keys: set[str] | None, synonyms: b
 def alter(ctx: RequestContext, group: str, configs, incremental: bool, validate_only: bool) -> None:
     """Apply the request's changes to the group's overrides, validated as a whole (Kafka's GroupConfig.validate)."""
     _check_name(group)
-    if incremental:
-        new = ctx.broker.metadata.group_configs(group)
-        for c in configs:
-            if c.config_operation == OP_SET:
-                new[c.name] = c.value or ""
-            elif c.config_operation == OP_DELETE:
-                new.pop(c.name, None)
-            else:
-                raise KafkaError(ErrorCode.invalid_config, f"Config value {_OP_NAMES.get(c.config_operation, '?')} "
-                                 f"is not allowed for config key: {c.name}")
-    else:
-        new = {c.name: c.value for c in configs if c.value is not None}
+    new = altered(ctx.broker.metadata.group_configs(group), configs, incremental)
     clean = gc.validate(new, ctx.broker.config)
     if not validate_only:
         ctx.broker.metadata.set_group_configs(group, clean)
