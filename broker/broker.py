@@ -37,6 +37,7 @@ from broker.metadata import (
     validate_topic_name,
 )
 from broker.network.client_security import configure_inter_broker
+from broker.network.listener_reconfig import ListenerReconfiguration
 from broker.network.listeners import ServerSecurity, registered_listeners
 from broker.protocol.authz import AuthorizerMetrics, build_authorizer
 from broker.protocol.routes import handler_table
@@ -201,6 +202,7 @@ class Broker:
             if self.authorizer is not None:
                 self.authorizer_metrics = AuthorizerMetrics(self.metrics.registry, self.authorizer)
         self.server = KafkaServer(self, handlers, security, self.metrics, self.metrics)
+        self.listener_reconfig = ListenerReconfiguration(config, security, self.fetchers)
         self._tasks: list[asyncio.Task] = []
 
     @property
@@ -222,6 +224,8 @@ class Broker:
         own, default = store.get(str(self.node_id)), store.get(DEFAULT_BROKER)
         if entity is not None or own or default:
             self.replication_quotas.apply(own, default)
+        if entity in (None, str(self.node_id)):
+            self.listener_reconfig.on_change(own)
         self.quotas.connections.broker_bound = effective_connection_rate(
             own, default, self.config.max_connection_creation_rate)
         dynamic = dynamic_topic_defaults(own, default)

@@ -6,8 +6,9 @@ Stored as Kafka 3.9's ZooKeeper mode keeps them: `/config/brokers/<id>` and `/co
 metadata file ("broker_configs"). The keys served dynamically are the replication throttles
 (broker/quota/replication.py) and the log config defaults (`log.retention.ms`, `unclean.leader.election.enable`,
 ... : the broker synonyms of the topic configs, Kafka's DynamicLogConfig), which topics without their own value
-take at once; Kafka's other dynamic keys (thread pools, log cleaner, listeners' keystores, ...) are refused by
-name, with server.properties as the place to set them.
+take at once, `max.connection.creation.rate`, and per broker the TLS listeners' key stores
+(`listener.name.<l>.ssl.keystore.location`, ...: broker/network/listener_reconfig.py); Kafka's other dynamic keys
+(thread pools, log cleaner, ...) are refused by name, with server.properties as the place to set them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any, Protocol
 from broker.config import TOPIC_CONFIGS, TopicConfigSpec
 from broker.config_entity import ConfigChangeListener, Subscribers, entity_config_path, write_entity_config
 from broker.controller.zk_paths import decode_entity_config
+from broker.network.listener_tls import RECONFIGURABLE as SSL_RECONFIGURABLE
+from broker.network.listener_tls import split_listener_key
 from broker.quota.replication import ALTER_LOG_DIRS_RATE, FOLLOWER_RATE, LEADER_RATE
 
 DEFAULT = "<default>"          # ZooKeeperInternals.DEFAULT_STRING: the cluster-wide entity
@@ -36,15 +39,36 @@ INT_MAX = 2**31 - 1
 Subscriber = Callable[[str], None]
 
 
-def validate_dynamic(configs: Mapping[str, str | None]) -> dict[str, str]:
-    """The values to store for a broker entity; raises ValueError naming the first key not served or not valid."""
-    unknown = sorted(k for k in configs if k not in DYNAMIC_KEYS)
+def listener_ssl_key(key: str) -> bool:
+    """`listener.name.<l>.ssl.keystore.location` and the other keys a TLS listener reloads (per broker only)."""
+    parts = split_listener_key(key)
+    return parts is not None and parts[1] in SSL_RECONFIGURABLE
+
+
+def _names(keys: list[str], kind: str = "Set") -> str:
+    """A Scala set as Kafka's messages print it."""
+    return f"{kind}({', '.join(sorted(keys))})"
+
+
+def validate_dynamic(configs: Mapping[str, str | None], per_broker: bool = True) -> dict[str, str]:
+    """The values to store for a broker entity (per broker, or the cluster default); raises ValueError naming the
+    first key not served or not valid, in DynamicBrokerConfig.validateConfigs' order."""
+    unknown = [k for k in configs if k not in DYNAMIC_KEYS and k not in SSL_RECONFIGURABLE and not listener_ssl_key(k)]
     if unknown:   # Kafka's message, then why: Kafka also takes its other dynamic keys (and unknown ones) here
-        raise ValueError(f"Cannot update these configs dynamically: Set({', '.join(unknown)}) (this broker changes "
-                         "only the replication throttle rates and the log config defaults at run time; set the "
-                         "others in server.properties)")
+        raise ValueError(f"Cannot update these configs dynamically: {_names(unknown)} (this broker changes only "
+                         "the replication throttle rates, the log config defaults, max.connection.creation.rate "
+                         "and the listeners' SSL key stores at run time; set the others in server.properties)")
+    if bare := [k for k in configs if k in SSL_RECONFIGURABLE]:
+        raise ValueError("These security configs can be dynamically updated only per-listener using the listener "
+                         f"prefix: {_names(bare, 'HashSet')}")
+    if not per_broker and (listener := [k for k in configs if listener_ssl_key(k)]):
+        raise ValueError(f"Cannot update these configs at default cluster level, broker id must be specified: "
+                         f"{_names(listener)}")
     out = {}
     for key, value in configs.items():
+        if listener_ssl_key(key):   # checked by loading them (broker/network/listener_tls.py)
+            out[key] = value or ""
+            continue
         text = (value or "").strip()
         if key in LOG_KEYS:
             try:

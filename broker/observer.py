@@ -5,6 +5,7 @@ The server owns the stamps; the observer only reads them. Kept apart from both s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 
@@ -71,5 +72,6 @@ class AuthenticationObserver(Protocol):
     def authentication(self, listener: str, success: bool) -> None:
         """A SaslAuthenticate (or a TLS handshake on an SSL listener) succeeded or failed."""
 
-    def watch_certificates(self, not_after: dict[str, float]) -> None:
-        """Each TLS listener's server certificate expiry (epoch seconds), for certificate-expiry alerts."""
+    def watch_certificates(self, not_after: dict[str, Callable[[], float | None]]) -> None:
+        """Each TLS listener's server certificate expiry (epoch seconds, read when asked: a keystore update
+        changes it), for certificate-expiry alerts."""

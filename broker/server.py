@@ -75,6 +75,11 @@ class _EarlyAnswer:
             self.response = response
 
 
+def _not_after_of(spec: ListenerSpec) -> Callable[[], float | None]:
+    """The listener's certificate expiry as it is when asked (a keystore update replaces it)."""
+    return lambda: spec.cert_not_after
+
+
 class KafkaServer:
     """Serves Kafka requests strictly in order per connection, as clients require (the Kafka protocol guide:
     requests on one TCP connection are processed in the order they are sent).
@@ -98,7 +103,7 @@ class KafkaServer:
         if secured and auth_observer is not None:
             security.auth_observer = auth_observer
             auth_observer.watch_authentication(secured)
-            auth_observer.watch_certificates({s.name: s.cert_not_after for s in security.listeners
+            auth_observer.watch_certificates({s.name: _not_after_of(s) for s in security.listeners
                                               if s.cert_not_after is not None})
         self.ports: dict[str, int] = {}  # listener name -> bound port
         self._extra: list[socket.socket] = []  # listeners after the first

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -224,11 +225,13 @@ class BrokerMetrics:
                 self.registry.kafka_metric("kafka.server", "socket-server-metrics", f"{outcome}-authentication-total",
                                            total_of, counter=True, **ssm)
 
-    def watch_certificates(self, not_after: dict[str, float]) -> None:
-        """kafkascope.network:type=TlsCertificate,name=NotAfterSeconds,listener=<l> (Kafka has no such MBean)."""
+    def watch_certificates(self, not_after: dict[str, Callable[[], float | None]]) -> None:
+        """kafkascope.network:type=TlsCertificate,name=NotAfterSeconds,listener=<l> (Kafka has no such MBean);
+        NaN while a listener's certificate cannot be read."""
         for listener, when in not_after.items():
-            def not_after_of(w: float = when) -> float:
-                return w
+            def not_after_of(read: Callable[[], float | None] = when) -> float:
+                value = read()
+                return math.nan if value is None else value
             self.registry.gauge("kafkascope.network", "TlsCertificate", "NotAfterSeconds", not_after_of,
                                 listener=listener)
 

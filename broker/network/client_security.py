@@ -5,11 +5,13 @@ listener's JAAS `username`/`password` options, as Kafka's brokers authenticate t
 from __future__ import annotations
 
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.config import BrokerConfig, ConfigError
-from broker.network.listeners import ListenerSpec, _prop, listener_specs
+from broker.network.listener_tls import listener_prop, ssl_client_context
+from broker.network.listeners import ListenerSpec, listener_specs
 from broker.security import plain, sasl, scram
 from broker.security.scram_sasl import ScramSaslClient
 from common import jaas
@@ -64,6 +66,13 @@ def inter_broker_listener(config: BrokerConfig, specs: list[ListenerSpec] | None
     return next((s for s in specs if name is not None and s.name.upper() == name.upper()), specs[0])
 
 
+def client_tls(props: Mapping[str, str], listener: str) -> ssl.SSLContext:
+    """The TLS side of a connection to `listener` on another broker: its trust store, and its key store presented
+    when the other side asks (`ssl.client.auth`)."""
+    check = listener_prop(props, listener, "ssl.endpoint.identification.algorithm") != ""
+    return ssl_client_context(props, listener, check_hostname=check)
+
+
 def client_security(config: BrokerConfig, spec: ListenerSpec) -> ClientSecurity | None:
     """What this broker needs to connect to `spec` on another broker; None for PLAINTEXT."""
     if spec.protocol == "PLAINTEXT":
@@ -71,12 +80,7 @@ def client_security(config: BrokerConfig, spec: ListenerSpec) -> ClientSecurity 
     props = config.static
     out = ClientSecurity(spec.name, spec.protocol)
     if spec.tls:
-        ctx = ssl.create_default_context(cafile=_prop(props, spec.name, "ssl.truststore.location"))
-        ctx.check_hostname = _prop(props, spec.name, "ssl.endpoint.identification.algorithm") != ""
-        location = _prop(props, spec.name, "ssl.keystore.location")
-        if location:   # presented when the other side asks (ssl.client.auth)
-            ctx.load_cert_chain(location, password=_prop(props, spec.name, "ssl.key.password"))
-        out.ssl_context = ctx
+        out.ssl_context = client_tls(props, spec.name)
     if spec.sasl:
         mech = props.get("sasl.mechanism.inter.broker.protocol", "GSSAPI")
         entry = spec.jaas.get(mech)

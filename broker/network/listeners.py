@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig, ConfigError, parse_listeners
 from broker.metadata import BrokerInfo
+from broker.network import listener_tls
+from broker.network.listener_tls import ListenerTls
+from broker.network.listener_tls import listener_prop as _prop
 from broker.observer import AuthenticationObserver
 from broker.scram_storage import LocalScramCredentials, ScramCredentialStore
 from broker.security import sasl
@@ -36,8 +39,16 @@ class ListenerSpec:
     advertised_port: int
     mechanisms: list[str] = field(default_factory=list)
     jaas: dict[str, JaasEntry] = field(default_factory=dict)   # mechanism -> the listener's JAAS entry
-    ssl_context: ssl.SSLContext | None = None
-    cert_not_after: float | None = None   # the server certificate's notAfter (epoch seconds), for expiry alerts
+    tls_material: ListenerTls | None = None   # its key material (TLS listeners; replaced on a keystore update)
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        return self.tls_material.context if self.tls_material is not None else None
+
+    @property
+    def cert_not_after(self) -> float | None:
+        """The server certificate's notAfter (epoch seconds), for expiry alerts."""
+        return self.tls_material.not_after if self.tls_material is not None else None
 
     @property
     def sasl(self) -> bool:
@@ -61,75 +72,6 @@ def parse_protocol_map(value: str | None) -> dict[str, str]:
     return out
 
 
-def _prop(props: Mapping[str, str], listener: str, key: str) -> str | None:
-    """A listener-scoped `listener.name.<l>.<key>` overrides the broker-wide `<key>`, as in Kafka."""
-    return props.get(f"listener.name.{listener.lower()}.{key}", props.get(key))
-
-
-def ssl_server_context(props: Mapping[str, str], listener: str) -> ssl.SSLContext:
-    """The server side of a TLS listener from PEM key stores (`ssl.keystore.type=PEM`)."""
-    kind = (_prop(props, listener, "ssl.keystore.type") or "PEM").upper()
-    if kind != "PEM":
-        raise ConfigError(f"ssl.keystore.type={kind} is not supported: use PEM")
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    location = _prop(props, listener, "ssl.keystore.location")
-    chain, key = _prop(props, listener, "ssl.keystore.certificate.chain"), _prop(props, listener, "ssl.keystore.key")
-    password = _prop(props, listener, "ssl.key.password")
-    try:
-        if location:
-            ctx.load_cert_chain(location, password=password)
-        elif chain and key:
-            _load_inline_chain(ctx, chain, key, password)
-        else:
-            raise ConfigError(f"listener {listener} needs ssl.keystore.location or ssl.keystore.certificate.chain")
-        trust = _prop(props, listener, "ssl.truststore.location")
-        if trust:
-            ctx.load_verify_locations(cafile=trust)
-        elif _prop(props, listener, "ssl.truststore.certificates"):
-            ctx.load_verify_locations(cadata=_prop(props, listener, "ssl.truststore.certificates"))
-    except (OSError, ssl.SSLError) as e:
-        raise ConfigError(f"listener {listener}: cannot load TLS key material: {e}") from None
-    auth = (_prop(props, listener, "ssl.client.auth") or "none").lower()
-    if auth not in ("required", "requested", "none"):
-        raise ConfigError(f"Invalid value {auth!r} for configuration ssl.client.auth")
-    ctx.verify_mode = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL}.get(auth, ssl.CERT_NONE)
-    return ctx
-
-
-def _not_after(location: str | None, chain: str | None) -> float | None:
-    """The first certificate's notAfter in epoch seconds (None if it cannot be read)."""
-    import os
-    import tempfile
-
-    path = location
-    try:
-        if path is None and chain:
-            fd, path = tempfile.mkstemp(suffix=".pem")
-            with os.fdopen(fd, "w") as f:
-                f.write(chain)
-        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]  # the only stdlib X.509 reader
-        return float(ssl.cert_time_to_seconds(decoded["notAfter"]))
-    except (OSError, ssl.SSLError, KeyError, ValueError):
-        return None
-    finally:
-        if path is not None and path != location:
-            os.unlink(path)
-
-
-def _load_inline_chain(ctx: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
-    """`ssl.keystore.certificate.chain` / `ssl.keystore.key` hold PEM text; Python's ssl wants a file."""
-    import os
-    import tempfile
-
-    fd, path = tempfile.mkstemp(suffix=".pem")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(key.strip() + "\n" + chain.strip() + "\n")
-        ctx.load_cert_chain(path, password=password)
-    finally:
-        os.unlink(path)
-
-
 def listener_specs(config: BrokerConfig) -> list[ListenerSpec]:
     """Every configured listener, first one first (the one the broker registers as its endpoint)."""
     props = config.static
@@ -148,9 +90,7 @@ def listener_specs(config: BrokerConfig) -> list[ListenerSpec]:
         if spec.sasl:
             _configure_sasl(spec, props)
         if spec.tls:
-            spec.ssl_context = ssl_server_context(props, lst.name)
-            spec.cert_not_after = _not_after(_prop(props, lst.name, "ssl.keystore.location"),
-                                             _prop(props, lst.name, "ssl.keystore.certificate.chain"))
+            spec.tls_material = listener_tls.load(props, lst.name)
         out.append(spec)
     inter = props.get("inter.broker.listener.name")
     if inter and inter.upper() not in {s.name.upper() for s in out}:

@@ -13,10 +13,13 @@ from broker.broker_configs import (
     MAX_CONNECTION_CREATION_RATE,
     QUOTA_KEYS,
     RECONFIGURABLE,
+    listener_ssl_key,
     validate_dynamic,
 )
-from broker.config import default_synonym
+from broker.config import ConfigError, default_synonym
 from broker.errors import ErrorCode, KafkaError
+from broker.network.listener_reconfig import ResourceConfigError
+from broker.network.listener_tls import is_password
 from broker.protocol.api import RequestContext
 from broker.protocol.handlers.config_values import (
     DEFAULT_CONFIG,
@@ -27,6 +30,7 @@ from broker.protocol.handlers.config_values import (
 )
 
 TYPE_STRING, TYPE_LONG = 2, 5   # DescribeConfigsResponse.ConfigType
+SSL_DEFAULTS = {"ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS"}   # SslConfigs' defaults that are not null
 
 
 def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
@@ -46,10 +50,14 @@ def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
 
 def _entry(name: str, value: str | None, source: int, config_type: int, synonyms: list[dict]) -> dict[str, Any]:
     """One described config. Kafka marks read-only every key outside DynamicBrokerConfig.AllDynamicConfigs: the
-    log config defaults and max.connection.creation.rate are in it, the replication throttle rates are not (they
-    are quota configs)."""
-    return {"name": name, "value": value, "read_only": name not in RECONFIGURABLE, "config_source": source,
-            "is_sensitive": False, "synonyms": synonyms, "config_type": config_type, "documentation": None}
+    log config defaults, max.connection.creation.rate and the listeners' SSL stores are in it, the replication
+    throttle rates are not (they are quota configs). A password is never shown, nor are its synonyms."""
+    sensitive = is_password(name)
+    if sensitive:
+        value, synonyms = None, [{**s, "value": None} for s in synonyms]
+    return {"name": name, "value": value, "read_only": name not in RECONFIGURABLE and not listener_ssl_key(name),
+            "config_source": source, "is_sensitive": sensitive, "synonyms": synonyms, "config_type": config_type,
+            "documentation": None}
 
 
 def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonyms: bool) -> list[dict]:
@@ -72,7 +80,11 @@ def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonym
         layers = [(own, DYNAMIC_BROKER_CONFIG), (default, DYNAMIC_DEFAULT_BROKER_CONFIG),
                   (static, STATIC_BROKER_CONFIG)]
         found = [(key, where[key], source) for where, source in layers if key in where]
-        if key in LOG_KEYS:   # a KafkaConfig key has its default as the last synonym
+        if listener_ssl_key(key):   # brokerConfigSynonyms: the key without its listener prefix follows
+            base = key.split(".", 3)[3]
+            found += [(base, static[base], STATIC_BROKER_CONFIG)] if base in static else []
+            found += [(base, SSL_DEFAULTS[base], DEFAULT_CONFIG)] if base in SSL_DEFAULTS else []
+        elif key in LOG_KEYS:   # a KafkaConfig key has its default as the last synonym
             found.append((*default_synonym(LOG_KEYS[key]), DEFAULT_CONFIG))
         elif key == MAX_CONNECTION_CREATION_RATE:
             found.append((key, str(INT_MAX), DEFAULT_CONFIG))
@@ -87,10 +99,22 @@ def alter(ctx: RequestContext, name: str, configs, incremental: bool, validate_o
     whole (AlterConfigs). Every broker applies the change on its notification (ZkAdminManager.alterBrokerConfigs)."""
     entity = _entity(ctx, name, describing=False)
     store = ctx.broker.metadata.broker_configs()
-    new = altered(store.get(entity), configs, incremental)
+    listeners = ctx.broker.listener_reconfig
+    new = altered(listeners.decoded(store.get(entity)), configs, incremental)
     try:
-        clean = validate_dynamic(new)
+        clean = validate_dynamic(new, per_broker=entity != DEFAULT)
+        # Any alter of this broker reloads its listeners' store files rewritten in place
+        # (DynamicBrokerConfig.reloadUpdatedFilesWithoutConfigChange), after Kafka's checks of the new stores.
+        reloads = listeners.check(clean) if entity != DEFAULT else {}
+        persistent = listeners.encoded(clean)
+    except ResourceConfigError as e:
+        raise KafkaError(ErrorCode.invalid_config,
+                         f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): {e}") from None
+    except ConfigError as e:   # new key stores refused, in the words of a KafkaConfig rebuilt with them
+        raise KafkaError(ErrorCode.invalid_request, f"Invalid value org.apache.kafka.common.config.ConfigException: "
+                                                    f"{e} for configuration Invalid dynamic configuration") from None
     except ValueError as e:   # Kafka 3.9 answers these INVALID_REQUEST (DynamicBrokerConfig.validate)
         raise KafkaError(ErrorCode.invalid_request, str(e)) from None
     if not validate_only:
-        store.set(entity, clean)
+        store.set(entity, persistent)
+        listeners.apply(clean, reloads)
