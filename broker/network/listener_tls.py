@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import ssl
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ PASSWORDS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.trustst
 ALLOW_DN_CHANGES, ALLOW_SAN_CHANGES = "ssl.allow.dn.changes", "ssl.allow.san.changes"
 _SAN_TYPES = {"email": 1, "DNS": 2, "DirName": 4, "URI": 6, "IP Address": 7}   # X509Certificate's GeneralName tags
 _HANDSHAKE_STEPS = 50
+MAX_STORE_BYTES = 16 * 1024 * 1024
 _CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
 _INVALID_CONFIGURATION = "org.apache.kafka.common.errors.InvalidConfigurationException"
 log = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ def _load_keystore(ctx: ssl.SSLContext, props: Mapping[str, str], listener: str,
                                          "password may be specified")
     try:
         if location:
+            _regular_file(location)
             ctx.load_cert_chain(location, password=password)
         elif chain and key:
             with _pem_file(key.strip() + "\n" + chain.strip() + "\n") as path:
@@ -107,11 +110,22 @@ def _load_truststore(ctx: ssl.SSLContext, props: Mapping[str, str], listener: st
     trust = listener_prop(props, listener, "ssl.truststore.location")
     try:
         if trust:
+            _regular_file(trust)
             ctx.load_verify_locations(cafile=trust)
         elif certificates := listener_prop(props, listener, "ssl.truststore.certificates"):
             ctx.load_verify_locations(cadata=certificates)
     except (OSError, ssl.SSLError) as e:
         raise StoreError(trust or "", f"listener {listener}: cannot load TLS trust store: {e}") from None
+
+
+def _regular_file(path: str) -> None:
+    """A store must be a regular file of sane size: a FIFO or a device named by an alter would block or exhaust
+    the event loop that reads it."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path} is not a regular file")
+    if st.st_size > MAX_STORE_BYTES:
+        raise OSError(f"{path} is {st.st_size} bytes, more than a key store's {MAX_STORE_BYTES}")
 
 
 class _pem_file:

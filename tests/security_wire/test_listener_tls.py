@@ -83,7 +83,12 @@ def test_unreadable_store_and_added_truststore_are_refused(certs, tmp_path):
     old = listener_tls.load(props(certs), L)
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a key store\n")
-    for path in (tmp_path / "missing.pem", garbage):
+    fifo = tmp_path / "fifo.pem"   # would block the broker's loop if read
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.pem"
+    with open(huge, "wb") as f:
+        f.truncate(listener_tls.MAX_STORE_BYTES + 1)
+    for path in (tmp_path / "missing.pem", garbage, fifo, huge):
         with pytest.raises(ConfigError) as e:
             listener_tls.reconfigure(old, props(certs, **{KEY: str(path)}), L, inter_broker=False)
         assert str(e.value) == ("Validation of dynamic config update of SSLFactory failed: org.apache.kafka.common."
