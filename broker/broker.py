@@ -42,6 +42,7 @@ from broker.network.listeners import ServerSecurity, registered_listeners
 from broker.protocol.authz import AuthorizerMetrics, build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
+from broker.quota.connection_limits import ConnectionLimits, listener_creation_rates
 from broker.quota.manager import QuotaSettings
 from broker.quota.replication import ReplicationQuotas, ReplicationQuotaSettings
 from broker.quota.throttle import ClientQuotas
@@ -187,6 +188,7 @@ class Broker:
         self.fetch_manager = FetchManager(self.fetch_sessions)
         self.replicas.role_listeners.append(self._on_role_change)
         security = ServerSecurity(config, self.metadata.scram_credentials())
+        self.quotas.connections.add_listeners([spec.name for spec in security.listeners])
         handlers = handler_table(sasl=any(spec.sasl for spec in security.listeners))
         self.metrics = None
         self.authorizer_metrics: AuthorizerMetrics | None = None
@@ -228,11 +230,18 @@ class Broker:
             self.listener_reconfig.on_change(own)
         self.quotas.connections.broker_bound = effective_connection_rate(
             own, default, self.config.max_connection_creation_rate)
+        layers, names = [own, default, self.config.static], self.listener_names()
+        self.quotas.connections.set_listener_bounds(listener_creation_rates(layers, names))
+        self.server.apply_connection_limits(ConnectionLimits.of(layers, names))
         dynamic = dynamic_topic_defaults(own, default)
         if dynamic != self.dynamic_topic_defaults:   # DynamicLogConfig: every log without its own value follows
             self.dynamic_topic_defaults = dynamic
             for topic in {plog.topic for plog in self.logs.logs()}:
                 self.logs.update_config(topic)
+
+    def listener_names(self) -> list[str]:
+        """The configured listeners' names, the registered (first) one first."""
+        return [spec.name for spec in self.server.security.listeners]
 
     def _endpoint(self, node_id: int) -> tuple[str, int] | None:
         """A live broker's (host, port), for the replica fetchers."""

@@ -18,11 +18,20 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from broker.config import TOPIC_CONFIGS, TopicConfigSpec
+from broker.config import TOPIC_CONFIGS, ConfigError, TopicConfigSpec
 from broker.config_entity import ConfigChangeListener, Subscribers, entity_config_path, write_entity_config
 from broker.controller.zk_paths import decode_entity_config
 from broker.network.listener_tls import RECONFIGURABLE as SSL_RECONFIGURABLE
 from broker.network.listener_tls import split_listener_key
+from broker.quota.connection_limits import (
+    INT_MAX,
+    LISTENER_KEYS,
+    MAX_CONNECTIONS,
+    MAX_PER_IP,
+    MAX_PER_IP_OVERRIDES,
+    parse_overrides,
+)
+from broker.quota.connection_limits import MAX_CREATION_RATE as MAX_CONNECTION_CREATION_RATE
 from broker.quota.replication import ALTER_LOG_DIRS_RATE, FOLLOWER_RATE, LEADER_RATE
 
 DEFAULT = "<default>"          # ZooKeeperInternals.DEFAULT_STRING: the cluster-wide entity
@@ -30,13 +39,19 @@ DEFAULT = "<default>"          # ZooKeeperInternals.DEFAULT_STRING: the cluster-
 QUOTA_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
 # The log config defaults (DynamicLogConfig): each broker synonym of a topic config, e.g. log.retention.ms.
 LOG_KEYS: dict[str, TopicConfigSpec] = {spec.broker_key: spec for spec in TOPIC_CONFIGS.values() if spec.broker_key}
-MAX_CONNECTION_CREATION_RATE = "max.connection.creation.rate"   # DynamicConnectionQuota's, an INT
-DYNAMIC_KEYS = (*QUOTA_KEYS, *LOG_KEYS, MAX_CONNECTION_CREATION_RATE)
+# SocketServer's and DynamicConnectionQuota's: how many connections, per broker, per address (INT, at least 0).
+CONNECTION_KEYS = (MAX_CONNECTIONS, MAX_PER_IP, MAX_CONNECTION_CREATION_RATE)
+DYNAMIC_KEYS = (*QUOTA_KEYS, *LOG_KEYS, *CONNECTION_KEYS, MAX_PER_IP_OVERRIDES)
 # DynamicBrokerConfig.AllDynamicConfigs among them (not read-only when described); the quota keys are not.
-RECONFIGURABLE = frozenset({*LOG_KEYS, MAX_CONNECTION_CREATION_RATE})
+RECONFIGURABLE = frozenset({*LOG_KEYS, *CONNECTION_KEYS, MAX_PER_IP_OVERRIDES})
 UNCLEAN = "unclean.leader.election.enable"
-INT_MAX = 2**31 - 1
 Subscriber = Callable[[str], None]
+
+
+def listener_connection_key(key: str) -> str | None:
+    """`listener.name.<l>.max.connections` / `.max.connection.creation.rate`: the base key, else None."""
+    parts = split_listener_key(key)
+    return parts[1] if parts is not None and parts[1] in LISTENER_KEYS else None
 
 
 def listener_ssl_key(key: str) -> bool:
@@ -53,10 +68,11 @@ def _names(keys: list[str], kind: str = "Set") -> str:
 def validate_dynamic(configs: Mapping[str, str | None], per_broker: bool = True) -> dict[str, str]:
     """The values to store for a broker entity (per broker, or the cluster default); raises ValueError naming the
     first key not served or not valid, in DynamicBrokerConfig.validateConfigs' order."""
-    unknown = [k for k in configs if k not in DYNAMIC_KEYS and k not in SSL_RECONFIGURABLE and not listener_ssl_key(k)]
+    unknown = [k for k in configs if k not in DYNAMIC_KEYS and k not in SSL_RECONFIGURABLE and not listener_ssl_key(k)
+               and not listener_connection_key(k)]
     if unknown:   # Kafka's message, then why: Kafka also takes its other dynamic keys (and unknown ones) here
         raise ValueError(f"Cannot update these configs dynamically: {_names(unknown)} (this broker changes only "
-                         "the replication throttle rates, the log config defaults, max.connection.creation.rate "
+                         "the replication throttle rates, the log config defaults, the connection limits and rates "
                          "and the listeners' SSL key stores at run time; set the others in server.properties)")
     if bare := [k for k in configs if k in SSL_RECONFIGURABLE]:
         raise ValueError("These security configs can be dynamically updated only per-listener using the listener "
@@ -70,6 +86,10 @@ def validate_dynamic(configs: Mapping[str, str | None], per_broker: bool = True)
             out[key] = value or ""
             continue
         text = (value or "").strip()
+        if key == MAX_PER_IP_OVERRIDES:
+            parse_overrides(text)
+            out[key] = text
+            continue
         if key in LOG_KEYS:
             try:
                 LOG_KEYS[key].parse(text)
@@ -77,15 +97,20 @@ def validate_dynamic(configs: Mapping[str, str | None], per_broker: bool = True)
                 raise ValueError(f"Invalid value {text} for configuration {key}: {e}") from None
             out[key] = text
             continue
-        kind = "INT" if key == MAX_CONNECTION_CREATION_RATE else "LONG"
+        # A listener's key is checked as its base key, and named so (DynamicBrokerConfig.validateConfigTypes); a
+        # listener's max.connections only when the listener's quota is rebuilt, so Kafka's message is wrapped
+        # (ConfigError: the caller's "Invalid dynamic configuration").
+        name = listener_connection_key(key) or key
+        error = ConfigError if name == MAX_CONNECTIONS and name != key else ValueError
+        kind = "INT" if name in CONNECTION_KEYS else "LONG"
         try:
             number = int(text)
         except ValueError:
-            raise ValueError(f"Invalid value {text} for configuration {key}: Not a number of type {kind}") from None
+            raise error(f"Invalid value {text} for configuration {name}: Not a number of type {kind}") from None
         if kind == "INT" and number > INT_MAX:
-            raise ValueError(f"Invalid value {text} for configuration {key}: Not a number of type INT")
+            raise error(f"Invalid value {text} for configuration {name}: Not a number of type INT")
         if number < 0:
-            raise ValueError(f"Invalid value {number} for configuration {key}: Value must be at least 0")
+            raise error(f"Invalid value {number} for configuration {name}: Value must be at least 0")
         out[key] = str(number)
     return out
 

@@ -59,8 +59,8 @@ class RequestObserver(Protocol):
     def request_failed(self, api_key: int, code: int) -> None:
         """A request answered by closing the connection (unsupported version, invalid request, handler failure)."""
 
-    def acceptor_blocked(self, ns: int) -> None:
-        """The accept loop waited `ns` nanoseconds for a connection slot (max.connections)."""
+    def acceptor_blocked(self, ns: int, listener: str) -> None:
+        """The accept loop of `listener` waited `ns` nanoseconds (a creation rate, or a connection slot)."""
 
 
 class AuthenticationObserver(Protocol):

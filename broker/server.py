@@ -12,7 +12,6 @@ import asyncio
 import logging
 import socket
 import struct
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from time import perf_counter, perf_counter_ns
@@ -27,6 +26,7 @@ from broker.observer import AuthenticationObserver, ConnectionObserver, RequestO
 from broker.protocol.api import ApiSpec, RequestContext
 from broker.protocol.codec import UnparseableRequest, encode_response, parse_request
 from broker.protocol.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_body
+from broker.quota.connection_limits import ConnectionCounts, ConnectionLimits
 from broker.quota.throttle import Throttle, skips_request_quota
 from common.log_budget import LogBudget
 
@@ -108,8 +108,10 @@ class KafkaServer:
         self.ports: dict[str, int] = {}  # listener name -> bound port
         self._extra: list[socket.socket] = []  # listeners after the first
         self._extra_tasks: list[asyncio.Task] = []
-        self._per_ip: Counter[str] = Counter()
+        self.counts = ConnectionCounts([spec.name for spec in security.listeners],
+                                       broker.fetchers.inter_broker_listener)
         self._connections: dict[Connection, asyncio.Task] = {}
+        self._closing: set[Connection] = set()   # cancelled over max.connections, not yet ended
         self._slot_freed = asyncio.Event()
         self.request_pool = MemoryPool(self.config.queued_max_request_bytes)
 
@@ -187,9 +189,9 @@ class KafkaServer:
             sock, addr = await loop.sock_accept(listening)
             host = addr[0]
             protected = await self.wait_for_connection_slot(spec)
-            if self.throttled(sock, host, protected):
+            if self.throttled(sock, host, protected, spec):
                 continue
-            if not self.admits(host):
+            if not self.take(spec, host):
                 sock.close()
                 continue
             sock.setblocking(False)
@@ -197,57 +199,87 @@ class KafkaServer:
             conn = Connection(sock, loop)
             if spec is not None:
                 conn.session = ConnectionSession(spec.name, spec.protocol, spec, self.security)
-            self.serve_connection(conn, host)
+            self.serve_connection(conn, host, counted=True)
 
     async def wait_for_connection_slot(self, spec: ListenerSpec | None) -> bool:
         """Kafka's ConnectionQuotas.waitForConnectionSlot for a connection just accepted on `spec`: count it against
-        max.connection.creation.rate and, over the rate, hold the acceptor for the throttle time; then wait for a
-        free slot under max.connections. True when the listener is protected (the inter-broker one, with others
-        beside it): the broker's creation rate does not count the brokers' own connections (an address's
-        rate still does, as in Kafka)."""
-        protected = spec is not None and len(self.security.listeners) > 1 and \
-            spec.name == self.broker.fetchers.inter_broker_listener
-        ms = self.broker.quotas.connections.on_accept(protected)
+        the creation rates (max.connection.creation.rate, the listener's) and, over a rate, hold the acceptor for
+        the throttle time; then wait for a free slot under the listener's and the broker's max.connections. True
+        when the listener is protected (the inter-broker one, with others beside it): the broker-wide limits do
+        not count the brokers' own connections (an address's rate still does, as in Kafka)."""
+        listener = self._listener_name(spec)
+        protected = self.counts.protected(listener)
+        ms = self.broker.quotas.connections.on_accept(protected, listener)
+        start, blocked = perf_counter_ns(), bool(ms)
         if ms:
-            start = perf_counter_ns()
             await asyncio.sleep(ms / 1000)
-            if self._observer is not None:
-                self._observer.acceptor_blocked(perf_counter_ns() - start)
-        if len(self._connections) >= self.config.max_connections:
-            await self._wait_for_connection_slot()
+        while not self.counts.slot_available(listener):  # ends as connections close or the limits rise
+            blocked = True
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+        if blocked and self._observer is not None:
+            self._observer.acceptor_blocked(perf_counter_ns() - start, listener)
         return protected
 
-    def throttled(self, sock: socket.socket, host: str, protected: bool = False) -> bool:
+    def _listener_name(self, spec: ListenerSpec | None) -> str:
+        return spec.name if spec is not None else self.security.listeners[0].name
+
+    def throttled(self, sock: socket.socket, host: str, protected: bool = False,
+                  spec: ListenerSpec | None = None) -> bool:
         """Whether `host` is over its connection creation rate (KIP-612): the connection is then left unread and
         closed once its throttle time has passed, as Kafka's acceptor treats a throttled one (DelayedCloseSocket)."""
-        ms = self.broker.quotas.connections.on_connection(host, protected)
+        ms = self.broker.quotas.connections.on_connection(host, protected, self._listener_name(spec))
         if ms:
             asyncio.get_running_loop().call_later(ms / 1000, sock.close)
         return bool(ms)
 
-    def admits(self, host: str) -> bool:
-        """Whether `host` is under max.connections.per.ip (TLS listeners ask before serving)."""
-        if self._per_ip[host] >= self.config.max_connections_per_ip:
-            log.warning("connection from %s refused: max.connections.per.ip reached", host)
+    def take(self, spec: ListenerSpec | None, host: str) -> bool:
+        """Count a connection accepted on `spec` from `host`, unless `host` is at its limit (max.connections.per.ip
+        or its override): False, and the caller closes it. Counted from here until `release` (a TLS connection
+        during its handshake too, as Kafka counts it from the accept)."""
+        if not self.counts.admits(host):   # Kafka's words (TooManyConnectionsException)
+            log.info("Rejected connection from /%s, address already has the configured maximum of %d connections.",
+                     host, self.counts.limits.ip_max(host))
             return False
+        listener = self._listener_name(spec)
+        self.counts.inc(listener, host)
+        if self.counts.protected(listener):
+            self.close_excess_connections()
         return True
 
-    def serve_connection(self, conn: Connection, host: str) -> asyncio.Task:
+    def release(self, spec: ListenerSpec | None, host: str) -> None:
+        self.counts.dec(self._listener_name(spec), host)
+        self._slot_freed.set()
+
+    def apply_connection_limits(self, limits: ConnectionLimits) -> None:
+        """New max.connections values: waiting acceptors look again, connections over a lowered limit close."""
+        self.counts.limits = limits
+        self._slot_freed.set()
+        self.close_excess_connections()
+
+    def close_excess_connections(self) -> None:
+        """Over max.connections (a protected listener's connections, or a lowered limit): close the least recently
+        active connections of the other listeners (Kafka's Processor.closeExcessConnections). A connection being
+        closed still counts until its task ends; it is not picked twice."""
+        excess = self.counts.excess() - len(self._closing)
+        if excess <= 0:
+            return
+        others = [c for c in self._connections if c not in self._closing
+                  and not self.counts.protected(c.session.listener if c.session is not None else
+                                                self._listener_name(None))]
+        for conn in sorted(others, key=lambda c: c.last_active)[:excess]:
+            log.info("closing a connection: max.connections=%d reached", self.counts.limits.max_connections)
+            self._closing.add(conn)
+            self._connections[conn].cancel()
+
+    def serve_connection(self, conn: Connection, host: str, counted: bool = False) -> asyncio.Task:
         """Serve an accepted connection until it closes. The accept loop's; an in-process test harness hands its
-        in-memory connections here too, so their requests take the very path socket requests take."""
-        self._per_ip[host] += 1
+        in-memory connections here too (not `counted` by `take`), so their requests take the very path socket
+        requests take."""
+        if not counted:
+            self.counts.inc(self._listener_name(conn.session.spec if conn.session is not None else None), host)
         task = self._connections[conn] = asyncio.create_task(self._serve(conn, host))
         return task
-
-    async def _wait_for_connection_slot(self) -> None:
-        """At max.connections the acceptor waits for a connection to close, holding the new one (Kafka's
-        ConnectionQuotas.waitForConnectionSlot); the wait is AcceptorBlockedPercent's (nanoseconds)."""
-        start = perf_counter_ns()
-        while len(self._connections) >= self.config.max_connections:  # ends as connections close
-            self._slot_freed.clear()
-            await self._slot_freed.wait()
-        if self._observer is not None:
-            self._observer.acceptor_blocked(perf_counter_ns() - start)
 
     async def _serve(self, conn: Connection, host: str) -> None:
         watcher = self._observer.connection_opened() if self._observer is not None else None
@@ -274,10 +306,8 @@ class KafkaServer:
             log.exception("unexpected failure on a connection from %s", host)
         finally:
             self._connections.pop(conn, None)
-            self._slot_freed.set()
-            self._per_ip[host] -= 1
-            if self._per_ip[host] <= 0:
-                del self._per_ip[host]
+            self._closing.discard(conn)
+            self.release(conn.session.spec if conn.session is not None else None, host)
             conn.close()
             if watcher is not None:
                 asyncio.get_running_loop().call_soon(watcher.closed)   # after the last request's record

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from broker.config import parse_listeners
 from broker.event_loop import IdleTimingSelector, idle_timer
 from broker.metrics.clients import UNKNOWN_CLIENT, ConnectionsByClient, client_information, is_deprecated
 from broker.metrics.cluster import ClusterMetrics
@@ -79,8 +80,10 @@ class BrokerMetrics:
                                     scale=1e-9)
         self._listener = broker.config.listener.name or "PLAINTEXT"
         # Kafka marks it with the acceptor's blocked nanoseconds, rate unit ns: its rates read as a 0..1 share.
-        self._acceptor_blocked = reg.meter("kafka.network", "Acceptor", "AcceptorBlockedPercent", scale=1e-9,
-                                           listener=self._listener)
+        # One per listener, each there from the start.
+        self._acceptor_blocked = {
+            name: reg.meter("kafka.network", "Acceptor", "AcceptorBlockedPercent", scale=1e-9, listener=name)
+            for name in [lst.name for lst in parse_listeners(broker.config.listeners, "listeners")] or [self._listener]}
         self._clients = ConnectionsByClient(self._add_client_gauge, self._remove_client_gauge)
         self.topics = TopicMetrics(reg)
         self._groups: dict[int, RequestGroup] = {}
@@ -265,9 +268,11 @@ class BrokerMetrics:
         return dict(clientSoftwareName=key[0], clientSoftwareVersion=key[1], listener=self._listener,
                     networkProcessor="0")
 
-    def acceptor_blocked(self, ns: int) -> None:
-        """The accept loop waited `ns` for a connection slot (max.connections)."""
-        self._acceptor_blocked.mark(ns)
+    def acceptor_blocked(self, ns: int, listener: str) -> None:
+        """A listener's acceptor waited `ns` (a connection creation rate, or max.connections)."""
+        meter = self._acceptor_blocked.get(listener)
+        if meter is not None:
+            meter.mark(ns)
 
     def request_done(self, s: ClientConnection, timing: RequestTiming) -> None:
         """One served request of connection `s`: stamps t0 (read) .. t4 (written), in seconds."""

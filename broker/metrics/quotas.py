@@ -19,7 +19,7 @@ from broker.quota.controller_mutation import ControllerMutationQuotaManager
 from broker.quota.manager import CONTROLLER_MUTATION, REQUEST, ClientQuotaManager, ClientSensors
 from broker.quota.managers import QuotaManagers
 from broker.quota.replication import ReplicationQuota, ReplicationQuotas
-from exporter.registry import MetricName, Registry, SampledRate
+from exporter.registry import MetricName, Registry, SampledMaxAvg, SampledRate
 
 DOMAIN = "kafka.server"
 SOCKET_SERVER = "socket-server-metrics"   # SocketServer.MetricsGroup
@@ -35,6 +35,12 @@ def register_quota_metrics(registry: Registry, managers: QuotaManagers,
         connections.on_sensor = partial(_connection_sensor, registry)
         rate = connections.broker_rate   # ConnectionQuotas' broker sensor, there from the start
         registry.kafka_metric(DOMAIN, SOCKET_SERVER, "broker-connection-accept-rate", lambda: rate.rate)
+        for name, quota in connections.listeners.items():   # each listener's, also from the start
+            registry.kafka_metric(DOMAIN, SOCKET_SERVER, "connection-accept-rate", partial(_rate, quota.rate),
+                                  listener=name)
+            for prefix, avg in (("", quota.throttle), ("ip-", quota.ip_throttle)):
+                registry.kafka_metric(DOMAIN, SOCKET_SERVER, f"{prefix}connection-accept-throttle-time",
+                                      partial(_avg, avg), listener=name)
 
 
 def _connection_sensor(registry: Registry, address: str, rate: SampledRate, added: bool) -> None:
@@ -42,6 +48,14 @@ def _connection_sensor(registry: Registry, address: str, rate: SampledRate, adde
         registry.kafka_metric(DOMAIN, SOCKET_SERVER, "connection-accept-rate", lambda: rate.rate, ip=address)
     else:
         registry.remove(MetricName.of(DOMAIN, SOCKET_SERVER, "connection-accept-rate", ip=address))
+
+
+def _rate(rate: SampledRate) -> float:
+    return rate.rate
+
+
+def _avg(avg: SampledMaxAvg) -> float:
+    return avg.avg
 
 
 def _queue_size(manager: ClientQuotaManager) -> float:

@@ -14,6 +14,7 @@ from broker.network.listeners import ListenerSpec
 from broker.network.sasl_session import ConnectionSession
 
 if TYPE_CHECKING:
+    from broker.network.connection import Connection
     from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
@@ -48,13 +49,28 @@ async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socke
                      protected: bool = False) -> None:
     """One TLS connection: its handshake (a failure closes only it; a TLS protocol error counts as a failed
     authentication, as Kafka counts an SslAuthenticationException), then served until it closes."""
-    from broker.network.tls import StreamConnection
-
-    if server.throttled(sock, host, protected):
+    if server.throttled(sock, host, protected, spec):
         return
-    if not server.admits(host):
+    if not server.take(spec, host):
         sock.close()
         return
+    try:
+        conn = await _handshake(server, spec, sock, host)
+    except BaseException:   # the broker stopping during the handshake
+        sock.close()
+        server.release(spec, host)
+        raise
+    if conn is None:
+        sock.close()
+        server.release(spec, host)
+        return
+    await server.serve_connection(conn, host, counted=True)   # released by the server when it closes
+
+
+async def _handshake(server: KafkaServer, spec: ListenerSpec, sock: socket.socket, host: str) -> Connection | None:
+    """The connection once its TLS handshake is done; None when it failed."""
+    from broker.network.tls import StreamConnection
+
     sock.setblocking(False)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     observer = server.security.auth_observer
@@ -70,11 +86,10 @@ async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socke
         # not an EOF during the handshake (an IOException): a port probe that connects and closes is no failure.
         if observer is not None and isinstance(e, ssl.SSLError) and not isinstance(e, ssl.SSLEOFError):
             observer.authentication(spec.name, False)
-        sock.close()
-        return
+        return None
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     if spec.protocol == "SSL" and observer is not None:   # Kafka counts a completed TLS handshake
         observer.authentication(spec.name, True)
     conn = StreamConnection(reader, writer, loop)
     conn.session = ConnectionSession(spec.name, spec.protocol, spec, server.security, peer_subject=conn.peer_subject())
-    await server.serve_connection(conn, host)
+    return conn

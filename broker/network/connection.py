@@ -8,6 +8,7 @@ import mmap
 import os
 import socket
 import struct
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,7 @@ class Connection:
         self._on_sent: Callable[[], None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self._send_error: OSError | None = None
+        self.last_active = time.monotonic()   # when a request last arrived: the least recent goes first at the limit
 
     async def _fill(self, need: int) -> None:
         while len(self._buf) < need:
@@ -120,6 +122,7 @@ class Connection:
         copied once, by the kernel.
         """
         await self._fill(4)
+        self.last_active = time.monotonic()
         (size,) = struct.unpack_from(">i", self._buf, 0)
         if size < min_size or size > max_size:
             raise ValueError(f"request size {size} outside [{min_size}, {max_size}] (socket.request.max.bytes)")

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from broker.quota.entity import DEFAULT, Part
 from broker.quota.manager import QuotaSettings
 from common.clock import Clock
-from exporter.registry import SampledRate
+from exporter.registry import SampledMaxAvg, SampledRate
 
 IP_SENSOR_EXPIRATION_S = 3600.0
 
@@ -37,6 +37,19 @@ def _normal(address: str) -> str:
     return str(ip)
 
 
+class ListenerConnectionQuota:
+    """A listener's own creation rate (`listener.name.<l>.max.connection.creation.rate`, else the broker's) and
+    the average throttle its acceptor took, from the broker's or its own rate and from addresses' rates (Kafka's
+    ListenerConnectionQuota sensors: socket-server-metrics listener=<l> connection-accept-rate,
+    connection-accept-throttle-time, ip-connection-accept-throttle-time)."""
+
+    def __init__(self, settings: QuotaSettings, clock: Clock) -> None:
+        self.rate = SampledRate(clock, settings.window_s, settings.samples)
+        self.bound: float | None = None
+        self.throttle = SampledMaxAvg(clock)      # Kafka's default MetricConfig: 2 samples of 30 s
+        self.ip_throttle = SampledMaxAvg(clock)
+
+
 class ConnectionRateQuotas:
     """Per-address connection rate quotas and the broker's max.connection.creation.rate. `on_sensor(address, rate,
     made)` is told of address sensors made and dropped (the metrics)."""
@@ -53,6 +66,17 @@ class ConnectionRateQuotas:
         # (inter-broker) one, always measured (broker-connection-accept-rate); None: unbounded.
         self.broker_rate = SampledRate(clock, settings.window_s, settings.samples)
         self.broker_bound: float | None = None
+        self.listeners: dict[str, ListenerConnectionQuota] = {}
+
+    def add_listeners(self, names: list[str]) -> None:
+        """Every listener gets its quota at start, as ConnectionQuotas.addListener does."""
+        for name in names:
+            self.listeners.setdefault(name, ListenerConnectionQuota(self._settings, self._clock))
+
+    def set_listener_bounds(self, bounds: dict[str, float | None]) -> None:
+        for name, bound in bounds.items():
+            if name in self.listeners:
+                self.listeners[name].bound = bound
 
     def update(self, ip: Part, rate: float | None) -> None:
         """An IP entity's connection_creation_rate set (a number) or removed (None); DEFAULT is every address
@@ -77,18 +101,24 @@ class ConnectionRateQuotas:
         for address in [a for a, t in self._last.items() if now - t >= IP_SENSOR_EXPIRATION_S]:
             self._drop(address)
 
-    def on_accept(self, protected: bool) -> int:
-        """A connection accepted: ms the acceptor waits before taking the next (0: none), as Kafka's
-        waitForConnectionSlot throttles the acceptor when the broker's rate is over max.connection.creation.rate.
-        The connection itself counts and is served."""
-        if protected:
-            return 0
+    def on_accept(self, protected: bool, listener: str | None = None) -> int:
+        """A connection accepted on `listener`: ms the acceptor waits before taking the next (0: none), as Kafka's
+        waitForConnectionSlot throttles the acceptor when the broker's rate (unless the listener is protected) or
+        the listener's is over its bound. The connection itself counts and is served."""
         now = self._clock.monotonic()
-        self.broker_rate.record_at(1.0, now)
-        bound = self.broker_bound
-        if bound is None:
-            return 0
-        return self._throttle_ms(self.broker_rate, bound, now)
+        ms = 0
+        if not protected:
+            self.broker_rate.record_at(1.0, now)
+            if self.broker_bound is not None:
+                ms = self._throttle_ms(self.broker_rate, self.broker_bound, now)
+        quota = self.listeners.get(listener) if listener is not None else None
+        if quota is not None:
+            quota.rate.record_at(1.0, now)
+            if quota.bound is not None:
+                ms = max(ms, self._throttle_ms(quota.rate, quota.bound, now))
+            if ms:
+                quota.throttle.record(ms)
+        return ms
 
     def _throttle_ms(self, rate: SampledRate, bound: float, now: float) -> int:
         """QuotaUtils.boundedThrottleTime: (O - T) / T * W, at most one quota window; 0 within the bound."""
@@ -103,7 +133,7 @@ class ConnectionRateQuotas:
     def quota_of(self, address: str) -> float | None:
         return self._overrides.get(address, self._default)
 
-    def on_connection(self, address: str, protected: bool = False) -> int:
+    def on_connection(self, address: str, protected: bool = False, listener: str | None = None) -> int:
         """A new connection from `address`: 0 to serve it, else the throttle in ms after which it is closed
         unserved (ConnectionQuotas.recordIpConnectionMaybeThrottle; the connection is then not counted, for its
         address nor, if `on_accept` counted it, for the broker)."""
@@ -128,4 +158,7 @@ class ConnectionRateQuotas:
             rate.record_at(-1.0, now)   # not served: not counted (updateListenerMetrics takes the broker's back)
             if not protected:
                 self.broker_rate.record_at(-1.0, now)
+            if (quota := self.listeners.get(listener) if listener is not None else None) is not None:
+                quota.rate.record_at(-1.0, now)
+                quota.ip_throttle.record(throttle)
         return throttle

@@ -104,3 +104,46 @@ def test_a_log_config_default_set_at_run_time(backend, configs):
                "3600000, DEFAULT_CONFIG:log.retention.hours=168}" in lines, lines
     finally:
         configs(*default, "--alter", "--delete-config", "log.retention.ms")
+
+
+def test_connection_limits_per_broker_default_and_listener(backend, configs):
+    """max.connections, the per-address limits and a listener's own limit, set at run time (values far above
+    what the other tests use); the lines and errors recorded from Kafka 3.9.2."""
+    b = _broker_id(backend)
+    broker, default = ["--entity-type", "brokers", "--entity-name", b], ["--entity-type", "brokers", "--entity-default"]
+    own, listener = "max.connections", "listener.name.plaintext.max.connections"
+    int_max = "DEFAULT_CONFIG:max.connections=2147483647"
+    try:
+        configs(*broker, "--alter", "--add-config", f"{own}=9000,max.connections.per.ip=800,"
+                                                     "max.connections.per.ip.overrides=[10.9.9.9:3]")
+        configs(*default, "--alter", "--add-config", f"{own}=9500")
+        configs(*broker, "--alter", "--add-config", f"{listener}=7000")
+        assert configs(*broker, "--describe").stdout.splitlines() == [
+            f"Dynamic configs for broker {b} are:",
+            f"  {listener}=7000 sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{listener}=7000, "
+            f"DYNAMIC_BROKER_CONFIG:{own}=9000, DYNAMIC_DEFAULT_BROKER_CONFIG:{own}=9500, {int_max}}}",
+            f"  {own}=9000 sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{own}=9000, "
+            f"DYNAMIC_DEFAULT_BROKER_CONFIG:{own}=9500, {int_max}}}",
+            "  max.connections.per.ip=800 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:max.connections.per.ip=800, "
+            "DEFAULT_CONFIG:max.connections.per.ip=2147483647}",
+            "  max.connections.per.ip.overrides=10.9.9.9:3 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+            "max.connections.per.ip.overrides=10.9.9.9:3, DEFAULT_CONFIG:max.connections.per.ip.overrides=}"]
+        assert configs(*default, "--describe").stdout.splitlines() == [
+            "Default configs for brokers in the cluster are:",
+            f"  {own}=9500 sensitive=false synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:{own}=9500}}"]
+        configs(*broker, "--alter", "--delete-config", "max.connections.per.ip.overrides")
+        for config, message in (
+                ("max.connections.per.ip=0", "requirement failed: max.connections.per.ip can be set to zero only if "
+                                             "max.connections.per.ip.overrides property is set."),
+                ("max.connections.per.ip.overrides=[10.9.9.9:x]", 'For input string: "x"'),
+                ("max.connections.per.ip.overrides=[bad host name!:3]",
+                 "max.connections.per.ip.overrides contains invalid addresses : bad host name!"),
+                (f"{own}=-1", f"Invalid value -1 for configuration {own}: Value must be at least 0"),
+                (f"{listener}=-1", "Invalid value org.apache.kafka.common.config.ConfigException: Invalid value -1 for "
+                                   "configuration max.connections: Value must be at least 0 for configuration Invalid "
+                                   "dynamic configuration")):
+            err = configs(*broker, "--alter", "--add-config", config, ok=False).stderr
+            assert f"InvalidRequestException: {message}" in err, err
+    finally:
+        configs(*broker, "--alter", "--delete-config", f"{own},{listener},max.connections.per.ip")
+        configs(*default, "--alter", "--delete-config", own)

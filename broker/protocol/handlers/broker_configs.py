@@ -13,13 +13,14 @@ from broker.broker_configs import (
     MAX_CONNECTION_CREATION_RATE,
     QUOTA_KEYS,
     RECONFIGURABLE,
+    listener_connection_key,
     listener_ssl_key,
     validate_dynamic,
 )
 from broker.config import ConfigError, default_synonym
 from broker.errors import ErrorCode, KafkaError
 from broker.network.listener_reconfig import ResourceConfigError
-from broker.network.listener_tls import is_password
+from broker.network.listener_tls import is_password, split_listener_key
 from broker.protocol.api import RequestContext
 from broker.protocol.handlers.config_values import (
     DEFAULT_CONFIG,
@@ -28,9 +29,12 @@ from broker.protocol.handlers.config_values import (
     STATIC_BROKER_CONFIG,
     altered,
 )
+from broker.quota.connection_limits import MAX_CONNECTIONS, MAX_PER_IP, MAX_PER_IP_OVERRIDES, validate_limits
 
 TYPE_STRING, TYPE_LONG = 2, 5   # DescribeConfigsResponse.ConfigType
-SSL_DEFAULTS = {"ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS"}   # SslConfigs' defaults that are not null
+# KafkaConfig's defaults (those not null) of the dynamic keys other than the log ones.
+KAFKA_DEFAULTS = {"ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS", MAX_CONNECTION_CREATION_RATE: str(INT_MAX),
+                  MAX_CONNECTIONS: str(INT_MAX), MAX_PER_IP: str(INT_MAX), MAX_PER_IP_OVERRIDES: ""}
 
 
 def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
@@ -55,40 +59,50 @@ def _entry(name: str, value: str | None, source: int, config_type: int, synonyms
     sensitive = is_password(name)
     if sensitive:
         value, synonyms = None, [{**s, "value": None} for s in synonyms]
-    return {"name": name, "value": value, "read_only": name not in RECONFIGURABLE and not listener_ssl_key(name),
+    dynamic = name in RECONFIGURABLE or listener_ssl_key(name) or listener_connection_key(name) is not None
+    return {"name": name, "value": value, "read_only": not dynamic,
             "config_source": source, "is_sensitive": sensitive, "synonyms": synonyms, "config_type": config_type,
             "documentation": None}
+
+
+def _synonym_names(key: str) -> list[str]:
+    """DynamicBrokerConfig.brokerConfigSynonyms: a listener's key has its key without the prefix as a synonym."""
+    parts = split_listener_key(key)
+    return [key, parts[1]] if parts is not None else [key]
+
+
+def _default(name: str) -> tuple[str, str] | None:
+    """The (name, value) of a key's KafkaConfig default synonym, if it has one that is not null."""
+    if name in LOG_KEYS:
+        return default_synonym(LOG_KEYS[name])
+    return (name, KAFKA_DEFAULTS[name]) if name in KAFKA_DEFAULTS else None
 
 
 def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonyms: bool) -> list[dict]:
     """A broker's configs (server.properties and the dynamic values stored, with where each value comes from), or
     for the empty name the cluster default's dynamic configs only (ConfigHelper.describeConfigs). A throttle rate
-    set nowhere is not listed, as Kafka lists no quota key without a value."""
+    set nowhere is not listed, as Kafka lists no quota key without a value. Synonyms come source by source, each
+    with the key then its base key (Kafka's order)."""
     entity = _entity(ctx, name, describing=True)
     store = ctx.broker.metadata.broker_configs()
     default = store.get(DEFAULT)
     wanted = (lambda key: True) if not keys else (lambda key: key in keys)
     if entity == DEFAULT:
-        return [_entry(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG, TYPE_LONG if k in QUOTA_KEYS else TYPE_STRING,
-                       [{"name": k, "value": v, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if with_synonyms else [])
-                for k, v in sorted(default.items()) if wanted(k)]
-    own, static = store.get(entity), ctx.broker.config.static
+        layers = [(default, DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        candidates = set(default)
+    else:
+        own, static = store.get(entity), ctx.broker.config.static
+        layers = [(own, DYNAMIC_BROKER_CONFIG), (default, DYNAMIC_DEFAULT_BROKER_CONFIG), (static, STATIC_BROKER_CONFIG)]
+        candidates = set(static) | set(own) | set(default)
     out = []
-    for key in sorted(set(static) | set(own) | set(default)):
+    for key in sorted(candidates):
         if not wanted(key):
             continue
-        layers = [(own, DYNAMIC_BROKER_CONFIG), (default, DYNAMIC_DEFAULT_BROKER_CONFIG),
-                  (static, STATIC_BROKER_CONFIG)]
-        found = [(key, where[key], source) for where, source in layers if key in where]
-        if listener_ssl_key(key):   # brokerConfigSynonyms: the key without its listener prefix follows
-            base = key.split(".", 3)[3]
-            found += [(base, static[base], STATIC_BROKER_CONFIG)] if base in static else []
-            found += [(base, SSL_DEFAULTS[base], DEFAULT_CONFIG)] if base in SSL_DEFAULTS else []
-        elif key in LOG_KEYS:   # a KafkaConfig key has its default as the last synonym
-            found.append((*default_synonym(LOG_KEYS[key]), DEFAULT_CONFIG))
-        elif key == MAX_CONNECTION_CREATION_RATE:
-            found.append((key, str(INT_MAX), DEFAULT_CONFIG))
-        synonyms = [{"name": name, "value": value, "source": source} for name, value, source in found]
+        names = _synonym_names(key)
+        found = [(n, where[n], source) for where, source in layers for n in names if n in where]
+        if entity != DEFAULT:   # a KafkaConfig key has its default as the last synonym
+            found += [(*d, DEFAULT_CONFIG) for n in names if (d := _default(n)) is not None]
+        synonyms = [{"name": n, "value": value, "source": source} for n, value, source in found]
         out.append(_entry(key, found[0][1], found[0][2], TYPE_LONG if key in QUOTA_KEYS else TYPE_STRING,
                           synonyms if with_synonyms else []))
     return out
@@ -103,6 +117,9 @@ def alter(ctx: RequestContext, name: str, configs, incremental: bool, validate_o
     new = altered(listeners.decoded(store.get(entity)), configs, incremental)
     try:
         clean = validate_dynamic(new, per_broker=entity != DEFAULT)
+        own, default, static = store.get(str(ctx.broker.node_id)), store.get(DEFAULT), ctx.broker.config.static
+        validate_limits([own, clean, static] if entity == DEFAULT else [clean, default, static],
+                        ctx.broker.listener_names())
         # Any alter of this broker reloads its listeners' store files rewritten in place
         # (DynamicBrokerConfig.reloadUpdatedFilesWithoutConfigChange), after Kafka's checks of the new stores.
         reloads = listeners.check(clean) if entity != DEFAULT else {}
