@@ -27,6 +27,14 @@ class ConfigError(ValueError):
 
 # ---------------------------------------------------------------- value parsers
 
+def _overrides(v: str) -> str:
+    """max.connections.per.ip.overrides, checked as Kafka checks it at start."""
+    from broker.quota.connection_limits import parse_overrides
+
+    parse_overrides(v.strip())
+    return v.strip()
+
+
 def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
     def parse(v: str) -> int:
         try:
@@ -255,6 +263,8 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "max.connections": ("max_connections", _int(0)),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
     "max.connection.creation.rate": ("max_connection_creation_rate", _int(0)),
+    "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _overrides),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _int()),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
     # The transaction coordinator (KIP-98): Kafka's TransactionStateManagerConfig / TransactionLogConfig keys.
@@ -380,6 +390,8 @@ class BrokerConfig:
     max_connections: int = 2**31 - 1
     max_connections_per_ip: int = 2**31 - 1
     max_connection_creation_rate: int = 2**31 - 1   # KIP-612: connections a second the acceptors take
+    max_connections_per_ip_overrides: str = ""      # host:count,... (broker/quota/connection_limits.py)
+    connections_max_idle_ms: int = 600_000          # a connection idle this long is closed; negative: never
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3
     offsets_retention_minutes: int = 7 * 24 * 60

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import socket
 import struct
+import time
 from collections.abc import Callable
 from functools import partial
 from time import perf_counter, perf_counter_ns
@@ -98,6 +99,7 @@ class KafkaServer:
         self._observer = observer
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task | None = None
+        self._idle_task: asyncio.Task | None = None
         self.security = security
         secured = [spec.name for spec in security.listeners if spec.protocol != "PLAINTEXT"]
         if secured and auth_observer is not None:
@@ -136,6 +138,8 @@ class KafkaServer:
             others.insert(0, first)
         for spec in others:
             await self._open_secured(spec)
+        if self.config.connections_max_idle_ms >= 0:
+            self._idle_task = asyncio.create_task(self.close_idle_connections(), name="idle-connections")
         return self.ports[first.name]
 
     async def _open_secured(self, spec: ListenerSpec) -> None:
@@ -146,7 +150,22 @@ class KafkaServer:
         self._extra.append(server)
         self.ports[spec.name] = port
 
+    async def close_idle_connections(self) -> None:
+        """Close every connection idle (no request arriving, none being answered) for connections.max.idle.ms, as
+        Kafka's Selector does, looking a few times per idle period (at most every second)."""
+        idle_s = self.config.connections_max_idle_ms / 1000
+        while True:
+            await asyncio.sleep(min(1.0, max(idle_s / 4, 0.01)))
+            deadline = time.monotonic() - idle_s
+            for conn, task in list(self._connections.items()):
+                if conn.last_active < deadline and conn not in self._closing:
+                    log.debug("closing a connection idle for more than connections.max.idle.ms")
+                    self._closing.add(conn)
+                    task.cancel()
+
     async def stop(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
         if self._accept_task is not None:
             self._accept_task.cancel()
         if self._listener is not None:

@@ -55,7 +55,9 @@ class Connection:
         self._on_sent: Callable[[], None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self._send_error: OSError | None = None
-        self.last_active = time.monotonic()   # when a request last arrived: the least recent goes first at the limit
+        # When a request last arrived or was done: the least recent goes first at max.connections, and one
+        # idle for connections.max.idle.ms is closed.
+        self.last_active = time.monotonic()
 
     async def _fill(self, need: int) -> None:
         while len(self._buf) < need:
@@ -121,6 +123,7 @@ class Connection:
         the rest of a large frame (a Produce) is received straight into its own buffer, so its bytes are
         copied once, by the kernel.
         """
+        self.last_active = time.monotonic()   # the previous request is done: idle from here
         await self._fill(4)
         self.last_active = time.monotonic()
         (size,) = struct.unpack_from(">i", self._buf, 0)

@@ -4,6 +4,7 @@ attributes (the Prometheus naming is exporter/naming.py's business, tested there
 from __future__ import annotations
 
 import asyncio
+import time
 
 from broker.log.records import Record, build_batch
 from broker.metrics.clients import DEPRECATED_UP_TO
@@ -166,3 +167,31 @@ async def test_request_and_zookeeper_latencies_are_histograms_without_rates(tmp_
                   if d == "kafka.network" and ("name", "TotalTimeMs") in p and ("request", "Produce") in p]
         assert totals and "99thPercentile" in totals[0] and "StdDev" in totals[0]
         assert not {"MeanRate", "OneMinuteRate"} & totals[0]
+
+
+async def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path):
+    """connections.max.idle.ms (Kafka's default 10 minutes): a connection without requests for that long is closed
+    and counted as closed; one that keeps sending is not."""
+    async with inproc_broker(tmp_path, **{"connections.max.idle.ms": 300}) as (b, port):
+        closed = metric(b, "kafka.server", "socket-server-metrics", "connection-close-total",
+                        listener="PLAINTEXT", networkProcessor="0")
+        before = closed.read()
+
+        def clients() -> None:
+            idle, busy = answered(port), answered(port)
+            idle.sock.settimeout(0.05)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                busy.call(API_VERSIONS, 3, {"client_software_name": "", "client_software_version": ""})
+                try:
+                    if idle.sock.recv(1) == b"":
+                        break          # closed by the broker
+                except TimeoutError:
+                    continue
+            else:
+                raise AssertionError("an idle connection outlived connections.max.idle.ms by 10 s")
+            busy.call(API_VERSIONS, 3, {"client_software_name": "", "client_software_version": ""})   # still open
+            busy.close()
+
+        await asyncio.to_thread(clients)
+        assert closed.read() >= before + 1
