@@ -147,3 +147,19 @@ def test_connection_limits_per_broker_default_and_listener(backend, configs):
     finally:
         configs(*broker, "--alter", "--delete-config", f"{own},{listener},max.connections.per.ip")
         configs(*default, "--alter", "--delete-config", own)
+
+
+def test_describe_all_lists_kafkas_defaults(backend, configs):
+    """`--describe --all` shows keys nobody set with Kafka's defaults, line for line as Kafka 3.9.2 printed them
+    (tests/data/kafka/broker-describe-all-3.9.2.txt)."""
+    from pathlib import Path
+
+    recorded = {line.split("=", 1)[0].strip(): line for line in (
+        Path(__file__).parents[1] / "data" / "kafka" / "broker-describe-all-3.9.2.txt").read_text().splitlines()[1:]}
+    keys = ("log.retention.hours", "log.retention.ms", "log.segment.bytes", "message.max.bytes",
+            "replica.lag.time.max.ms", "unclean.leader.election.enable", "connections.max.idle.ms",
+            "max.connections.per.ip.overrides", "compression.type", "log.cleanup.policy", "ssl.keystore.type",
+            "broker.rack", "log.retention.bytes", "log.roll.hours")
+    out = {line.split("=", 1)[0].strip(): line for line in configs(
+        "--entity-type", "brokers", "--entity-name", _broker_id(backend), "--describe", "--all").stdout.splitlines()}
+    assert {k: out.get(k) for k in keys} == {k: recorded[k] for k in keys}

@@ -8,9 +8,7 @@ from typing import Any
 
 from broker.broker_configs import (
     DEFAULT,
-    INT_MAX,
     LOG_KEYS,
-    MAX_CONNECTION_CREATION_RATE,
     QUOTA_KEYS,
     RECONFIGURABLE,
     listener_connection_key,
@@ -18,6 +16,7 @@ from broker.broker_configs import (
     validate_dynamic,
 )
 from broker.config import ConfigError, default_synonym
+from broker.config_defaults import broker_defaults
 from broker.errors import ErrorCode, KafkaError
 from broker.network.listener_reconfig import ResourceConfigError
 from broker.network.listener_tls import is_password, split_listener_key
@@ -29,13 +28,9 @@ from broker.protocol.handlers.config_values import (
     STATIC_BROKER_CONFIG,
     altered,
 )
-from broker.quota.connection_limits import MAX_CONNECTIONS, MAX_PER_IP, MAX_PER_IP_OVERRIDES, validate_limits
+from broker.quota.connection_limits import validate_limits
 
 TYPE_STRING, TYPE_LONG = 2, 5   # DescribeConfigsResponse.ConfigType
-# KafkaConfig's defaults (those not null) of the dynamic keys other than the log ones.
-KAFKA_DEFAULTS = {"ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS", MAX_CONNECTION_CREATION_RATE: str(INT_MAX),
-                  MAX_CONNECTIONS: str(INT_MAX), MAX_PER_IP: str(INT_MAX), MAX_PER_IP_OVERRIDES: ""}
-
 
 def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
     """The stored entity a resource name means: this broker's id, or DEFAULT for the empty name."""
@@ -75,7 +70,8 @@ def _default(name: str) -> tuple[str, str] | None:
     """The (name, value) of a key's KafkaConfig default synonym, if it has one that is not null."""
     if name in LOG_KEYS:
         return default_synonym(LOG_KEYS[name])
-    return (name, KAFKA_DEFAULTS[name]) if name in KAFKA_DEFAULTS else None
+    value = broker_defaults().get(name)
+    return (name, value) if value is not None else None
 
 
 def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonyms: bool) -> list[dict]:
@@ -93,17 +89,22 @@ def describe(ctx: RequestContext, name: str, keys: set[str] | None, with_synonym
     else:
         own, static = store.get(entity), ctx.broker.config.static
         layers = [(own, DYNAMIC_BROKER_CONFIG), (default, DYNAMIC_DEFAULT_BROKER_CONFIG), (static, STATIC_BROKER_CONFIG)]
-        candidates = set(static) | set(own) | set(default)
+        candidates = set(static) | set(own) | set(default) | set(broker_defaults())
     out = []
     for key in sorted(candidates):
         if not wanted(key):
             continue
         names = _synonym_names(key)
         found = [(n, where[n], source) for where, source in layers for n in names if n in where]
-        if entity != DEFAULT:   # a KafkaConfig key has its default as the last synonym
+        if entity != DEFAULT and found:   # a KafkaConfig key has its default as the last synonym
             found += [(*d, DEFAULT_CONFIG) for n in names if (d := _default(n)) is not None]
+        elif entity != DEFAULT and (value := broker_defaults().get(key)) is not None:   # set nowhere
+            found = [(key, value, DEFAULT_CONFIG)]
+        if not found and key in QUOTA_KEYS:   # a quota key set nowhere is not listed
+            continue
         synonyms = [{"name": n, "value": value, "source": source} for n, value, source in found]
-        out.append(_entry(key, found[0][1], found[0][2], TYPE_LONG if key in QUOTA_KEYS else TYPE_STRING,
+        value, source = (found[0][1], found[0][2]) if found else (None, DEFAULT_CONFIG)   # null, as Kafka's
+        out.append(_entry(key, value, source, TYPE_LONG if key in QUOTA_KEYS else TYPE_STRING,
                           synonyms if with_synonyms else []))
     return out
 

@@ -1,0 +1,52 @@
+"""The default of every broker config this broker reads, as `kafka-configs.sh --describe --all --entity-type
+brokers` lists it: the value, or None where Kafka's default is null (`log.retention.ms=null`). They are Kafka
+3.9's defaults (tests/broker/test_config_defaults.py compares them with a real broker's listing) except where
+this broker's own default differs on purpose, shown as it is: it listens on 127.0.0.1 and keeps its logs in
+/tmp/kafkascope-logs by default, its broker id is 0, and the KIP-848 keys take Kafka 4's defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+from broker.config import _BROKER_KEYS, TOPIC_CONFIGS, BrokerConfig, default_synonym
+from broker.network.listener_tls import RECONFIGURABLE as SSL_KEYS
+from broker.quota.connection_limits import INT_MAX, MAX_PER_IP_OVERRIDES
+
+# Keys Kafka leaves null (or reads through another key); this broker's empty string means the same.
+_NULL = frozenset({"advertised.listeners", "broker.rack", "zookeeper.connect", "log.dirs", "log.retention.ms",
+                   "log.retention.minutes", "log.roll.ms"})
+# Keys this broker reads that are not KafkaConfig's (the authorizer's, the cluster's id): listed only when set.
+_NOT_KAFKA_CONFIG = frozenset({"allow.everyone.if.no.acl.found", "super.users", "cluster.id"})
+# Kafka's defaults of keys read by other parts of this broker than BrokerConfig.
+_OTHERS: dict[str, str | None] = {
+    "ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS", MAX_PER_IP_OVERRIDES: "",
+    "max.connections.per.ip": str(INT_MAX), "max.connections": str(INT_MAX),
+    **{key: None for key in SSL_KEYS if key not in ("ssl.keystore.type", "ssl.truststore.type")}}
+
+
+def _shown(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return None if value is None else str(value)
+
+
+@cache
+def broker_defaults() -> dict[str, str | None]:
+    """Broker config key -> its default as described (None: null)."""
+    base = BrokerConfig()
+    fields = {f.name for f in dataclasses.fields(BrokerConfig)}
+    out: dict[str, str | None] = dict(_OTHERS)
+    for key, (attr, _parse) in _BROKER_KEYS.items():
+        if key in _NOT_KAFKA_CONFIG or attr not in fields:
+            continue
+        out[key] = None if key in _NULL else _shown(getattr(base, attr))
+    for spec in TOPIC_CONFIGS.values():   # the log config defaults: log.retention.hours=168, ...
+        if spec.broker_key:
+            name, value = default_synonym(spec)
+            out.setdefault(name, value)
+            out.setdefault(spec.broker_key, None if spec.broker_key in _NULL else spec.default)
+    for key in _NULL:
+        out[key] = None
+    return out
