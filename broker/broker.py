@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.broker_configs import DEFAULT as DEFAULT_BROKER
-from broker.broker_configs import dynamic_topic_defaults, effective_connection_rate
+from broker.broker_configs import PRODUCER_ID_EXPIRATION, dynamic_topic_defaults, effective_connection_rate
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.transaction.broker_io import (
@@ -365,6 +365,7 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._txn_timers(), name="transaction-timers"))
         self._tasks.append(asyncio.create_task(self.replicas.run(), name="isr-check"))
         self._tasks.append(asyncio.create_task(self._expire_quota_sensors(), name="quota-sensor-expiry"))
+        self._tasks.append(asyncio.create_task(self._expire_producers(), name="producer-id-expiration"))
         log.info("broker %d started on port %d in %.2fs (%d partitions)", self.node_id, port,
                  self.clock.monotonic() - loop_start, len(self.logs.partitions()))
         return port
@@ -375,6 +376,19 @@ class Broker:
             await asyncio.sleep(every_s)
             self.quotas.expire()
             self.replication_quotas.expire()
+
+    async def _expire_producers(self) -> None:
+        """producer.id.expiration.ms (dynamic) checked at start and every producer.id.expiration.check.interval.ms,
+        as Kafka's LogManager does."""
+        while True:
+            store = self.metadata.broker_configs()
+            expiration = int(store.get(str(self.node_id)).get(PRODUCER_ID_EXPIRATION) or
+                             store.get(DEFAULT_BROKER).get(PRODUCER_ID_EXPIRATION) or
+                             self.config.producer_id_expiration_ms)
+            removed = self.logs.remove_expired_producers(self.clock.now_ms(), expiration)
+            if removed:
+                log.info("Removed %d expired producer ids (producer.id.expiration.ms=%d)", removed, expiration)
+            await asyncio.sleep(self.config.producer_id_expiration_check_interval_ms / 1000)
 
     def _log_dir_failed(self, log_dir: Path) -> None:
         """A log dir went offline: its replicas go offline here and the controller is told, so it moves their

@@ -41,9 +41,10 @@ QUOTA_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
 LOG_KEYS: dict[str, TopicConfigSpec] = {spec.broker_key: spec for spec in TOPIC_CONFIGS.values() if spec.broker_key}
 # SocketServer's and DynamicConnectionQuota's: how many connections, per broker, per address (INT, at least 0).
 CONNECTION_KEYS = (MAX_CONNECTIONS, MAX_PER_IP, MAX_CONNECTION_CREATION_RATE)
-DYNAMIC_KEYS = (*QUOTA_KEYS, *LOG_KEYS, *CONNECTION_KEYS, MAX_PER_IP_OVERRIDES)
+PRODUCER_ID_EXPIRATION = "producer.id.expiration.ms"   # DynamicProducerStateManagerConfig's (INT, at least 1)
+DYNAMIC_KEYS = (*QUOTA_KEYS, *LOG_KEYS, *CONNECTION_KEYS, MAX_PER_IP_OVERRIDES, PRODUCER_ID_EXPIRATION)
 # DynamicBrokerConfig.AllDynamicConfigs among them (not read-only when described); the quota keys are not.
-RECONFIGURABLE = frozenset({*LOG_KEYS, *CONNECTION_KEYS, MAX_PER_IP_OVERRIDES})
+RECONFIGURABLE = frozenset({*LOG_KEYS, *CONNECTION_KEYS, MAX_PER_IP_OVERRIDES, PRODUCER_ID_EXPIRATION})
 UNCLEAN = "unclean.leader.election.enable"
 Subscriber = Callable[[str], None]
 
@@ -102,15 +103,16 @@ def validate_dynamic(configs: Mapping[str, str | None], per_broker: bool = True)
         # (ConfigError: the caller's "Invalid dynamic configuration").
         name = listener_connection_key(key) or key
         error = ConfigError if name == MAX_CONNECTIONS and name != key else ValueError
-        kind = "INT" if name in CONNECTION_KEYS else "LONG"
+        kind = "INT" if name in CONNECTION_KEYS or name == PRODUCER_ID_EXPIRATION else "LONG"
         try:
             number = int(text)
         except ValueError:
             raise error(f"Invalid value {text} for configuration {name}: Not a number of type {kind}") from None
         if kind == "INT" and number > INT_MAX:
             raise error(f"Invalid value {text} for configuration {name}: Not a number of type INT")
-        if number < 0:
-            raise error(f"Invalid value {number} for configuration {name}: Value must be at least 0")
+        least = 1 if name == PRODUCER_ID_EXPIRATION else 0
+        if number < least:
+            raise error(f"Invalid value {number} for configuration {name}: Value must be at least {least}")
         out[key] = str(number)
     return out
 

@@ -273,6 +273,8 @@ _BROKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "transaction.state.log.min.isr": ("transaction_state_log_min_isr", _int(1)),
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int(1)),
     "transactional.id.expiration.ms": ("transactional_id_expiration_ms", _int(1)),
+    "producer.id.expiration.ms": ("producer_id_expiration_ms", _int(1)),
+    "producer.id.expiration.check.interval.ms": ("producer_id_expiration_check_interval_ms", _int(1)),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms":
         ("transaction_abort_timed_out_transaction_cleanup_interval_ms", _int(1)),
     "transaction.remove.expired.transaction.cleanup.interval.ms":
@@ -403,6 +405,8 @@ class BrokerConfig:
     transaction_state_log_min_isr: int = 2
     transaction_max_timeout_ms: int = 900_000
     transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
+    producer_id_expiration_ms: int = 24 * 3600 * 1000     # an idle idempotent producer's state is forgotten
+    producer_id_expiration_check_interval_ms: int = 600_000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     group_min_session_timeout_ms: int = 6000

@@ -17,8 +17,10 @@ from broker.quota.connection_limits import INT_MAX, MAX_PER_IP_OVERRIDES
 # Keys Kafka leaves null (or reads through another key); this broker's empty string means the same.
 _NULL = frozenset({"advertised.listeners", "broker.rack", "zookeeper.connect", "log.dirs", "log.retention.ms",
                    "log.retention.minutes", "log.roll.ms"})
-# Keys this broker reads that are not KafkaConfig's (the authorizer's, the cluster's id): listed only when set.
-_NOT_KAFKA_CONFIG = frozenset({"allow.everyone.if.no.acl.found", "super.users", "cluster.id"})
+# Keys this broker reads that Kafka does not describe (the authorizer's, the cluster's id, an internal interval):
+# listed only when set.
+_NOT_KAFKA_CONFIG = frozenset({"allow.everyone.if.no.acl.found", "super.users", "cluster.id",
+                               "producer.id.expiration.check.interval.ms"})
 # Kafka's defaults of keys read by other parts of this broker than BrokerConfig.
 _OTHERS: dict[str, str | None] = {
     "ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS", MAX_PER_IP_OVERRIDES: "",

@@ -135,6 +135,14 @@ class LogManager:
             if plog.topic == topic:
                 plog.update_config(config)
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms on every log (Kafka's PeriodicProducerExpirationCheck)."""
+        return sum(plog.producer_state.remove_expired(now_ms, expiration_ms) for plog in self.logs())
+
+    def producer_id_count(self) -> int:
+        """Producer ids held in the producer state of every partition here (ReplicaManager's ProducerIdCount)."""
+        return sum(len(plog.producer_state.producers) for plog in self.logs())
+
     def run_retention(self) -> int:
         """Apply retention to every log and checkpoint producer state; returns segments deleted. A log whose
         files cannot be written (a full disk) does not stop the others: retention is what frees the room."""

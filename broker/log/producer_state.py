@@ -89,6 +89,16 @@ class ProducerStateManager:
         others = [first for pid, first in self._ongoing.items() if pid != txn.producer_id]
         return min(others) if others else txn.last_offset + 1
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers without an open transaction whose last batch is `expiration_ms` old
+        (producer.id.expiration.ms; Kafka's removeExpiredProducers, by the batch's max timestamp); their next
+        batch starts afresh. Returns how many went."""
+        expired = [pid for pid, e in self.producers.items()
+                   if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
     def check(self, h: BatchHeader) -> BatchMetadata | None:
         """Validate a leader append. Returns the cached batch if `h` duplicates one (do not append it).
 

@@ -38,3 +38,17 @@ def test_defaults_are_kafkas():
     differ = {key: (ours[key], kafka[key]) for key in set(ours) & set(kafka) if ours[key] != kafka[key]}
     assert set(differ) == ON_PURPOSE, differ
     assert len(set(ours) & set(kafka)) > 90   # the keys this broker reads, most of Kafka's common ones
+
+
+def test_producer_id_expiration_is_dynamic_and_at_least_one():
+    from broker.broker_configs import validate_dynamic
+
+    assert validate_dynamic({"producer.id.expiration.ms": "3600000"}, per_broker=False) == \
+        {"producer.id.expiration.ms": "3600000"}
+    for value, message in (("0", "Value must be at least 1"), ("x", "Not a number of type INT")):
+        try:
+            validate_dynamic({"producer.id.expiration.ms": value})
+        except ValueError as e:
+            assert str(e) == f"Invalid value {value} for configuration producer.id.expiration.ms: {message}"
+        else:
+            raise AssertionError(f"producer.id.expiration.ms={value} was taken")

@@ -151,3 +151,19 @@ def test_state_from_snapshot_plus_replay_after_crash(tmp_path, clock):
     again = make_log(tmp_path, clock, segment_bytes=300)  # kill -9: the last batches are after the snapshot
     assert again.append_as_leader(idem(2, 10), 0).duplicate
     expect(again, idem(2, 14), ErrorCode.out_of_order_sequence_number)
+
+
+def test_idle_producers_expire_but_not_inside_a_transaction(tmp_path, clock):
+    """producer.id.expiration.ms: a producer whose last batch is that old is forgotten (its next batch may start
+    at any sequence), unless its transaction is open (Kafka's removeExpiredProducers)."""
+    plog = make_log(tmp_path, clock)
+    plog.append_as_leader(batch(2, ts=1_000, producer_id=1, producer_epoch=0, base_sequence=0), 0)
+    plog.append_as_leader(batch(1, ts=1_000, producer_id=2, producer_epoch=0, base_sequence=0,
+                                is_transactional=True), 0)
+    plog.append_as_leader(batch(1, ts=50_000, producer_id=3, producer_epoch=0, base_sequence=0), 0)
+    state = plog.producer_state
+    assert state.remove_expired(now_ms=60_000, expiration_ms=59_000) == 1      # only producer 1 is that old
+    assert set(state.producers) == {2, 3}
+    assert plog.append_as_leader(batch(1, ts=61_000, producer_id=1, producer_epoch=0, base_sequence=7), 0)
+    expect(plog, batch(1, ts=61_000, producer_id=3, producer_epoch=0, base_sequence=7),
+           ErrorCode.out_of_order_sequence_number)                              # a known one still checks

@@ -195,3 +195,28 @@ async def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_pat
 
         await asyncio.to_thread(clients)
         assert closed.read() >= before + 1
+
+
+async def test_producer_id_count_and_its_expiration_at_run_time(tmp_path):
+    """ReplicaManager ProducerIdCount (KIP-847) counts the idempotent producers held; lowering
+    producer.id.expiration.ms at run time forgets the idle ones at the next check."""
+    from confluent_kafka import Producer
+
+    from kafkascope.local.process import free_port
+
+    port = free_port()
+    async with inproc_broker(tmp_path, **{"listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                                          "producer.id.expiration.check.interval.ms": 100}) as (b, _):
+        count = metric(b, "kafka.server", "ReplicaManager", "ProducerIdCount")
+        assert count.fn() == 0
+
+        def produce() -> None:
+            p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "enable.idempotence": True})
+            for i in range(3):
+                p.produce("idem", f"v{i}".encode())
+            assert p.flush(30) == 0
+
+        await asyncio.to_thread(produce)
+        assert count.fn() == 1
+        b.metadata.broker_configs().set("0", {"producer.id.expiration.ms": "1"})   # as an alter stores it
+        await wait_until_async(lambda: count.fn() == 0, 10, what="the idle producer id expired")
