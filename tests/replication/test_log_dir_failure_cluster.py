@@ -29,7 +29,8 @@ BIG = b"x" * 64 * 1024
 
 
 def _largest_file(root: Path) -> int:
-    return _file_sizes(root)[-1][0] if _file_sizes(root) else 0
+    sizes = _file_sizes(root)
+    return sizes[-1][0] if sizes else 0
 
 
 def _file_sizes(root: Path) -> list[tuple[int, Path]]:
