@@ -321,6 +321,11 @@ class FetchContext:
     def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         return FetchResult(ErrorCode.none, INVALID_SESSION_ID, topics)
 
+    def answered(self, topics: list[dict], datas: list[Any]) -> list[tuple[str, list[dict]]]:
+        """The partitions `respond` would send, the session left as it is (FetchContext.getResponseSize's
+        selection, which the consumer fetch quota counts): all of them but in an incremental session."""
+        return [(t["topic"], t["partitions"]) for t in topics]
+
     def throttled(self) -> FetchResult:
         """The answer to a fetch over its client quota (getThrottledResponse): nothing, no session made."""
         return FetchResult(ErrorCode.none, INVALID_SESSION_ID, [])
@@ -334,6 +339,9 @@ class SessionErrorContext(FetchContext):
 
     def respond(self, topics: list[dict], datas: list[Any], now_ms: int) -> FetchResult:
         return FetchResult(self.error, INVALID_SESSION_ID, [])
+
+    def answered(self, topics: list[dict], datas: list[Any]) -> list[tuple[str, list[dict]]]:
+        return []
 
     def throttled(self) -> FetchResult:
         return self.respond([], [], 0)
@@ -398,6 +406,23 @@ class IncrementalFetchContext(FetchContext):
                 out.append((c.topic, []))
                 last = c.topic
             out[-1][1].append(c)
+        return out
+
+    def answered(self, topics: list[dict], datas: list[Any]) -> list[tuple[str, list[dict]]]:
+        """Only the partitions with news (maybe_update_response_data without the update); none for a stale
+        epoch."""
+        if self.session.epoch != next_epoch(self.request_epoch):
+            return []
+        out: list[tuple[str, list[dict]]] = []
+        i = 0
+        for t in topics:
+            chosen = []
+            for entry in t["partitions"]:
+                if datas[i].maybe_update_response_data(entry, False):
+                    chosen.append(entry)
+                i += 1
+            if chosen:
+                out.append((t["topic"], chosen))
         return out
 
     def throttled(self) -> FetchResult:

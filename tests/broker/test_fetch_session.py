@@ -197,6 +197,26 @@ def test_incremental_response_carries_only_partitions_with_news():
     assert incremental() == []
 
 
+def test_answered_is_what_respond_would_send_and_changes_nothing():
+    """The consumer fetch quota counts the response (getResponseSize): in an incremental session only the
+    partitions with news, selected without updating the session."""
+    m = FetchManager(FetchSessionCache(rng=random.Random(7)))
+    sid = open_session(m, A, B, C)
+    ctx = m.new_context(sid, 1, False, {}, [], 0)
+    per_tp = {"a_1": {"records": b"x" * 70}, "b_0": {"hw": 11}}
+    topics, datas = [], []
+    for t, parts in ctx.topics():
+        topics.append({"topic": t, "partitions": [entry(d.partition, **per_tp.get(f"{t}_{d.partition}", {}))
+                                                  for d in parts]})
+        datas.extend(parts)
+    chosen = ctx.answered(topics, datas)
+    assert [(t, e["partition_index"]) for t, es in chosen for e in es] == [B, C]
+    assert ctx.answered(topics, datas) == chosen            # nothing remembered: the same selection again
+    assert sent(ctx.respond(topics, datas, 0)) == [B, C]    # and respond sends exactly those
+    full = m.new_context(0, INITIAL_EPOCH, False, request(A, B), [], 0)
+    assert [t for t, _ in full.answered([{"topic": "a", "partitions": [entry(0), entry(1)]}], [])] == ["a"]
+
+
 def test_partitions_that_returned_records_move_to_the_end_of_the_session():
     cache = FetchSessionCache(rng=random.Random(7))
     m = FetchManager(cache)

@@ -32,6 +32,7 @@ from broker.quota.connection_limits import validate_limits
 
 TYPE_STRING, TYPE_LONG = 2, 5   # DescribeConfigsResponse.ConfigType
 
+
 def _entity(ctx: RequestContext, name: str, describing: bool) -> str:
     """The stored entity a resource name means: this broker's id, or DEFAULT for the empty name."""
     if not name:

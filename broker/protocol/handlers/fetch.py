@@ -136,9 +136,9 @@ def _answer(ctx: RequestContext, fetch: FetchContext, follower_id: int, session_
     if follower:
         _record_replication(ctx, topics)
     elif quotas.enabled:
-        # Kafka counts the response's size (FetchContext.getResponseSize), its records as its slices of the reads.
-        throttle = quotas.fetch_bandwidth(ctx, fetch_response_size(ctx.api_version,
-                                                                   [(t["topic"], t["partitions"]) for t in topics]))
+        # Kafka counts the response's size (FetchContext.getResponseSize): in an incremental session only the
+        # partitions it would send, their records as their slices of the reads.
+        throttle = quotas.fetch_bandwidth(ctx, fetch_response_size(ctx.api_version, fetch.answered(topics, datas)))
     metrics = ctx.broker.metrics
     if metrics is not None:
         # Every partition read counts (ReplicaManager does), also those an incremental response leaves out; bytes
