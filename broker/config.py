@@ -27,10 +27,31 @@ class ConfigError(ValueError):
 
 # ---------------------------------------------------------------- value parsers
 
+MAX_PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
+# Utils.validHostPattern: the characters of a host name or an address.
+_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")
+
+
+def parse_overrides(text: str) -> dict[str, int]:
+    """`host:count,host:count` (KafkaConfig.maxConnectionsPerIpOverrides, Csv.parseCsvMap); ValueError with
+    Kafka's message."""
+    out = {}
+    for item in (re.split(r"\s*,\s*", text) if text else []):
+        host, sep, count = item.rpartition(":")
+        if not sep:
+            raise ValueError(f"Error parsing configuration property '{MAX_PER_IP_OVERRIDES}': begin 0, end -1, "
+                             f"length {len(item)}")
+        try:
+            out[host.strip()] = int(count.strip())
+        except ValueError:
+            raise ValueError(f'For input string: "{count.strip()}"') from None
+    if invalid := [h for h in out if not _HOST.fullmatch(h)]:
+        raise ValueError(f"{MAX_PER_IP_OVERRIDES} contains invalid addresses : {','.join(invalid)}")
+    return out
+
+
 def _overrides(v: str) -> str:
     """max.connections.per.ip.overrides, checked as Kafka checks it at start."""
-    from broker.quota.connection_limits import parse_overrides
-
     parse_overrides(v.strip())
     return v.strip()
 

@@ -302,7 +302,7 @@ class ReplicaGauges:
         reg, b = self._reg, self._broker
         rm = ("kafka.server", "ReplicaManager")
         reg.gauge(*rm, "PartitionCount", lambda: len(b.logs.partitions()))
-        reg.gauge(*rm, "ProducerIdCount", b.logs.producer_id_count)   # KIP-847
+        reg.gauge(*rm, "ProducerIdCount", lambda: b.logs.producer_id_count())   # KIP-847
         reg.gauge(*rm, "LeaderCount", lambda: self._summary().leaders)
         reg.gauge(*rm, "UnderReplicatedPartitions", lambda: self._summary().under_replicated)
         reg.gauge(*rm, "UnderMinIsrPartitionCount", lambda: self._summary().under_min_isr)

@@ -15,41 +15,21 @@ Kafka's rules, kept here:
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from broker.config import MAX_PER_IP_OVERRIDES, ConfigError, parse_overrides
+
 INT_MAX = 2**31 - 1
 MAX_CONNECTIONS = "max.connections"
 MAX_PER_IP = "max.connections.per.ip"
-MAX_PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
 MAX_CREATION_RATE = "max.connection.creation.rate"
 LISTENER_KEYS = (MAX_CONNECTIONS, MAX_CREATION_RATE)   # SocketServer.ListenerReconfigurableConfigs
-# Utils.validHostPattern: the characters of a host name or an address.
-_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")
 
 
 def listener_key(listener: str, key: str) -> str:
     return f"listener.name.{listener.lower()}.{key}"
-
-
-def parse_overrides(text: str) -> dict[str, int]:
-    """`host:count,host:count` (KafkaConfig.maxConnectionsPerIpOverrides, Csv.parseCsvMap); ValueError with
-    Kafka's message."""
-    out = {}
-    for item in (re.split(r"\s*,\s*", text) if text else []):
-        host, sep, count = item.rpartition(":")
-        if not sep:
-            raise ValueError(f"Error parsing configuration property '{MAX_PER_IP_OVERRIDES}': begin 0, end -1, "
-                             f"length {len(item)}")
-        try:
-            out[host.strip()] = int(count.strip())
-        except ValueError:
-            raise ValueError(f'For input string: "{count.strip()}"') from None
-    if invalid := [h for h in out if not _HOST.fullmatch(h)]:
-        raise ValueError(f"{MAX_PER_IP_OVERRIDES} contains invalid addresses : {','.join(invalid)}")
-    return out
 
 
 def check_per_ip(max_per_ip: int, overrides: Mapping[str, int]) -> None:
@@ -102,8 +82,6 @@ def validate_limits(layers: Sequence[Mapping[str, str]], listeners: list[str]) -
     """The checks on the limits an alter would put in force (config layers, first wins): KafkaConfig's on the
     per-address ones (ValueError), and each listener's (ListenerConnectionQuota.validateReconfiguration: a limit
     of 0 would shut the listener; ConfigError)."""
-    from broker.config import ConfigError
-
     limits = ConnectionLimits.of(layers, listeners)
     check_per_ip(limits.max_per_ip, limits.per_ip_overrides)
     for name in listeners:
