@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.broker_configs import DEFAULT as DEFAULT_BROKER
-from broker.broker_configs import PRODUCER_ID_EXPIRATION, dynamic_topic_defaults, effective_connection_rate
+from broker.broker_configs import PRODUCER_ID_EXPIRATION, dynamic_topic_defaults, dynamic_value
 from broker.config import BrokerConfig, LogConfig
 from broker.coordinator.group_coordinator import GroupCoordinator
 from broker.coordinator.transaction.broker_io import (
@@ -42,7 +42,7 @@ from broker.network.listeners import ServerSecurity, registered_listeners
 from broker.protocol.authz import AuthorizerMetrics, build_authorizer
 from broker.protocol.routes import handler_table
 from broker.purgatory import Purgatory
-from broker.quota.connection_limits import ConnectionLimits, listener_creation_rates
+from broker.quota.connection_limits import ConnectionLimits, broker_creation_rate, listener_creation_rates
 from broker.quota.manager import QuotaSettings
 from broker.quota.replication import ReplicationQuotas, ReplicationQuotaSettings
 from broker.quota.throttle import ClientQuotas
@@ -228,9 +228,8 @@ class Broker:
             self.replication_quotas.apply(own, default)
         if entity in (None, str(self.node_id)):
             self.listener_reconfig.on_change(own)
-        self.quotas.connections.broker_bound = effective_connection_rate(
-            own, default, self.config.max_connection_creation_rate)
         layers, names = [own, default, self.config.static], self.listener_names()
+        self.quotas.connections.broker_bound = broker_creation_rate(layers)
         self.quotas.connections.set_listener_bounds(listener_creation_rates(layers, names))
         self.server.apply_connection_limits(ConnectionLimits.of(layers, names))
         dynamic = dynamic_topic_defaults(own, default)
@@ -381,10 +380,8 @@ class Broker:
         """producer.id.expiration.ms (dynamic) checked at start and every producer.id.expiration.check.interval.ms,
         as Kafka's LogManager does."""
         while True:
-            store = self.metadata.broker_configs()
-            expiration = int(store.get(str(self.node_id)).get(PRODUCER_ID_EXPIRATION) or
-                             store.get(DEFAULT_BROKER).get(PRODUCER_ID_EXPIRATION) or
-                             self.config.producer_id_expiration_ms)
+            expiration = int(dynamic_value(self.metadata.broker_configs(), self.node_id, PRODUCER_ID_EXPIRATION)
+                             or self.config.producer_id_expiration_ms)
             removed = self.logs.remove_expired_producers(self.clock.now_ms(), expiration)
             if removed:
                 log.info("Removed %d expired producer ids (producer.id.expiration.ms=%d)", removed, expiration)

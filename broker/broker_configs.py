@@ -29,6 +29,7 @@ from broker.quota.connection_limits import (
     MAX_CONNECTIONS,
     MAX_PER_IP,
     MAX_PER_IP_OVERRIDES,
+    layered,
     parse_overrides,
 )
 from broker.quota.connection_limits import MAX_CREATION_RATE as MAX_CONNECTION_CREATION_RATE
@@ -129,13 +130,15 @@ def dynamic_topic_defaults(own: Mapping[str, str], default: Mapping[str, str]) -
     return out
 
 
+def dynamic_value(store: BrokerConfigStore, broker_id: int, key: str) -> str | None:
+    """A key's dynamic value for this broker: its own, else the cluster default's (None: set at neither)."""
+    return layered([store.get(str(broker_id)), store.get(DEFAULT)], key)
+
+
 def dynamic_unclean_default(store: BrokerConfigStore, broker_id: int, static: bool) -> bool:
     """unclean.leader.election.enable as the controller's broker default: dynamic if set, else static."""
-    for entity in (str(broker_id), DEFAULT):
-        value = store.get(entity).get(UNCLEAN)
-        if value is not None:
-            return value.strip().lower() == "true"
-    return static
+    value = dynamic_value(store, broker_id, UNCLEAN)
+    return static if value is None else value.strip().lower() == "true"
 
 
 class BrokerConfigStore(Protocol):
@@ -237,10 +240,3 @@ class ZkBrokerConfigs:
 
     def subscribe(self, callback: Subscriber) -> None:
         self._subscribers.add(callback)
-
-
-def effective_connection_rate(own: Mapping[str, str], default: Mapping[str, str], static: int) -> float | None:
-    """max.connection.creation.rate: this broker's dynamic value, else the cluster default's, else
-    server.properties'; None when unbounded (Int.MaxValue, Kafka's default)."""
-    rate = int(own.get(MAX_CONNECTION_CREATION_RATE, default.get(MAX_CONNECTION_CREATION_RATE, static)))
-    return None if rate >= INT_MAX else float(rate)

@@ -12,7 +12,6 @@ from functools import cache
 
 from broker.config import _BROKER_KEYS, TOPIC_CONFIGS, BrokerConfig, default_synonym
 from broker.network.listener_tls import RECONFIGURABLE as SSL_KEYS
-from broker.quota.connection_limits import INT_MAX, MAX_PER_IP_OVERRIDES
 
 # Keys Kafka leaves null (or reads through another key); this broker's empty string means the same.
 _NULL = frozenset({"advertised.listeners", "broker.rack", "zookeeper.connect", "log.dirs", "log.retention.ms",
@@ -23,9 +22,7 @@ _NOT_KAFKA_CONFIG = frozenset({"allow.everyone.if.no.acl.found", "super.users", 
                                "producer.id.expiration.check.interval.ms"})
 # Kafka's defaults of keys read by other parts of this broker than BrokerConfig.
 _OTHERS: dict[str, str | None] = {
-    "ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS", MAX_PER_IP_OVERRIDES: "",
-    "max.connections.per.ip": str(INT_MAX), "max.connections": str(INT_MAX),
-    **{key: None for key in SSL_KEYS if key not in ("ssl.keystore.type", "ssl.truststore.type")}}
+    **{key: None for key in SSL_KEYS}, "ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS"}
 
 
 def _shown(value: object) -> str | None:
@@ -43,12 +40,12 @@ def broker_defaults() -> dict[str, str | None]:
     for key, (attr, _parse) in _BROKER_KEYS.items():
         if key in _NOT_KAFKA_CONFIG or attr not in fields:
             continue
-        out[key] = None if key in _NULL else _shown(getattr(base, attr))
+        out[key] = _shown(getattr(base, attr))
     for spec in TOPIC_CONFIGS.values():   # the log config defaults: log.retention.hours=168, ...
         if spec.broker_key:
             name, value = default_synonym(spec)
             out.setdefault(name, value)
-            out.setdefault(spec.broker_key, None if spec.broker_key in _NULL else spec.default)
-    for key in _NULL:
+            out.setdefault(spec.broker_key, spec.default)
+    for key in _NULL:   # last: Kafka's null wins over this broker's empty string or built-in value
         out[key] = None
     return out

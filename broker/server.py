@@ -157,11 +157,8 @@ class KafkaServer:
         while True:
             await asyncio.sleep(min(1.0, max(idle_s / 4, 0.01)))
             deadline = time.monotonic() - idle_s
-            for conn, task in list(self._connections.items()):
-                if conn.last_active < deadline and conn not in self._closing:
-                    log.debug("closing a connection idle for more than connections.max.idle.ms")
-                    self._closing.add(conn)
-                    task.cancel()
+            for conn in [c for c in self._connections if c.last_active < deadline and c not in self._closing]:
+                self._close(conn, "idle for more than connections.max.idle.ms")
 
     async def stop(self) -> None:
         if self._idle_task is not None:
@@ -208,10 +205,7 @@ class KafkaServer:
             sock, addr = await loop.sock_accept(listening)
             host = addr[0]
             protected = await self.wait_for_connection_slot(spec)
-            if self.throttled(sock, host, protected, spec):
-                continue
-            if not self.take(spec, host):
-                sock.close()
+            if not self.admit(sock, host, spec, protected):
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -243,8 +237,22 @@ class KafkaServer:
     def _listener_name(self, spec: ListenerSpec | None) -> str:
         return spec.name if spec is not None else self.security.listeners[0].name
 
-    def throttled(self, sock: socket.socket, host: str, protected: bool = False,
-                  spec: ListenerSpec | None = None) -> bool:
+    def _connection_listener(self, conn: Connection) -> str:
+        """The listener a connection came in on (an in-process harness's connection: the first)."""
+        return self._listener_name(conn.session.spec if conn.session is not None else None)
+
+    def admit(self, sock: socket.socket, host: str, spec: ListenerSpec | None, protected: bool) -> bool:
+        """After the acceptor's wait: whether to serve a connection just accepted. One over its address's rate is
+        closed after its throttle time, one over its address's limit at once; a served one is counted."""
+        if self._throttled(sock, host, protected, spec):
+            return False
+        if not self._take(spec, host):
+            sock.close()
+            return False
+        return True
+
+    def _throttled(self, sock: socket.socket, host: str, protected: bool,
+                   spec: ListenerSpec | None) -> bool:
         """Whether `host` is over its connection creation rate (KIP-612): the connection is then left unread and
         closed once its throttle time has passed, as Kafka's acceptor treats a throttled one (DelayedCloseSocket)."""
         ms = self.broker.quotas.connections.on_connection(host, protected, self._listener_name(spec))
@@ -252,9 +260,9 @@ class KafkaServer:
             asyncio.get_running_loop().call_later(ms / 1000, sock.close)
         return bool(ms)
 
-    def take(self, spec: ListenerSpec | None, host: str) -> bool:
+    def _take(self, spec: ListenerSpec | None, host: str) -> bool:
         """Count a connection accepted on `spec` from `host`, unless `host` is at its limit (max.connections.per.ip
-        or its override): False, and the caller closes it. Counted from here until `release` (a TLS connection
+        or its override): False, and the caller closes it. Counted from here until it ends or `release` (a TLS connection
         during its handshake too, as Kafka counts it from the accept)."""
         if not self.counts.admits(host):   # Kafka's words (TooManyConnectionsException)
             log.info("Rejected connection from /%s, address already has the configured maximum of %d connections.",
@@ -267,6 +275,7 @@ class KafkaServer:
         return True
 
     def release(self, spec: ListenerSpec | None, host: str) -> None:
+        """Uncount a connection `admit` counted that is not going to be served (a failed TLS handshake)."""
         self.counts.dec(self._listener_name(spec), host)
         self._slot_freed.set()
 
@@ -283,20 +292,23 @@ class KafkaServer:
         excess = self.counts.excess() - len(self._closing)
         if excess <= 0:
             return
-        others = [c for c in self._connections if c not in self._closing
-                  and not self.counts.protected(c.session.listener if c.session is not None else
-                                                self._listener_name(None))]
+        others = [c for c in self._connections
+                  if c not in self._closing and not self.counts.protected(self._connection_listener(c))]
         for conn in sorted(others, key=lambda c: c.last_active)[:excess]:
-            log.info("closing a connection: max.connections=%d reached", self.counts.limits.max_connections)
-            self._closing.add(conn)
-            self._connections[conn].cancel()
+            self._close(conn, f"max.connections={self.counts.limits.max_connections} reached")
+
+    def _close(self, conn: Connection, why: str) -> None:
+        """End a served connection from outside its task; it counts until the task has ended."""
+        log.info("closing a connection from the broker side: %s", why)
+        self._closing.add(conn)
+        self._connections[conn].cancel()
 
     def serve_connection(self, conn: Connection, host: str, counted: bool = False) -> asyncio.Task:
         """Serve an accepted connection until it closes. The accept loop's; an in-process test harness hands its
-        in-memory connections here too (not `counted` by `take`), so their requests take the very path socket
+        in-memory connections here too (not `counted` by `admit`), so their requests take the very path socket
         requests take."""
         if not counted:
-            self.counts.inc(self._listener_name(conn.session.spec if conn.session is not None else None), host)
+            self.counts.inc(self._connection_listener(conn), host)
         task = self._connections[conn] = asyncio.create_task(self._serve(conn, host))
         return task
 
@@ -326,7 +338,8 @@ class KafkaServer:
         finally:
             self._connections.pop(conn, None)
             self._closing.discard(conn)
-            self.release(conn.session.spec if conn.session is not None else None, host)
+            self.counts.dec(self._connection_listener(conn), host)
+            self._slot_freed.set()
             conn.close()
             if watcher is not None:
                 asyncio.get_running_loop().call_soon(watcher.closed)   # after the last request's record

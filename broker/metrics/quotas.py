@@ -33,8 +33,9 @@ def register_quota_metrics(registry: Registry, managers: QuotaManagers,
         manager.set_notifier(partial(_sensor_metrics, registry, manager))
     if connections is not None:
         connections.on_sensor = partial(_connection_sensor, registry)
-        rate = connections.broker_rate   # ConnectionQuotas' broker sensor, there from the start
-        registry.kafka_metric(DOMAIN, SOCKET_SERVER, "broker-connection-accept-rate", lambda: rate.rate)
+        # ConnectionQuotas' broker sensor, there from the start
+        registry.kafka_metric(DOMAIN, SOCKET_SERVER, "broker-connection-accept-rate",
+                              partial(_rate, connections.broker_rate))
         for name, quota in connections.listeners.items():   # each listener's, also from the start
             registry.kafka_metric(DOMAIN, SOCKET_SERVER, "connection-accept-rate", partial(_rate, quota.rate),
                                   listener=name)

@@ -49,10 +49,7 @@ async def _serve_tls(server: KafkaServer, spec: ListenerSpec, sock: socket.socke
                      protected: bool = False) -> None:
     """One TLS connection: its handshake (a failure closes only it; a TLS protocol error counts as a failed
     authentication, as Kafka counts an SslAuthenticationException), then served until it closes."""
-    if server.throttled(sock, host, protected, spec):
-        return
-    if not server.take(spec, host):
-        sock.close()
+    if not server.admit(sock, host, spec, protected):
         return
     try:
         conn = await _handshake(server, spec, sock, host)

@@ -176,7 +176,6 @@ class ListenerTls:
     certificate facts Kafka's checks compare."""
 
     context: ssl.SSLContext
-    client_context: ssl.SSLContext                 # the same stores on a client's side (the handshake check)
     settings: tuple[tuple[str, str | None], ...]   # the reconfigurable keys' effective values
     files: tuple[tuple[str, int] | None, ...]      # (path, mtime) of the keystore and truststore files
     subject: str | None
@@ -184,9 +183,6 @@ class ListenerTls:
     not_after: float | None
     has_truststore: bool
 
-    def changed(self, settings: tuple, files: tuple) -> bool:
-        """DefaultSslEngineFactory.shouldBeRebuilt: other settings, or a store file modified since loading."""
-        return settings != self.settings or files != self.files
 
 
 def _settings(props: Mapping[str, str], listener: str) -> tuple[tuple[str, str | None], ...]:
@@ -215,13 +211,14 @@ def load(props: Mapping[str, str], listener: str) -> ListenerTls:
     sans = frozenset((_SAN_TYPES.get(kind, 0), value) for kind, value in cert.get("subjectAltName", ()))
     trust = bool(listener_prop(props, listener, "ssl.truststore.location") or
                  listener_prop(props, listener, "ssl.truststore.certificates"))
-    return ListenerTls(context, ssl_client_context(props, listener, check_hostname=False), _settings(props, listener), _files(props, listener),
-                       _rdn_string(cert["subject"]) if "subject" in cert else None, sans,
+    subject = _rdn_string(cert["subject"]) if "subject" in cert else None
+    return ListenerTls(context, _settings(props, listener), _files(props, listener), subject, sans,
                        float(not_after) if not_after is not None else None, trust)
 
 
 def needs_reload(current: ListenerTls, props: Mapping[str, str], listener: str) -> bool:
-    return current.changed(_settings(props, listener), _files(props, listener))
+    """DefaultSslEngineFactory.shouldBeRebuilt: other settings, or a store file modified since loading."""
+    return settings_changed(current, props, listener) or current.files != _files(props, listener)
 
 
 def reconfigure(current: ListenerTls, props: Mapping[str, str], listener: str, inter_broker: bool) -> ListenerTls:
@@ -246,7 +243,7 @@ def reconfigure(current: ListenerTls, props: Mapping[str, str], listener: str, i
         raise _refused(f"{_CONFIG_EXCEPTION}: Keystore SubjectAltNames do not match:  existing={{alias=kafka, "
                        f"SAN={_sans(current)}}}, new={{alias=kafka, SAN={_sans(new)}}}")
     if inter_broker:
-        _validate_handshakes(current, new)
+        _validate_handshakes(current, new, listener)
     return new
 
 
@@ -267,11 +264,15 @@ def _sans(tls: ListenerTls) -> str:
     return "[" + ", ".join(f"[{kind}, {value}]" for kind, value in sorted(tls.subject_alt_names)) + "]"
 
 
-def _validate_handshakes(old: ListenerTls, new: ListenerTls) -> None:
+def _validate_handshakes(old: ListenerTls, new: ListenerTls, listener: str) -> None:
     """SslEngineValidator: the old stores' server against a client with the new ones, and the other way round,
-    so that brokers part-way through a rotation still talk to each other."""
-    for server, client in ((old.context, new.client_context), (new.context, old.client_context)):
-        _handshake(server, client)
+    so that brokers part-way through a rotation still talk to each other. The client sides are made here, from
+    the stores' settings, only when a rotation asks for them."""
+    def client(tls: ListenerTls) -> ssl.SSLContext:
+        return ssl_client_context({k: v for k, v in tls.settings if v is not None}, listener, check_hostname=False)
+
+    for server_ctx, client_ctx in ((old.context, client(new)), (new.context, client(old))):
+        _handshake(server_ctx, client_ctx)
 
 
 def _handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> None:

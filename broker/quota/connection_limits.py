@@ -28,6 +28,12 @@ MAX_CREATION_RATE = "max.connection.creation.rate"
 LISTENER_KEYS = (MAX_CONNECTIONS, MAX_CREATION_RATE)   # SocketServer.ListenerReconfigurableConfigs
 
 
+def layered(layers: Sequence[Mapping[str, str]], *keys: str) -> str | None:
+    """The value of the first of `keys` any layer holds, the layers searched in order for each key (a listener's
+    own key, from any layer, before the broker-wide one: Kafka's valuesWithPrefixOverride)."""
+    return next((layer[key] for key in keys for layer in layers if key in layer), None)
+
+
 def listener_key(listener: str, key: str) -> str:
     return f"listener.name.{listener.lower()}.{key}"
 
@@ -68,14 +74,11 @@ class ConnectionLimits:
     @classmethod
     def of(cls, layers: Sequence[Mapping[str, str]], listeners: list[str]) -> ConnectionLimits:
         """From config layers, first wins (this broker's dynamic configs, the cluster default's, server.properties)."""
-        def value(key: str) -> str | None:
-            return next((layer[key] for layer in layers if key in layer), None)
-
-        broker_max = int(value(MAX_CONNECTIONS) or INT_MAX)
+        broker_max = int(layered(layers, MAX_CONNECTIONS) or INT_MAX)
         per_listener = {name.upper(): int(v) for name in listeners
-                        if (v := value(listener_key(name, MAX_CONNECTIONS))) is not None}
-        overrides = {_address(h): n for h, n in parse_overrides(value(MAX_PER_IP_OVERRIDES) or "").items()}
-        return cls(broker_max, per_listener, int(value(MAX_PER_IP) or INT_MAX), overrides)
+                        if (v := layered(layers, listener_key(name, MAX_CONNECTIONS))) is not None}
+        overrides = {_address(h): n for h, n in parse_overrides(layered(layers, MAX_PER_IP_OVERRIDES) or "").items()}
+        return cls(broker_max, per_listener, int(layered(layers, MAX_PER_IP) or INT_MAX), overrides)
 
 
 def validate_limits(layers: Sequence[Mapping[str, str]], listeners: list[str]) -> None:
@@ -86,7 +89,7 @@ def validate_limits(layers: Sequence[Mapping[str, str]], listeners: list[str]) -
     check_per_ip(limits.max_per_ip, limits.per_ip_overrides)
     for name in listeners:
         for key in LISTENER_KEYS:
-            raw = next((layer[k] for k in (listener_key(name, key), key) for layer in layers if k in layer), None)
+            raw = layered(layers, listener_key(name, key), key)
             if raw is not None and int(raw) <= 0:
                 raise ConfigError(f"Invalid {key} {raw}")
 
@@ -94,15 +97,18 @@ def validate_limits(layers: Sequence[Mapping[str, str]], listeners: list[str]) -
 def listener_creation_rates(layers: Sequence[Mapping[str, str]], listeners: list[str]) -> dict[str, float | None]:
     """Each listener's connection creation rate bound: its `listener.name.<l>.max.connection.creation.rate`, else
     `max.connection.creation.rate` (None: unbounded), from the first layer that has it."""
-    def value(key: str) -> str | None:
-        return next((layer[key] for layer in layers if key in layer), None)
+    return {name: _bound(layered(layers, listener_key(name, MAX_CREATION_RATE), MAX_CREATION_RATE))
+            for name in listeners}
 
-    out: dict[str, float | None] = {}
-    for name in listeners:
-        raw = value(listener_key(name, MAX_CREATION_RATE)) or value(MAX_CREATION_RATE)
-        rate = int(raw) if raw is not None else INT_MAX
-        out[name] = None if rate >= INT_MAX else float(rate)
-    return out
+
+def broker_creation_rate(layers: Sequence[Mapping[str, str]]) -> float | None:
+    """max.connection.creation.rate (None: unbounded, Int.MaxValue being Kafka's default)."""
+    return _bound(layered(layers, MAX_CREATION_RATE))
+
+
+def _bound(raw: str | None) -> float | None:
+    rate = int(raw) if raw is not None else INT_MAX
+    return None if rate >= INT_MAX else float(rate)
 
 
 class ConnectionCounts:

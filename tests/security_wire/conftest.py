@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 import urllib.request
 from pathlib import Path
 
@@ -14,8 +13,8 @@ from broker.security import scram
 from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess
 from kafkascope.local.process import free_port
-from kafkascope.local.security import make_certs
 from tests.scenarios.transactions import TXN_PROPS
+from tests.security_wire.rotation import certs_or_skip
 
 ADMIN, ADMIN_PW = "admin", "admin-secret"
 ALICE, ALICE_PW = "alice", "alice-secret"
@@ -69,10 +68,8 @@ def broker_props(ports: dict[str, int], certs: dict[str, Path]) -> dict[str, str
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     """One broker with every listener kind; SCRAM credentials for carol written to its local metadata."""
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl CLI is needed to make test certificates")
     d = tmp_path_factory.mktemp("secured")
-    certs = make_certs(d / "certs")
+    certs = certs_or_skip(d)
     ports = {"PLAINTEXT": free_port(), "SASL_PLAINTEXT": free_port(), "SASL_SSL": free_port(), "SSL": free_port()}
     store = LocalScramCredentials(_mkdir(d / "logs"))
     for mech in scram.SCRAM_MECHANISMS.values():

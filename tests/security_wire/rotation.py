@@ -3,8 +3,20 @@ kafkascope.local.security.make_certs, with the subject, SubjectAltNames and life
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
+
+from kafkascope.local.security import make_certs
+
+
+def certs_or_skip(directory: Path) -> dict[str, Path]:
+    """make_certs' CA and certificates in `directory` / certs; the test is skipped without the openssl CLI."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl CLI is needed to make test certificates")
+    return make_certs(directory / "certs")
 
 
 def issue(certs: dict[str, Path], out: Path, subject: str = "/CN=localhost",

@@ -20,7 +20,8 @@ from common.polling import wait_until
 from kafkascope.local import zookeeper as zkrun
 from kafkascope.local.broker_process import BrokerProcess
 from kafkascope.local.process import free_port
-from tests.security_wire.conftest import ADMIN, ADMIN_PW, broker_props, make_certs
+from kafkascope.local.security import make_certs
+from tests.security_wire.conftest import ADMIN, ADMIN_PW, broker_props
 
 
 @pytest.fixture(scope="module")

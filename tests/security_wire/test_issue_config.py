@@ -13,7 +13,7 @@ from broker.security import scram
 from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess
 from kafkascope.local.process import free_port
-from tests.security_wire.conftest import make_certs
+from kafkascope.local.security import make_certs
 
 ISSUE_CONFIG = """\
 listeners=SASL_SSL://127.0.0.1:{sasl_ssl},PLAINTEXT://127.0.0.1:{plain}

@@ -18,9 +18,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess
 from kafkascope.local.process import free_port
-from kafkascope.local.security import make_certs
 from tests.interop.conftest import apache_kafka_or_skip, config_command
-from tests.security_wire.rotation import certificate_pem, issue
+from tests.security_wire.rotation import certificate_pem, certs_or_skip, issue
 
 KEY = "listener.name.ssl.ssl.keystore.location"
 
@@ -71,10 +70,8 @@ def _decode(pem: str) -> dict:
 
 @pytest.fixture(scope="module")
 def rotating(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl CLI is needed to make test certificates")
     d = tmp_path_factory.mktemp("keystore-update")
-    certs = make_certs(d / "certs")
+    certs = certs_or_skip(d)
     ssl_port = free_port()
     proc = BrokerProcess(d, port=free_port(), prometheus_listener=f"127.0.0.1:{free_port()}")
     proc.props.update({"listeners": f"PLAINTEXT://127.0.0.1:{proc.port},SSL://127.0.0.1:{ssl_port}",
@@ -171,9 +168,7 @@ def test_dynamic_store_survives_a_restart_and_its_removal_restores_the_static_on
 def test_passwords_are_stored_encrypted_and_described_as_null(tmp_path):
     """With password.encoder.secret, a key password is taken with its encrypted key, kept encrypted in the
     broker's metadata, never described, and decoded again after a restart."""
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl CLI is needed to make test certificates")
-    certs = make_certs(tmp_path / "certs")
+    certs = certs_or_skip(tmp_path)
     ssl_port = free_port()
     proc = BrokerProcess(tmp_path, port=free_port(), prometheus_listener=f"127.0.0.1:{free_port()}")
     proc.props.update({"listeners": f"PLAINTEXT://127.0.0.1:{proc.port},SSL://127.0.0.1:{ssl_port}",

@@ -12,7 +12,7 @@ from broker.broker_configs import validate_dynamic
 from broker.config import ConfigError
 from broker.network import listener_tls
 from kafkascope.local.security import make_certs
-from tests.security_wire.rotation import issue
+from tests.security_wire.rotation import certs_or_skip, issue
 
 L = "SSL"
 KEY = "listener.name.ssl.ssl.keystore.location"
@@ -20,10 +20,8 @@ KEY = "listener.name.ssl.ssl.keystore.location"
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl CLI is needed to make test certificates")
     d = tmp_path_factory.mktemp("rotation")
-    files = make_certs(d / "ca")
+    files = certs_or_skip(d)
     stores = {"same": issue(files, d / "same.pem", days=5),
               "other_cn": issue(files, d / "other_cn.pem", subject="/CN=other-host"),
               "fewer_sans": issue(files, d / "fewer_sans.pem", san="DNS:localhost"),

@@ -135,5 +135,12 @@ def alter(ctx: RequestContext, name: str, configs, incremental: bool, validate_o
     except ValueError as e:   # Kafka 3.9 answers these INVALID_REQUEST (DynamicBrokerConfig.validate)
         raise KafkaError(ErrorCode.invalid_request, str(e)) from None
     if not validate_only:
-        store.set(entity, persistent)
+        # Reloaded before it is stored, as Kafka reloads: the store's change notification then finds the listeners
+        # as they should be and loads nothing again.
         listeners.apply(clean, reloads)
+        try:
+            store.set(entity, persistent)
+        except KafkaError:
+            if reloads:   # not stored: back to the stores the stored configs name
+                listeners.on_change(store.get(entity))
+            raise
