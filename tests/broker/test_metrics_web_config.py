@@ -17,8 +17,8 @@ import pytest
 from broker.config import BrokerConfig, ConfigError
 from common.polling import wait_for_port
 from kafkascope.local.broker_process import BrokerProcess, free_port
+from kafkascope.local.security import make_certs
 from tests.e2e.helpers import wait_until
-from tests.security_wire.conftest import make_certs
 
 USER, PASSWORD = "prometheus", "scrape-secret"
 

@@ -81,7 +81,8 @@ def test_a_secured_broker_exports_the_series_the_rules_use(tmp_path):
     from common.polling import wait_for_port
     from kafkascope.local.broker_process import BrokerProcess
     from kafkascope.local.process import free_port
-    from tests.security_wire.conftest import ADMIN, ALICE, broker_props, make_certs
+    from kafkascope.local.security import make_certs
+    from tests.security_wire.conftest import ADMIN, ALICE, broker_props
 
     certs = make_certs(tmp_path / "certs")
     ports = {"PLAINTEXT": free_port(), "SASL_SSL": free_port(), "SSL": free_port()}

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter
 from exporter import web_config
 from exporter.http import MetricsHTTPServer, registry_exposition, serve_threaded, text_exposition
 from exporter.web_config import WebConfigError
-from tests.security_wire.conftest import make_certs
+from kafkascope.local.security import make_certs
 
 USER, PASSWORD = "prometheus", "scrape-secret"
 HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()

@@ -13,11 +13,11 @@ import pytest
 
 from exporter import web_config
 from kafkascope.cli import lag as lag_cli
+from kafkascope.local.security import make_certs
 from lagmonitor.api import LagAPI, serve
 from lagmonitor.collector import wall_ms
 from lagmonitor.config import ConfigError, read_config
 from lagmonitor.monitor import LagMonitor
-from tests.security_wire.conftest import make_certs
 
 USER, PASSWORD = "prometheus", "scrape-secret"
 
