@@ -4,6 +4,10 @@
                                    [--e2e-records 2000] [--repeat 3] [--warmup-fraction 1]
                                    [--brokers 3] [--impls kafkascope,apache-kafka] [--interleave]
 
+``--impls apache-kafka,apache-kafka`` (or ``kafkascope,kafkascope``) measures one implementation against itself
+(an A/A run): the second cluster is labelled ``apache-kafka#2``, and the ratio column, always the first
+implementation over the second, shows how far the benchmark's own noise moves a ratio of two equal clusters.
+
 For each implementation a fresh cluster is started with the `kafkascope cluster` launcher (`--impl`): one
 ZooKeeper and ``--brokers`` brokers on loopback (default 3), then, on topics with RF=min(3, brokers),
 min.insync.replicas=2, acks=all (the cluster issue's settings; 1 KiB values, linger.ms=5, 3 partitions):
@@ -144,6 +148,15 @@ def _measured_pass(impl: str, bs: str, rf: int, i: int, args: argparse.Namespace
     return out
 
 
+def labelled(impls: list[str]) -> dict[str, str]:
+    """Label -> implementation, in order; a repeated implementation is labelled ``impl#2``, ``impl#3``..."""
+    out: dict[str, str] = {}
+    for impl in impls:
+        n = sum(1 for i in out.values() if i == impl)
+        out[impl if n == 0 else f"{impl}#{n + 1}"] = impl
+    return out
+
+
 def run_impl(impl: str, args: argparse.Namespace) -> dict:
     """A fresh cluster: one discarded warm-up pass (JIT, page cache, connections), then ``--repeat`` passes;
     the median of each figure is kept, every pass is in the JSON."""
@@ -166,19 +179,22 @@ def run_impl(impl: str, args: argparse.Namespace) -> dict:
 def run_interleaved(impls: list[str], args: argparse.Namespace) -> dict[str, dict]:
     """Every cluster up at once, each idle while another is measured: the warm-up passes, then ``--repeat``
     rounds of one pass per implementation, the order reversed every round, so a slow minute of the machine
-    falls on both sides alike. Returns the same per-implementation results as `run_impl`."""
+    falls on both sides alike. Returns the same per-label results as `run_impl` (see `labelled`)."""
     rf = min(3, args.brokers)
-    out: dict[str, dict] = {i: {"passes": [], "loadavg_1m_start_end": [os.getloadavg()[0]]} for i in impls}
+    by_label = labelled(impls)
+    labels = list(by_label)
+    out: dict[str, dict] = {i: {"passes": [], "loadavg_1m_start_end": [os.getloadavg()[0]]} for i in labels}
     with tempfile.TemporaryDirectory(prefix="vs-apache-") as tmp, contextlib.ExitStack() as stack:
-        clusters = {i: stack.enter_context(Cluster(Path(tmp) / i, brokers=args.brokers, impl=i,
-                                                   group_initial_rebalance_delay_ms=0)) for i in impls}
+        clusters = {label: stack.enter_context(Cluster(Path(tmp) / label.replace("#", "-"), brokers=args.brokers,
+                                                       impl=impl, group_initial_rebalance_delay_ms=0))
+                    for label, impl in by_label.items()}
         for impl, c in clusters.items():
             if rf == 3:
                 warm_up_offsets_topic(c.bootstrap)
             _warm_up(c.bootstrap, rf, args)
             print(f"  {impl}: {args.brokers} brokers up, warm-up pass done (discarded)", flush=True)
         for i in range(args.repeat):
-            for impl in (impls if i % 2 == 0 else impls[::-1]):
+            for impl in (labels if i % 2 == 0 else labels[::-1]):
                 out[impl]["passes"].append(_measured_pass(impl, clusters[impl].bootstrap, rf, i, args))
     for r in out.values():
         r["loadavg_1m_start_end"].append(os.getloadavg()[0])
@@ -208,18 +224,22 @@ def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
     ensure_kafka(ZK_VERSION)
     impls = [i.strip() for i in args.impls.split(",") if i.strip()]
-    runs = run_interleaved(impls, args) if args.interleave else {impl: run_impl(impl, args) for impl in impls}
-    results = {impl: r["median"] for impl, r in runs.items()}
+    by_label = labelled(impls)
+    runs = run_interleaved(impls, args) if args.interleave else {
+        label: run_impl(impl, args) for label, impl in by_label.items()}
+    labels = list(by_label)
+    results = {label: runs[label]["median"] for label in labels}
     keys = list(next(iter(results.values())))
-    rows = [("metric", *impls, "ours/Kafka")]
+    ratio_name = "ours/Kafka" if labels[:2] == ["kafkascope", "apache-kafka"] else "/".join(labels[:2])
+    rows = [("metric", *labels, ratio_name)]
     for k in keys:
-        vals = [results[i].get(k) for i in impls]
-        r = ratio(results.get("kafkascope", {}).get(k), results.get("apache-kafka", {}).get(k))
+        vals = [results[i].get(k) for i in labels]
+        r = ratio(*vals[:2]) if len(vals) > 1 else None
         rows.append((k, *(fmt(v) for v in vals), fmt(r)))
     rf = min(3, args.brokers)
     print(f"\nours vs Apache Kafka {ZK_VERSION}: {args.brokers} brokers, RF={rf}, min.insync.replicas={min(2, rf)}, "
           f"acks=all, {VALUE} B values; median of {args.repeat} pass(es) after a warm-up pass; 1-min load average "
-          + ", ".join(f"{i} {a:.1f}->{b:.1f}" for i, (a, b) in ((i, runs[i]["loadavg_1m_start_end"]) for i in impls)))
+          + ", ".join(f"{i} {a:.1f}->{b:.1f}" for i, (a, b) in ((i, runs[i]["loadavg_1m_start_end"]) for i in labels)))
     print_table(rows)
     emit_json("vs_apache", {"settings": vars(args), "results": results, "runs": runs})
     return results

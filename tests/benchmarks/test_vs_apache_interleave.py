@@ -46,3 +46,26 @@ def test_passes_alternate_and_each_side_keeps_its_own(monkeypatch):
     assert runs["kafkascope"]["median"] == {"confluent e2e p50 ms": 6.0}
     assert runs["apache-kafka"]["median"] == {"confluent e2e p50 ms": 5.0}
     assert all(len(r["loadavg_1m_start_end"]) == 2 for r in runs.values())
+
+
+def test_an_implementation_against_itself_gets_two_clusters(monkeypatch):
+    """An A/A run (`--impls apache-kafka,apache-kafka`): two clusters of one implementation, each with its own
+    label and passes; before labels the second replaced the first in every dict."""
+    calls: list[str] = []
+
+    def measure(bs, prefix, rf, records, seconds, rate, perf_records, e2e_records):
+        calls.append(prefix)
+        return {"confluent e2e p50 ms": float(len(calls))}
+
+    FakeCluster.started = []
+    monkeypatch.setattr(vs_apache, "Cluster", FakeCluster)
+    monkeypatch.setattr(vs_apache, "measure", measure)
+    monkeypatch.setattr(vs_apache, "warm_up_offsets_topic", lambda bs: None)
+    assert vs_apache.labelled(["apache-kafka", "apache-kafka", "kafkascope"]) == {
+        "apache-kafka": "apache-kafka", "apache-kafka#2": "apache-kafka", "kafkascope": "kafkascope"}
+    args = argparse.Namespace(brokers=3, warmup_fraction=1.0, records=10, seconds=1.0, rate=100, perf_records=10,
+                              e2e_records=10, repeat=1)
+    runs = vs_apache.run_interleaved(["apache-kafka", "apache-kafka"], args)
+    assert FakeCluster.started == ["apache-kafka", "apache-kafka"]
+    assert list(runs) == ["apache-kafka", "apache-kafka#2"]
+    assert [r["median"]["confluent e2e p50 ms"] for r in runs.values()] == [3.0, 4.0]
