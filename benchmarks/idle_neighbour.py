@@ -15,9 +15,11 @@ woke: each is a chance to take a core or a cache from the measured cluster). Rat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks._common import emit_json, fmt, print_table, ratio
@@ -55,7 +57,9 @@ def sample(pids: list[int], seconds: float) -> dict:
             "processes": len(pids)}
 
 
-def idle_cluster(impl: str, seconds: float, settle: float) -> dict:
+@contextlib.contextmanager
+def idle(impl: str, settle: float) -> Iterator[Cluster]:
+    """A fresh cluster with the topics a vs_apache warm-up and three passes leave, settled: the neighbour."""
     with tempfile.TemporaryDirectory(prefix=f"idle-{impl}-") as tmp, \
             Cluster(Path(tmp), brokers=3, impl=impl, group_initial_rebalance_delay_ms=0) as c:
         warm_up_offsets_topic(c.bootstrap)
@@ -63,11 +67,18 @@ def idle_cluster(impl: str, seconds: float, settle: float) -> dict:
             for k, parts in (("tput", 3), ("lat", 1), ("lat-default", 1), ("perf", 3), ("e2e", 1)):
                 create_replicated_topic(c.bootstrap, f"run{i}-{k}", parts, 3, {"min.insync.replicas": "2"})
         time.sleep(settle)   # leaders elected, fetchers in their long polls: no condition marks "settled"
-        pids = [p for p in (b.pid for b in c.brokers) if p is not None]
-        zk = c.zookeeper.pid
-        if zk is not None:
-            pids.append(zk)
-        return sample(pids, seconds)
+        yield c
+
+
+def cluster_pids(c: Cluster) -> list[int]:
+    pids = [p for p in (b.pid for b in c.brokers) if p is not None]
+    zk = c.zookeeper.pid
+    return pids + [zk] if zk is not None else pids
+
+
+def idle_cluster(impl: str, seconds: float, settle: float) -> dict:
+    with idle(impl, settle) as c:
+        return sample(cluster_pids(c), seconds)
 
 
 def main(argv: list[str] | None = None) -> dict:

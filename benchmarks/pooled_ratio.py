@@ -13,7 +13,9 @@ fast minutes mostly on both sides. For each metric this prints:
 * the same two for every A/A run in the files (one implementation against itself, `--impls X,X`): the spread a
   ratio of two equal clusters shows on this machine, which is the resolution of the A/B figures.
 
-Runs whose first two labels differ in order are not mixed: each label pair is its own group.
+Runs are grouped by label pair and arrangement (interleaved, or one cluster after the other): a pair in the other
+order, or the other arrangement, is its own group. In a run without ``--interleave`` a "round" is pass i of each
+cluster, minutes apart rather than side by side: its pairing is weaker, and its run ratios say more.
 """
 
 from __future__ import annotations
@@ -81,11 +83,16 @@ def summarise(runs: list[dict], metric: str, resamples: int) -> dict:
     return out
 
 
-def groups(paths: list[Path]) -> dict[tuple[str, str], list[dict]]:
-    out: dict[tuple[str, str], list[dict]] = {}
+def arrangement(run: dict) -> str:
+    return "interleaved" if run.get("settings", {}).get("interleave") else "one after the other"
+
+
+def groups(paths: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
+    """(first label, second label, arrangement) -> the runs, in file order."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
     for path in paths:
         for run in runs_in(path):
-            out.setdefault(pair_of(run), []).append(run)
+            out.setdefault((*pair_of(run), arrangement(run)), []).append(run)
     return out
 
 
@@ -101,13 +108,13 @@ def main(argv: list[str] | None = None) -> dict:
     if not found:
         raise SystemExit("pooled_ratio: no vs_apache result line in " + ", ".join(map(str, args.files)))
     report: dict = {}
-    for (a, b), runs in found.items():
-        print(f"\n{a} / {b}: {len(runs)} run(s)")
+    for (a, b, how), runs in found.items():
+        print(f"\n{a} / {b}, {how}: {len(runs)} run(s)")
         print(f"  {'metric':<28} {'runs':>4} {'run ratios':>13} {'<=1':>4} {'rounds':>6} {'paired median':>13}"
               f" {'90% interval':>15}")
         for m in metrics:
             s = summarise(runs, m, args.resamples)
-            report[f"{a}/{b}: {m}"] = s
+            report[f"{a}/{b}, {how}: {m}"] = s
             if not s["rounds"]:
                 continue
             lo, hi = s["interval_90"]

@@ -38,6 +38,12 @@ meet different moments of a shared machine, and a slow minute on one side moves 
 brokers differ; with ``--interleave`` both clusters are up at once, the idle one waits while the other is
 measured, and their passes alternate, the order reversed every round. The 1-minute load average at each cluster's
 start and end is printed. The last line is one JSON object with every figure.
+
+Interleaving is not neutral: the idle cluster is the measured one's neighbour, and an idle Kafka cluster (3 JVMs and
+ZooKeeper) takes ~90-100 ms of CPU a second and wakes ~600 times a second, ours ~10 ms and ~55
+(`benchmarks.idle_neighbour`). Ours is measured beside the busier neighbour, so the interleaved ratios lean against
+ours. How far a ratio moves between two equal clusters is what an A/A run shows; `benchmarks.pooled_ratio` pools
+runs into paired round ratios with an interval (docs/latency.md, "The instrument").
 """
 
 from __future__ import annotations

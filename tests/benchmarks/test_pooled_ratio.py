@@ -10,9 +10,9 @@ from benchmarks import pooled_ratio
 M = "confluent e2e p50 ms"
 
 
-def run(a: str, b: str, pa: list[float], pb: list[float]) -> dict:
+def run(a: str, b: str, pa: list[float], pb: list[float], interleave: bool = True) -> dict:
     med = {a: {M: sorted(pa)[len(pa) // 2]}, b: {M: sorted(pb)[len(pb) // 2]}}
-    return {"benchmark": "vs_apache", "results": med,
+    return {"benchmark": "vs_apache", "settings": {"interleave": interleave}, "results": med,
             "runs": {a: {"passes": [{M: x} for x in pa]}, b: {"passes": [{M: x} for x in pb]}}}
 
 
@@ -26,16 +26,19 @@ def test_groups_keep_a_over_b_and_a_over_a_apart(tmp_path):
     log = tmp_path / "runs.log"
     lines = ["  kafkascope: pass 1/3: ...",
              json.dumps(run("kafkascope", "apache-kafka", [4.0, 4.0, 4.0], [5.0, 4.0, 4.4])),
-             json.dumps(run("apache-kafka", "apache-kafka#2", [4.0, 4.4, 4.2], [4.2, 4.0, 4.2]))]
+             json.dumps(run("apache-kafka", "apache-kafka#2", [4.0, 4.4, 4.2], [4.2, 4.0, 4.2])),
+             json.dumps(run("kafkascope", "apache-kafka", [4.0, 4.0, 4.0], [3.0, 3.0, 3.0], interleave=False))]
     log.write_text("\n".join(lines) + "\n")
     found = pooled_ratio.groups([log])
-    assert list(found) == [("kafkascope", "apache-kafka"), ("apache-kafka", "apache-kafka#2")]
-    s = pooled_ratio.summarise(found[("kafkascope", "apache-kafka")], M, 500)
+    ab = ("kafkascope", "apache-kafka", "interleaved")
+    assert list(found) == [ab, ("apache-kafka", "apache-kafka#2", "interleaved"),
+                           ("kafkascope", "apache-kafka", "one after the other")]
+    s = pooled_ratio.summarise(found[ab], M, 500)
     assert s["rounds"] == 3 and s["runs"] == 1 and s["runs_at_or_below_1"] == 1
     assert s["round_median"] == pytest.approx(4.0 / 4.4)
     lo, hi = s["interval_90"]
     assert 0.8 <= lo <= s["round_median"] <= hi <= 1.0
-    assert pooled_ratio.summarise(found[("kafkascope", "apache-kafka")], M, 500) == s   # seeded
+    assert pooled_ratio.summarise(found[ab], M, 500) == s   # seeded
 
 
 def test_a_file_without_results_is_an_error(tmp_path):
