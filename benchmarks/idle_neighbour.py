@@ -24,6 +24,7 @@ from pathlib import Path
 
 from benchmarks._common import emit_json, fmt, print_table, ratio
 from benchmarks.cluster_throughput import create_replicated_topic, warm_up_offsets_topic
+from benchmarks.vs_apache import PASS_TOPICS
 from kafkascope.local.apache_kafka import ZK_VERSION, ensure_kafka
 from kafkascope.local.cluster import Cluster
 
@@ -58,13 +59,20 @@ def sample(pids: list[int], seconds: float) -> dict:
 
 
 @contextlib.contextmanager
-def idle(impl: str, settle: float) -> Iterator[Cluster]:
-    """A fresh cluster with the topics a vs_apache warm-up and three passes leave, settled: the neighbour."""
-    with tempfile.TemporaryDirectory(prefix=f"idle-{impl}-") as tmp, \
+def fresh_cluster(impl: str, prefix: str) -> Iterator[Cluster]:
+    """A new 3-broker cluster in a temporary directory, __consumer_offsets made (as vs_apache starts its own)."""
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}-{impl}-") as tmp, \
             Cluster(Path(tmp), brokers=3, impl=impl, group_initial_rebalance_delay_ms=0) as c:
         warm_up_offsets_topic(c.bootstrap)
-        for i in range(4):   # vs_apache's warm-up and three passes: five topics each, 3+1+1+3+1 partitions
-            for k, parts in (("tput", 3), ("lat", 1), ("lat-default", 1), ("perf", 3), ("e2e", 1)):
+        yield c
+
+
+@contextlib.contextmanager
+def idle(impl: str, settle: float) -> Iterator[Cluster]:
+    """A fresh cluster with the topics a vs_apache warm-up and three passes leave, settled: the neighbour."""
+    with fresh_cluster(impl, "idle") as c:
+        for i in range(4):   # vs_apache's warm-up and three passes
+            for k, parts in PASS_TOPICS.items():
                 create_replicated_topic(c.bootstrap, f"run{i}-{k}", parts, 3, {"min.insync.replicas": "2"})
         time.sleep(settle)   # leaders elected, fetchers in their long polls: no condition marks "settled"
         yield c
@@ -91,10 +99,11 @@ def main(argv: list[str] | None = None) -> dict:
     ensure_kafka(ZK_VERSION)
     impls = [i.strip() for i in args.impls.split(",") if i.strip()]
     results = {impl: idle_cluster(impl, args.seconds, args.settle) for impl in impls}
-    rows = [("idle cluster (3 brokers + ZooKeeper)", *impls, "/".join(impls[:2]))]
+    pair = len(impls) > 1
+    rows = [("idle cluster (3 brokers + ZooKeeper)", *impls, *(["/".join(impls[:2])] if pair else []))]
     for k in ("cpu ms/s", "wake-ups/s"):
         vals = [results[i][k] for i in impls]
-        rows.append((k, *(fmt(v) for v in vals), fmt(ratio(*vals[:2]) if len(vals) > 1 else None)))
+        rows.append((k, *(fmt(v) for v in vals), *([fmt(ratio(*vals[:2]))] if pair else [])))
     print_table(rows)
     emit_json("idle_neighbour", {"settings": vars(args), "results": results})
     return results

@@ -14,22 +14,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
 
 from benchmarks._common import emit_json
-from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency, warm_up_offsets_topic
-from benchmarks.idle_neighbour import idle
+from benchmarks.cluster_throughput import create_replicated_topic, e2e_latency
+from benchmarks.idle_neighbour import fresh_cluster, idle
 from benchmarks.vs_apache import E2E_PRODUCER, E2E_WARMUP_S, VALUE
 from kafkascope.local.apache_kafka import ZK_VERSION, ensure_kafka
-from kafkascope.local.cluster import Cluster
 
 
 def measured(impl: str, neighbour: str, cycles: int, seconds: float, settle: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix=f"measured-{impl}-") as tmp, \
-            Cluster(Path(tmp), brokers=3, impl=impl, group_initial_rebalance_delay_ms=0) as c:
+    with fresh_cluster(impl, "measured") as c:
         bs = c.bootstrap
-        warm_up_offsets_topic(bs)
         n = 0
 
         def e2e() -> float:

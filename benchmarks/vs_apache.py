@@ -70,6 +70,8 @@ E2E_WARMUP_S = 2.0  # unrecorded start of each e2e run
 # Kafka's own clients' default (and librdkafka's with idempotence): a produce waiting for acks=all holds back
 # the next batches, which grow instead of queueing as a backlog of tiny requests behind it (see the docstring).
 E2E_PRODUCER = {"max.in.flight.requests.per.connection": 5}
+# The topics one pass creates, and their partition counts.
+PASS_TOPICS = {"tput": PARTITIONS, "lat": 1, "lat-default": 1, "perf": PARTITIONS, "e2e": 1}
 
 
 def _tool(main: str, *args: str, timeout: float = 600) -> str:
@@ -116,9 +118,9 @@ def measure(bs: str, prefix: str, rf: int, records: int, seconds: float, rate: i
             e2e_records: int) -> dict:
     """One pass of every measurement on topics named `prefix`-* (created before any of them runs)."""
     topic_cfg = {"min.insync.replicas": str(min(2, rf))}
-    t = {k: f"{prefix}-{k}" for k in ("tput", "lat", "lat-default", "perf", "e2e")}
+    t = {k: f"{prefix}-{k}" for k in PASS_TOPICS}
     for k, name in t.items():
-        create_replicated_topic(bs, name, PARTITIONS if k in ("tput", "perf") else 1, rf, topic_cfg)
+        create_replicated_topic(bs, name, PASS_TOPICS[k], rf, topic_cfg)
     out: dict = {}
     p = produce(bs, t["tput"], PARTITIONS, records=records, seconds=seconds, value_size=VALUE,
                 config={"acks": "all"})

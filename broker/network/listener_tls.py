@@ -184,7 +184,6 @@ class ListenerTls:
     has_truststore: bool
 
 
-
 def _settings(props: Mapping[str, str], listener: str) -> tuple[tuple[str, str | None], ...]:
     return tuple((key, listener_prop(props, listener, key)) for key in RECONFIGURABLE)
 
